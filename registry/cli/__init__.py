@@ -1,0 +1,69 @@
+"""The `registry` command: a thin typer layer over the library.
+
+Every command parses its arguments, calls one library function and prints the
+typed result (rich for people, `--json` for scripts). User errors are caught once,
+here, and printed as one message with their documented exit code.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from registry import __version__
+from registry.errors import ExitCode, RegistryError
+
+
+class RegistryGroup(TyperGroup):
+    """Turns a `RegistryError` into one message on stderr and its exit code."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RegistryError as e:
+            from registry.cli.output import err_console
+
+            err_console.print(f"[bold red]error:[/] {e.message}", highlight=False, markup=True)
+            if e.hint:
+                err_console.print(f"  hint: {e.hint}", highlight=False)
+            raise typer.Exit(int(e.exit_code)) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+
+
+def new_app(help: str) -> typer.Typer:
+    return typer.Typer(cls=RegistryGroup, help=help, no_args_is_help=True,
+                       pretty_exceptions_enable=False, rich_markup_mode=None)
+
+
+app = new_app("Recipes and signed provenance records for LLM serving runs.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"registry {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Recipes and signed provenance records for LLM serving runs."""
+
+
+def _register() -> None:
+    from registry.cli import recipe
+
+    app.add_typer(recipe.app, name="recipe")
+
+
+_register()
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,34 @@
+"""Rendering for the CLI: JSON for scripts, rich tables for people."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from registry.canonical import to_jsonable
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def print_json(value: Any) -> None:
+    """Stable JSON on stdout: sorted keys, two-space indent."""
+    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, sort_keys=True) + "\n")
+
+
+def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for column in columns:
+        t.add_column(column, overflow="fold")
+    for row in rows:
+        t.add_row(*("" if v is None else str(v) for v in row))
+    return t
+
+
+def quiet() -> bool:
+    """No progress bars when output is not a terminal."""
+    return not sys.stderr.isatty()

@@ -1,0 +1,59 @@
+"""`registry recipe validate|show`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from registry.cli import new_app
+
+app = new_app("Validate and show recipes.")
+
+Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+@app.command()
+def validate(
+    paths: Annotated[list[Path], typer.Argument(help="Recipe files.", show_default=False)],
+) -> None:
+    """Check recipes: schema, identity documents, conflicts, pins.
+
+    Example: registry recipe validate recipes/*.toml
+    """
+    from registry.canonical import digest
+    from registry.cli.output import console
+    from registry.recipe import load_recipe
+
+    for path in paths:
+        recipe = load_recipe(path)
+        console.print(f"ok  {path}  {recipe.lane}  sha256:{digest(recipe)[:16]}", highlight=False)
+
+
+@app.command()
+def show(
+    path: Annotated[Path, typer.Argument(help="Recipe file.", show_default=False)],
+    json: Json = False,
+) -> None:
+    """Show the normalized recipe: identity documents merged, engine args derived.
+
+    Example: registry recipe show recipes/tiny-bf16-kv.toml --json
+    """
+    from registry.canonical import digest
+    from registry.cli.output import console, print_json, table
+    from registry.recipe import load_recipe
+
+    recipe = load_recipe(path)
+    if json:
+        print_json({"recipe": recipe, "sha256": digest(recipe)})
+        return
+    p = recipe.precision
+    console.print(f"[bold]{recipe.name}[/]  lane {recipe.lane}  sha256:{digest(recipe)}")
+    console.print(table("precision (each axis on its own)", ["axis", "declared"], [
+        ["weights", p.weights], ["draft_weights", p.draft_weights],
+        ["activations", p.activations], ["kv_cache", p.kv_cache],
+        ["draft_kv_cache", p.draft_kv_cache],
+    ]))
+    console.print(table("engine args", ["argument", "value"],
+                        [[k, v] for k, v in sorted(recipe.engine.args.items())]))

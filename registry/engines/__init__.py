@@ -1,0 +1,1 @@
+"""Engine knowledge tables (argument names, log dialects), one module per engine."""

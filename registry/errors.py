@@ -1,0 +1,72 @@
+"""One base error for everything a user can cause, each with a documented exit code.
+
+The CLI catches `RegistryError` once and prints `message` (and `hint`) without a
+traceback. Exit codes are part of the interface: see docs/cli.md.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    FAILED = 1  # the thing checked is wrong: tampered record, contract failed, verdict failed
+    USAGE = 2  # bad command line (typer's own code)
+    UNVERIFIABLE = 3  # verification could not run: missing object, unknown key
+    INVALID_INPUT = 4  # malformed recipe, checkpoint, log, run directory
+    NOT_FOUND = 5  # unknown or ambiguous record id, missing home
+    REFUSED = 6  # identity mismatch, environment drift, incomparable records
+    ENGINE = 7  # the engine failed to start, crashed or timed out
+    INTERRUPTED = 130
+
+
+class RegistryError(Exception):
+    """An error a user can cause and fix: rendered as one message, never a traceback."""
+
+    exit_code: ExitCode = ExitCode.INVALID_INPUT
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        if not message:
+            raise ValueError("a RegistryError needs a message")
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+
+class InvalidInput(RegistryError):
+    exit_code = ExitCode.INVALID_INPUT
+
+
+class InvalidRecipe(InvalidInput):
+    """A recipe file that cannot be loaded: names the file, the key and the problem."""
+
+    def __init__(self, path: object, key: str | None, problem: str, *, hint: str | None = None):
+        where = f"{path}: {key}" if key else f"{path}"
+        super().__init__(f"{where}: {problem}", hint=hint)
+        self.path = path
+        self.key = key
+        self.problem = problem
+
+
+class NotFound(RegistryError):
+    exit_code = ExitCode.NOT_FOUND
+
+
+class VerificationFailed(RegistryError):
+    exit_code = ExitCode.FAILED
+
+
+class Unverifiable(RegistryError):
+    exit_code = ExitCode.UNVERIFIABLE
+
+
+class Refused(RegistryError):
+    exit_code = ExitCode.REFUSED
+
+
+class EngineFailed(RegistryError):
+    exit_code = ExitCode.ENGINE

@@ -1,0 +1,318 @@
+"""Recipe schema v1: what to run and how to measure it.
+
+Weight precision and KV-cache precision are separate fields on purpose: a KV
+precision is never inferred from a weight precision (a checkpoint with FP8 weights
+can run a BF16 cache, and a BF16 checkpoint can silently run an FP8 cache).
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA = "registry.recipe/v1"
+COMMIT_RE = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
+NAME_RE = r"^[a-z0-9][a-z0-9._-]*$"
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KVCacheDtype(StrEnum):
+    """A concrete KV-cache storage format, or `checkpoint` (what its kv_cache_scheme asks)."""
+
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+    float32 = "float32"
+    fp8_e4m3 = "fp8_e4m3"
+    fp8_e5m2 = "fp8_e5m2"
+    fp8_inc = "fp8_inc"
+    fp8_ds_mla = "fp8_ds_mla"
+    nvfp4 = "nvfp4"
+    checkpoint = "checkpoint"
+
+
+class DraftKVCacheDtype(StrEnum):
+    """The draft's cache: follow the target's effective cache, or its own format."""
+
+    target = "target"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+    fp8_e4m3 = "fp8_e4m3"
+    fp8_e5m2 = "fp8_e5m2"
+
+
+class Activations(StrEnum):
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+    float32 = "float32"
+
+
+class Platform(StrEnum):
+    cpu = "cpu"
+    cuda = "cuda"
+    xpu = "xpu"
+
+
+class ContractName(StrEnum):
+    bitwise_teacher = "bitwise-teacher"
+    self_consistency = "self-consistency"
+    semantic_gates = "semantic-gates"
+    none = "none"
+
+
+class MetricFormula(StrEnum):
+    """Decode-rate formulas; each record names the one it used."""
+
+    intervals_99 = "99 / (t[99] - t[0])"
+    legacy_100 = "100 / (t[99] - t[0])"
+
+
+def _pin(value: str | None, what: str) -> str | None:
+    if value is not None and not COMMIT_RE.match(value):
+        raise ValueError(
+            f"{what} claims a pin but {value!r} is not a full commit hash "
+            "(40 or 64 lowercase hex digits); use the full hash, or omit it"
+        )
+    return value
+
+
+class ModelSpec(Model):
+    """The target checkpoint."""
+
+    path: str | None = Field(None, description="local path (may use ${VAR}) or hub id")
+    hub_id: str | None = Field(None, description="the hub repository this checkpoint came from")
+    revision: str | None = Field(None, description="pinned hub commit (full hash)")
+    manifest_sha256: str | None = Field(None, description="digest of the release-file manifest")
+    identity: str | None = Field(None, description="reference into identities/, e.g. checkpoints/x")
+
+    @field_validator("revision")
+    @classmethod
+    def _revision_is_pin(cls, v: str | None) -> str | None:
+        return _pin(v, "revision")
+
+    @model_validator(mode="after")
+    def _has_a_location(self) -> ModelSpec:
+        if not (self.path or self.hub_id or self.identity):
+            raise ValueError("needs `path`, `hub_id` or `identity`")
+        return self
+
+
+class DraftSpec(ModelSpec):
+    """A speculative-decoding draft: a model (dflash, eagle, ...) or a model-free method."""
+
+    path: str | None = None
+    method: str = Field(description="vLLM speculative method: dflash, eagle3, ngram, ...")
+    num_speculative_tokens: int = Field(ge=1, description="draft depth per cycle")
+    config: dict[str, Any] = Field(
+        default_factory=dict, description="further speculative_config keys, under vLLM's names"
+    )
+
+    @model_validator(mode="after")
+    def _has_a_location(self) -> DraftSpec:
+        return self  # ngram and suffix drafts have no model
+
+
+class PrecisionSpec(Model):
+    """Each precision axis on its own; none is inferred from another."""
+
+    weights: str = Field(description="target weight format, e.g. bfloat16, int4-w4a16, fp8-w8a8")
+    draft_weights: str | None = Field(None, description="draft weight format (what runs)")
+    activations: Activations | None = Field(None, description="activation / model dtype")
+    kv_cache: KVCacheDtype = Field(description="target KV-cache storage format, or `checkpoint`")
+    draft_kv_cache: DraftKVCacheDtype | None = Field(
+        None, description="draft KV-cache format; `target` follows the target's effective cache"
+    )
+
+    @field_validator("weights", "draft_weights")
+    @classmethod
+    def _token(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^[a-z0-9][a-z0-9_.+-]*$", v):
+            raise ValueError(f"{v!r} is not a precision token (lowercase, e.g. int4-w4a16)")
+        return v
+
+    @field_validator("kv_cache", mode="before")
+    @classmethod
+    def _no_aliases(cls, v: Any) -> Any:
+        hints = {
+            "auto": "`auto` is not a dtype: write the format you expect, or `checkpoint`",
+            "fp8": "write `fp8_e4m3` (what vLLM's `fp8` means) so the format is explicit",
+        }
+        if v in hints:
+            raise ValueError(hints[v])
+        return v
+
+
+class ParallelSpec(Model):
+    tensor: int = Field(1, ge=1)
+    pipeline: int = Field(1, ge=1)
+    data: int = Field(1, ge=1)
+    expert: int = Field(1, ge=1, description="expert-parallel size: 1 (off) or tensor x data")
+
+    @model_validator(mode="after")
+    def _expert_matches_vllm(self) -> ParallelSpec:
+        if self.expert not in (1, self.tensor * self.data):
+            raise ValueError(
+                f"expert = {self.expert}: vLLM's expert-parallel size is tensor x data "
+                f"= {self.tensor * self.data} when enabled; use 1 or {self.tensor * self.data}"
+            )
+        return self
+
+    @property
+    def world_size(self) -> int:
+        return self.tensor * self.pipeline * self.data
+
+
+class EngineSpec(Model):
+    name: Literal["vllm"] = "vllm"
+    version: str | None = Field(None, description="engine release the recipe was written for")
+    commit: str | None = Field(None, description="pinned engine source commit (full hash)")
+    source: str | None = Field(None, description="engine source tree (may use ${VAR})")
+    args: dict[str, Any] = Field(
+        default_factory=dict, description="`vllm serve` arguments under their snake_case names"
+    )
+    custom_args: list[str] = Field(
+        default_factory=list, description="arguments a patched engine adds beyond stock vLLM"
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="engine environment")
+    identity: str | None = None
+
+    @field_validator("commit")
+    @classmethod
+    def _commit_is_pin(cls, v: str | None) -> str | None:
+        return _pin(v, "commit")
+
+
+class HardwareSpec(Model):
+    platform: Platform
+    device: str | None = Field(None, description="device model, e.g. Intel Arc Pro B70")
+    count: int = Field(1, ge=1)
+    identity: str | None = None
+
+
+class SuiteSpec(Model):
+    """A prompt suite: JSONL with one `{"id", "prompt"}` object per line."""
+
+    name: str = Field(pattern=NAME_RE)
+    path: str | None = Field(None, description="relative to the recipe file, or ${VAR}")
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    prompts: int | None = Field(None, ge=1, description="expected prompt count")
+    max_tokens: int | None = Field(None, ge=1, description="overrides benchmark.max_tokens")
+    context_tokens: int | None = Field(None, ge=1, description="nominal prompt length")
+    identity: str | None = None
+
+
+class BenchmarkSpec(Model):
+    api: Literal["completions", "chat"] = "completions"
+    suites: list[SuiteSpec] = Field(min_length=1)
+    max_tokens: int = Field(512, ge=1)
+    concurrency: int = Field(1, ge=1)
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 1
+    metric: MetricFormula = MetricFormula.intervals_99
+    window: int = Field(100, ge=2, description="output tokens in the decode-rate window")
+    allow_prefix_reuse: bool = Field(False, description="accept cached_tokens > 0")
+    request_extra: dict[str, Any] = Field(default_factory=dict, description="extra request keys")
+
+    @model_validator(mode="after")
+    def _unique_suites(self) -> BenchmarkSpec:
+        names = [s.name for s in self.suites]
+        if len(names) != len(set(names)):
+            raise ValueError(f"suite names must be unique, got {names}")
+        return self
+
+
+class JsonSchemaGate(Model):
+    kind: Literal["json-schema"]
+    prompts: list[str] = Field(min_length=1)
+    json_schema: dict[str, Any] = Field(alias="schema")
+
+
+class FragmentsGate(Model):
+    kind: Literal["fragments"]
+    prompts: list[str] = Field(min_length=1)
+    required: list[str] = Field(default_factory=list)
+    forbidden: list[str] = Field(default_factory=list)
+
+
+class RepetitionGate(Model):
+    kind: Literal["no-repetition"]
+    prompts: list[str] = Field(default_factory=lambda: ["*"])
+    ngram: int = Field(8, ge=1, description="token n-gram length")
+    max_repeats: int = Field(4, ge=1, description="most times one n-gram may recur")
+
+
+class NeedleGate(Model):
+    kind: Literal["needle"]
+    prompts: list[str] = Field(min_length=1)
+    needle: str
+    context_tokens: int | None = None
+
+
+Gate = Annotated[
+    JsonSchemaGate | FragmentsGate | RepetitionGate | NeedleGate, Field(discriminator="kind")
+]
+
+
+class QualitySpec(Model):
+    contract: ContractName
+    teacher: str | None = Field(None, description="lane whose teacher is the reference")
+    repeats: int = Field(2, ge=2, description="self-consistency: identical runs required")
+    gates: list[Gate] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _gates_for_semantic(self) -> QualitySpec:
+        if self.contract is ContractName.semantic_gates and not self.gates:
+            raise ValueError("contract semantic-gates needs at least one [[quality.gates]]")
+        return self
+
+
+class Expect(Model):
+    """A runtime marker the engine log must show: a flag is not proof that code ran."""
+
+    name: str = Field(pattern=NAME_RE)
+    pattern: str = Field(description="regular expression matched against each log message")
+    count: int = Field(1, ge=0, description="matches expected (per rank when per_rank)")
+    at_least: bool = Field(False, description="count is a minimum rather than exact")
+    per_rank: bool = True
+    ranks: int | None = Field(None, ge=1, description="ranks expected; default: world size")
+    values: dict[str, str] = Field(
+        default_factory=dict, description="named groups of the pattern and their expected values"
+    )
+
+    @model_validator(mode="after")
+    def _pattern_compiles(self) -> Expect:
+        try:
+            compiled = re.compile(self.pattern)
+        except re.error as e:
+            raise ValueError(f"pattern does not compile: {e}") from None
+        missing = set(self.values) - set(compiled.groupindex)
+        if missing:
+            raise ValueError(f"values name groups the pattern lacks: {sorted(missing)}")
+        return self
+
+
+class Recipe(Model):
+    schema_: Literal["registry.recipe/v1"] = Field(alias="schema")
+    name: str = Field(pattern=NAME_RE)
+    lane: str = Field(pattern=NAME_RE)
+    description: str = ""
+    model: ModelSpec
+    draft: DraftSpec | None = None
+    precision: PrecisionSpec
+    parallel: ParallelSpec = ParallelSpec()
+    engine: EngineSpec = EngineSpec()
+    hardware: HardwareSpec
+    benchmark: BenchmarkSpec
+    quality: QualitySpec = QualitySpec(contract=ContractName.none)
+    expect: list[Expect] = Field(default_factory=list)
+    identities: dict[str, str] = Field(
+        default_factory=dict, description="identity documents used, by reference -> sha256"
+    )
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

@@ -1,0 +1,39 @@
+"""Shared fixtures: the repository layout and a CLI runner that goes through the
+same error handling as the installed `registry` command."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT.parent / "shared" / "fixtures"
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli():
+    """Run `registry ARGS...` in-process; returns exit code, stdout, stderr."""
+    from registry.cli import app
+
+    runner = CliRunner()
+
+    def run(*args: str | Path) -> Result:
+        r = runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+        return Result(r.exit_code, r.stdout, r.stderr)
+
+    return run
+
+
+@pytest.fixture
+def root() -> Path:
+    return ROOT

