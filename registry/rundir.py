@@ -1,0 +1,123 @@
+"""The run directory: what one execution leaves behind, and its file formats.
+
+It is the contract between the executor (writes it), the resolver (reads the
+evidence) and seal (hashes all of it). See docs/run-directory.md.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from registry.errors import InvalidInput
+
+SERVER_LOG = "server.log"  # required: engine stdout + stderr
+RECIPE_JSON = "recipe.json"  # the normalized recipe (self-contained)
+RECIPE_TOML = "recipe.toml"  # accepted too: a recipe file as written
+LAUNCH = "launch.json"  # LaunchPlan
+ENVIRONMENT = "environment.json"  # host facts: os, python, packages, devices
+METRICS_BEFORE = "metrics-before.prom"
+METRICS_AFTER = "metrics-after.prom"
+BENCH = "bench.json"  # Bench: raw rows
+OUTPUTS = "outputs.jsonl"  # optional extra outputs
+STATUS = "status.json"  # RunStatus
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LaunchPlan(Model):
+    """Everything needed to start the engine, derived only from recipe + platform."""
+
+    schema_: str = Field("registry.launch/v1", alias="schema")
+    platform: str
+    argv: list[str]
+    env: dict[str, str] = Field(description="variables set on top of a minimal base env")
+    cwd: str
+    host: str = "127.0.0.1"
+    port: int
+    cache_dirs: dict[str, str] = Field(default_factory=dict, description="private, cold caches")
+    launcher: str | None = Field(None, description="launcher script, when one wraps the engine")
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class BenchRow(Model):
+    """One prompt sent once. Raw facts only; every metric is re-derived from these."""
+
+    suite: str
+    index: int
+    prompt_id: str
+    prompt_sha256: str
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    request_started_epoch_s: float | None = None
+    token_ids: list[int] = Field(default_factory=list)
+    token_times_s: list[float] = Field(
+        default_factory=list, description="per token: its chunk's arrival, s after request start"
+    )
+    chunk_times_s: list[float] = Field(default_factory=list, description="per streamed chunk")
+    text: str | None = None
+    text_sha256: str | None = None
+    error: str | None = None
+
+
+class SuiteRef(Model):
+    name: str
+    sha256: str | None = None
+    path: str | None = None
+    prompts: int | None = None
+
+
+class Bench(Model):
+    schema_: str = Field("registry.bench/v1", alias="schema")
+    api: str
+    model: str
+    params: dict[str, Any] = Field(description="max_tokens, temperature, top_p, seed, extras")
+    suites: list[SuiteRef]
+    rows: list[BenchRow]
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class RunState(StrEnum):
+    running = "running"
+    complete = "complete"
+    failed = "failed"
+
+
+class RunStatus(Model):
+    state: RunState
+    reason: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    cleanup: dict[str, Any] = Field(default_factory=dict, description="teardown checks")
+
+
+def read_model(path: Path, model: type[BaseModel]) -> Any:
+    """Parse one run-directory JSON file into its model, or a clear InvalidInput."""
+    try:
+        return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise InvalidInput(f"{path}: missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InvalidInput(f"{path}: not valid JSON ({e})") from None
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InvalidInput(f"{path}: {where}: {first['msg']}") from None
+
+
+def require_run_dir(path: Path) -> Path:
+    if not path.is_dir():
+        raise InvalidInput(f"{path}: not a run directory")
+    if not (path / SERVER_LOG).is_file():
+        raise InvalidInput(f"{path}: no {SERVER_LOG}", hint="a run directory holds the engine log")
+    return path

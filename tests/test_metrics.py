@@ -1,0 +1,46 @@
+"""Metrics re-derived from the raw rows of a real B70 record."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from registry.metrics import decode_rate, suite_metrics
+from registry.recipe.schema import MetricFormula
+from registry.rundir import BenchRow
+from tests.conftest import FIXTURES
+
+CAPSULE_BENCH = FIXTURES / "laguna-b70-record/evidence/record-run/bench.json"
+
+
+def _capsule_rows() -> list[BenchRow]:
+    data = json.loads(CAPSULE_BENCH.read_text())
+    return [BenchRow(suite="realistic-cold-v1", index=r["prompt_index"], prompt_id=r["prompt_id"],
+                     prompt_sha256=r["prompt_sha256"], token_ids=r["token_ids"],
+                     token_times_s=r["token_id_offsets_s"]) for r in data["rows"]]
+
+
+def test_capsule_median_both_formulas() -> None:
+    m = suite_metrics(_capsule_rows())
+    assert m["decode_tok_s.median"].value == 101.94172124017027
+    assert m["decode_tok_s.median"].formula == "median over rows of 99 / (t[99] - t[0])"
+    assert m["decode_tok_s_other_formula.median"].value == 102.97143559613157
+    assert m["decode_tok_s.median"].count == 13
+
+
+def test_capsule_p10_matches_lab_convention() -> None:
+    m = suite_metrics(_capsule_rows(), MetricFormula.legacy_100)
+    assert m["decode_tok_s.p10"].value == pytest.approx(71.14888383025148, rel=1e-12)
+
+
+def test_fixture_is_the_sealed_file() -> None:
+    digest = hashlib.sha256(CAPSULE_BENCH.read_bytes()).hexdigest()
+    assert digest == "a266b6ed28fa963456b3fc626a8bbafe104433e8b5dbc0b749973f6cd5e7f413"
+
+
+def test_decode_rate_needs_the_whole_window() -> None:
+    assert decode_rate([0.1 * i for i in range(99)], MetricFormula.intervals_99) is None
+    assert decode_rate([0.01 * i for i in range(100)], MetricFormula.intervals_99) == pytest.approx(100)
+    assert decode_rate([0.01 * i for i in range(100)], MetricFormula.legacy_100) == pytest.approx(100 / 0.99)
