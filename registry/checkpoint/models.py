@@ -68,15 +68,18 @@ class ScaleTensor(Model):
     file: str
 
 
-KVScaleVerdict = Literal["calibrated", "partial", "missing", "none"]
+KVScaleVerdict = Literal["calibrated", "partial", "missing", "none", "unknown"]
+"""Where the engine's KV scales come from. `unknown`: a scheme is declared but there
+were no weight files to look in (a bare config.json, or no safetensors)."""
 
 
 class KVScales(Model):
     verdict: KVScaleVerdict = Field(
         description="calibrated: every attention layer has k and v scales; partial: some; "
-        "missing: a scheme but no scales (runs at 1.0); none: no scheme"
+        "missing: a scheme but no scales (runs at 1.0); none: no scheme; "
+        "unknown: a scheme, but no weight files to look in"
     )
-    count: int
+    count: int = Field(description="KV scale tensors found")
     layers_with_k: list[int] = Field(default_factory=list)
     layers_with_v: list[int] = Field(default_factory=list)
     tensors: list[ScaleTensor] = Field(default_factory=list)

@@ -1,0 +1,98 @@
+"""`quantization_config`: the weight format token and the KV-cache scheme.
+
+The weight format token is what a recipe's `precision.weights` is compared with:
+the torch_dtype for unquantized weights, else `<type><bits>-w<bits>a<bits>` (e.g.
+`int4-w4a16`: 4-bit integer weights, 16-bit activations), else the method name.
+See docs/checkpoints.md for the vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from registry.checkpoint.models import KVCacheScheme, Quantization
+from registry.errors import InvalidInput
+
+ACTIVATION_BITS_UNQUANTIZED = 16
+
+
+def quantization(config: dict[str, Any], torch_dtype: str | None, source: object
+                 ) -> Quantization:
+    q = config.get("quantization_config")
+    if q is None:
+        weights = torch_dtype or "unknown"
+        return Quantization(weights=weights, summary=f"unquantized ({weights})")
+    if not isinstance(q, dict):
+        raise InvalidInput(f"{source}: quantization_config is not a JSON object")
+    method = str(q.get("quant_method", "unknown"))
+    weights, summary = _weight_format(method, q)
+    return Quantization(method=method, weights=weights, summary=summary,
+                        kv_cache_scheme=_kv_scheme(q, source), raw=q)
+
+
+def _weight_format(method: str, q: dict[str, Any]) -> tuple[str, str]:
+    if method == "compressed-tensors":
+        return _compressed_tensors(q)
+    if method == "fp8":
+        activations = q.get("activation_scheme", "dynamic")
+        block = q.get("weight_block_size")
+        detail = f", blocks {block}" if block else ""
+        return "fp8-w8a8", f"fp8 weights, {activations} fp8 activations{detail}"
+    if method in ("gptq", "awq", "gptq_marlin", "awq_marlin"):
+        bits = q.get("bits", 4)
+        return f"int{bits}-w{bits}a16", f"{method} int{bits} weights, group {q.get('group_size')}"
+    if method == "bitsandbytes":
+        if q.get("load_in_4bit"):
+            kind = q.get("bnb_4bit_quant_type", "fp4")
+            return kind, f"bitsandbytes 4-bit {kind} weights"
+        return "int8-w8a16", "bitsandbytes int8 weights"
+    return method, f"{method} (weight scheme not interpreted)"
+
+
+def _compressed_tensors(q: dict[str, Any]) -> tuple[str, str]:
+    groups = q.get("config_groups") or {}
+    tokens, details = [], []
+    for group in groups.values():
+        w = (group or {}).get("weights")
+        if not w:
+            continue
+        a = group.get("input_activations")
+        token = _ct_token(w, a, group.get("format") or q.get("format") or "")
+        tokens.append(token)
+        details.append(f"{token} ({_describe(w)}; targets {', '.join(group.get('targets', []))})")
+    if not tokens:
+        return "compressed-tensors", "compressed-tensors without weight groups"
+    ignored = q.get("ignore") or []
+    tail = f"; {len(ignored)} module(s) left unquantized" if ignored else ""
+    return "+".join(sorted(set(tokens))), "; ".join(details) + tail
+
+
+def _ct_token(w: dict[str, Any], a: dict[str, Any] | None, fmt: str) -> str:
+    bits = w.get("num_bits")
+    kind = "nvfp" if "nvfp4" in fmt else "fp" if w.get("type") == "float" else "int"
+    act_bits = a.get("num_bits") if a else ACTIVATION_BITS_UNQUANTIZED
+    return f"{kind}{bits}-w{bits}a{act_bits}"
+
+
+def _describe(args: dict[str, Any]) -> str:
+    strategy = args.get("strategy")
+    granularity = f"group {args.get('group_size')}" if strategy == "group" else strategy
+    symmetry = "symmetric" if args.get("symmetric", True) else "asymmetric"
+    return f"{args.get('type', 'int')}{args.get('num_bits')}, {granularity}, {symmetry}"
+
+
+def _kv_scheme(q: dict[str, Any], source: object) -> KVCacheScheme | None:
+    scheme = q.get("kv_cache_scheme")
+    if scheme is None:
+        return None
+    if not isinstance(scheme, dict):
+        raise InvalidInput(f"{source}: quantization_config.kv_cache_scheme is not an object")
+    known = {k: scheme[k] for k in KVCacheScheme.model_fields if k in scheme}
+    try:
+        return KVCacheScheme(**known)
+    except ValidationError as e:
+        problem = e.errors()[0]
+        raise InvalidInput(f"{source}: quantization_config.kv_cache_scheme."
+                           f"{problem['loc'][0]}: {problem['msg']}") from None
