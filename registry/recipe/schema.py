@@ -232,6 +232,18 @@ class JsonSchemaGate(Model):
     prompts: list[str] = Field(min_length=1)
     json_schema: dict[str, Any] = Field(alias="schema")
 
+    @field_validator("json_schema")
+    @classmethod
+    def _is_a_json_schema(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        try:
+            Draft202012Validator.check_schema(v)
+        except SchemaError as e:
+            raise ValueError(f"not a valid JSON schema (draft 2020-12): {e.message}") from None
+        return v
+
 
 class FragmentsGate(Model):
     kind: Literal["fragments"]
@@ -243,7 +255,7 @@ class FragmentsGate(Model):
 class RepetitionGate(Model):
     kind: Literal["no-repetition"]
     prompts: list[str] = Field(default_factory=lambda: ["*"])
-    ngram: int = Field(8, ge=1, description="token n-gram length")
+    ngram: int = Field(16, ge=1, description="token n-gram length (see docs/contracts.md)")
     max_repeats: int = Field(4, ge=1, description="most times one n-gram may recur")
 
 

@@ -1,0 +1,175 @@
+"""A teacher: the reference rows of a lane's bitwise contract, bound to the axes that
+decide its numbers (weight, draft and KV precision, KV scales, model revision, suite).
+
+A teacher comes from a sealed record (its bench rows) or from the lab's compact
+oracle files (token ids + text sha256). Either way it is only a reference for runs
+whose binding axes equal its own: BF16 token hashes are never an FP8 gate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from registry.errors import InvalidInput
+from registry.identity import ResolvedIdentity
+from registry.recipe.schema import NAME_RE
+from registry.rundir import BenchRow, read_model
+
+# The axes a teacher is bound to, in the order refusals name them.
+IDENTITY_AXES = (
+    "precision.weights", "precision.draft_weights", "precision.kv_cache",
+    "precision.kv_scales", "model.revision",
+)
+SUITE_AXIS = "suite.sha256"
+AXES = (*IDENTITY_AXES, SUITE_AXIS)
+
+Axes = dict[str, str | None]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TeacherRow(Model):
+    index: int
+    prompt_id: str
+    prompt_sha256: str
+    token_ids: list[int]
+    text_sha256: str
+
+
+class TeacherSource(Model):
+    kind: Literal["record", "lab-oracles"]
+    ref: str = Field(description="record id, or the digest of the teacher run the oracles name")
+    files: dict[str, str] = Field(default_factory=dict, description="imported file -> sha256")
+
+
+class Teacher(Model):
+    schema_: str = Field("registry.teacher/v1", alias="schema")
+    lane: str = Field(pattern=NAME_RE)
+    source: TeacherSource
+    axes: Axes = Field(description="every binding axis -> value (None: the run had none)")
+    rows: list[TeacherRow] = Field(min_length=1)
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @field_validator("axes")
+    @classmethod
+    def _every_axis(cls, axes: Axes) -> Axes:
+        if set(axes) != set(AXES):
+            raise ValueError(f"axes must name exactly {list(AXES)}, got {sorted(axes)}")
+        return axes
+
+    @field_validator("rows")
+    @classmethod
+    def _one_row_per_index(cls, rows: list[TeacherRow]) -> list[TeacherRow]:
+        indices = [r.index for r in rows]
+        if len(indices) != len(set(indices)):
+            raise ValueError(f"row indices must be unique, got {indices}")
+        return rows
+
+    @property
+    def suite_sha256(self) -> str | None:
+        return self.axes[SUITE_AXIS]
+
+
+def binding_axes(identity: ResolvedIdentity, suite_sha256: str | None) -> Axes:
+    """A run's binding axes: the resolved (proven) values, never the declared ones."""
+    return {**{a: _text(identity.value(a)) for a in IDENTITY_AXES}, SUITE_AXIS: suite_sha256}
+
+
+def row_text_sha256(row: BenchRow) -> str | None:
+    """Re-derived from the text when the row has it; the stored digest otherwise."""
+    if row.text is not None:
+        return hashlib.sha256(row.text.encode("utf-8")).hexdigest()
+    return row.text_sha256
+
+
+def teacher_from_rows(lane: str, rows: Sequence[BenchRow], axes: Mapping[str, str | None],
+                      source: TeacherSource) -> Teacher:
+    """A teacher from a record's raw rows; each row needs its token ids and text digest."""
+    reference = []
+    for row in rows:
+        digest = row_text_sha256(row)
+        if digest is None or not row.token_ids or row.error:
+            raise InvalidInput(
+                f"row {row.index} ({row.prompt_id}) cannot be a reference: "
+                + (row.error or "no token ids or output text"),
+                hint="a teacher needs complete rows: token ids and text for every prompt")
+        reference.append(TeacherRow(index=row.index, prompt_id=row.prompt_id,
+                                    prompt_sha256=row.prompt_sha256,
+                                    token_ids=row.token_ids, text_sha256=digest))
+    return _teacher(lane=lane, source=source, axes=dict(axes), rows=reference)
+
+
+class _TokenRow(BaseModel):
+    prompt_index: int
+    prompt_id: str
+    prompt_sha256: str
+    token_ids: list[int]
+
+
+class _TextRow(BaseModel):
+    prompt_index: int
+    prompt_id: str
+    sha256: str
+
+
+class _TokenOracle(BaseModel):
+    source_sha256: str = Field(description="digest of the teacher bench these rows came from")
+    rows: list[_TokenRow] = Field(min_length=1)
+
+
+class _TextOracle(BaseModel):
+    source_sha256: str
+    rows: list[_TextRow] = Field(min_length=1)
+
+
+def teacher_from_lab_oracles(token_oracle: Path, text_oracle: Path,
+                             axes: Mapping[str, str | None], *, lane: str) -> Teacher:
+    """Import the lab's token-id and text-sha256 oracles (one teacher run) as a teacher."""
+    tokens, texts = read_model(token_oracle, _TokenOracle), read_model(text_oracle, _TextOracle)
+    if tokens.source_sha256 != texts.source_sha256:
+        raise InvalidInput(
+            f"{token_oracle} and {text_oracle} come from different teacher runs "
+            f"({tokens.source_sha256[:12]} vs {texts.source_sha256[:12]})",
+            hint="import the two oracle files written from the same teacher bench")
+    digests = {(r.prompt_index, r.prompt_id): r.sha256 for r in texts.rows}
+    keys = [(r.prompt_index, r.prompt_id) for r in tokens.rows]
+    if sorted(keys) != sorted(digests):
+        raise InvalidInput(
+            f"{token_oracle.name} and {text_oracle.name} cover different prompts: "
+            f"{sorted(set(keys) ^ set(digests))}",
+            hint="the two oracles must list the same (prompt_index, prompt_id) rows")
+    rows = [TeacherRow(index=r.prompt_index, prompt_id=r.prompt_id, prompt_sha256=r.prompt_sha256,
+                       token_ids=r.token_ids, text_sha256=digests[key])
+            for r, key in zip(tokens.rows, keys, strict=True)]
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in (token_oracle, text_oracle)}
+    source = TeacherSource(kind="lab-oracles", ref=tokens.source_sha256, files=files)
+    return _teacher(lane=lane, source=source, axes=dict(axes), rows=rows)
+
+
+def _teacher(**fields: Any) -> Teacher:
+    """Validate into a Teacher, turning a schema problem into one clear message."""
+    from pydantic import ValidationError
+
+    try:
+        return Teacher(**fields)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise InvalidInput(f"teacher for lane {fields.get('lane')!r}: {where}: {err['msg']}",
+                           hint=f"binding axes are {', '.join(AXES)}") from None
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
