@@ -177,7 +177,8 @@ def test_oracles_covering_different_prompts_are_rejected(tmp_path: Path) -> None
 @pytest.mark.parametrize(("content", "problem"), [
     (None, "missing"),
     ("{not json", "not valid JSON"),
-    ('{"source_sha256": "x", "rows": [{"prompt_index": 0}]}', r"rows\.0\.prompt_id: Field required"),
+    ('{"source_sha256": "x", "rows": [{"prompt_index": 0}]}',
+     r"rows\.0\.prompt_id: Field required"),
 ])
 def test_a_broken_oracle_file_is_one_clear_error(tmp_path: Path, content: str | None,
                                                  problem: str) -> None:

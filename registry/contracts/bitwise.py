@@ -42,7 +42,11 @@ def bitwise_teacher(rows: Sequence[BenchRow], teacher: Teacher | None,
     if differences:
         return refused(CONTRACT, differences, reference)
     by_index: dict[int, BenchRow] = {}
-    verdicts = [_duplicate(r) for r in rows if by_index.setdefault(r.index, r) is not r]
+    verdicts = []
+    for row in rows:
+        if row.index in by_index:
+            verdicts.append(_duplicate(row))
+        by_index.setdefault(row.index, row)
     verdicts += [_row(t, by_index.get(t.index)) for t in teacher.rows]
     known = {t.index for t in teacher.rows}
     verdicts += [_extra(r) for i, r in by_index.items() if i not in known]
