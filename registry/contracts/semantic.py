@@ -99,9 +99,9 @@ def most_repeated_ngram(token_ids: Sequence[int], n: int) -> tuple[int, int] | N
     if len(token_ids) < n:
         return None
     ids = tuple(token_ids)
-    counts = Counter(ids[i:i + n] for i in range(len(ids) - n + 1))
-    gram, count = counts.most_common(1)[0]
-    return next(i for i in range(len(ids)) if ids[i:i + n] == gram), count
+    grams = list(zip(*(ids[i:] for i in range(n)), strict=False))  # every window of n
+    gram, count = Counter(grams).most_common(1)[0]
+    return grams.index(gram), count
 
 
 def _needle(gate: NeedleGate, row: BenchRow) -> Checks:
