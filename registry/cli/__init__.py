@@ -57,9 +57,11 @@ def root(
 
 
 def _register() -> None:
-    from registry.cli import recipe
+    from registry.cli import inspect, recipe
 
     app.add_typer(recipe.app, name="recipe")
+    app.command("inspect")(inspect.inspect)
+    app.command("kv")(inspect.kv)
 
 
 _register()

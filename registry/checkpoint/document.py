@@ -1,0 +1,110 @@
+"""A checkpoint identity document (`identities/checkpoints/NAME.toml`) from an inspection.
+
+`[fields]` are merged into the `[model]` / `[draft]` table of a recipe that refers to
+the document (so `manifest_sha256` becomes a declared identity); `[facts]` record
+what the inspection showed. The checkpoint's config.json is copied beside it as
+`NAME.config.json` so the KV arithmetic can be redone without the weights.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from registry.checkpoint.manifest import Manifest
+from registry.checkpoint.models import CheckpointInfo
+from registry.errors import InvalidInput, NotFound, Refused
+
+SCHEMA = "registry.identity/v1"
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+# A hub cache snapshot: .../models--ORG--NAME/snapshots/REVISION
+HUB_SNAPSHOT = re.compile(r"models--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})(?:/|$)")
+
+
+def identity_document(name: str, info: CheckpointInfo, manifest: Manifest,
+                      source: Path) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if hub := HUB_SNAPSHOT.search(source.resolve().as_posix()):
+        fields |= {"hub_id": f"{hub[1]}/{hub[2]}", "revision": hub[3]}
+    fields["manifest_sha256"] = manifest.digest
+    a = info.attention
+    windows = sorted({layer.window for layer in a.layers if layer.window})
+    facts: dict[str, Any] = {
+        "architecture": info.architecture, "torch_dtype": info.torch_dtype,
+        "weights": info.quantization.weights, "release_files": len(manifest.files),
+        "release_bytes": manifest.total_bytes, "config": f"{name}.config.json",
+        "attention": {"layers": len(a.layers), "sliding_window_layers": a.sliding_layers,
+                      "global_layers": a.global_layers,
+                      "sliding_window": windows[0] if len(windows) == 1 else windows or None,
+                      "num_key_value_heads": a.num_kv_heads, "head_dim": a.head_dim},
+    }
+    if scheme := info.quantization.kv_cache_scheme:
+        facts["kv_cache_scheme"] = scheme.model_dump(exclude_none=True)
+    facts["kv_scales"] = {"count": info.kv_scales.count, "source": info.kv_scales.verdict}
+    return {"schema": SCHEMA, "kind": "checkpoint", "name": name,
+            "description": f"{info.architecture or 'checkpoint'} inspected from {source.name}",
+            "fields": fields, "facts": facts}
+
+
+def find_identities_dir(start: Path) -> Path:
+    """The nearest `identities/` folder walking up from `start`, as git finds `.git`."""
+    for folder in [start.resolve(), *start.resolve().parents]:
+        if (folder / "identities").is_dir():
+            return folder / "identities"
+    raise NotFound(f"no identities/ folder in {start.resolve()} or above",
+                   hint="run from inside a recipe repository or pass --identities DIR")
+
+
+def write_identity(name: str, info: CheckpointInfo, manifest: Manifest, source: Path,
+                   identities: Path, force: bool = False) -> Path:
+    """Write NAME.toml and NAME.config.json under identities/checkpoints/."""
+    if not NAME.match(name):
+        raise InvalidInput(f"identity name {name!r}: use lowercase letters, digits, '.', '_', '-'")
+    folder = identities / "checkpoints"
+    toml_path, config_path = folder / f"{name}.toml", folder / f"{name}.config.json"
+    if not force and (existing := [p for p in (toml_path, config_path) if p.exists()]):
+        raise Refused(f"{existing[0]}: already exists", hint="pass --force to replace it")
+    config = source / "config.json" if source.is_dir() else source
+    doc = to_toml(identity_document(name, info, manifest, source))
+    folder.mkdir(parents=True, exist_ok=True)
+    _atomic_write(config_path, config.read_bytes())
+    _atomic_write(toml_path, doc.encode())
+    return toml_path
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def to_toml(doc: dict[str, Any], table: str = "") -> str:
+    """TOML for plain values: scalars and lists first, then one [table] per dict."""
+    lines = [f"{key} = {_value(v)}" for key, v in doc.items()
+             if v is not None and not isinstance(v, dict)]
+    text = (f"\n[{table}]\n" if table else "") + "".join(f"{line}\n" for line in lines)
+    for key, v in doc.items():
+        if isinstance(v, dict):
+            text += to_toml(v, f"{table}.{key}" if table else key)
+    return text
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return json.dumps(str(v), ensure_ascii=False)  # a valid TOML basic string

@@ -1,0 +1,169 @@
+"""`registry inspect` and `registry kv`: what a checkpoint asks for, and what its KV costs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from registry.checkpoint.manifest import Manifest
+    from registry.checkpoint.models import CheckpointInfo
+    from registry.kvmath import KVPayload
+
+Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+KIB = 1024
+
+
+def inspect(
+    checkpoint: Annotated[Path, typer.Argument(help="Checkpoint directory or config.json.",
+                                               show_default=False)],
+    manifest: Annotated[bool, typer.Option("--manifest", help="Hash every release file.")
+                        ] = False,
+    write_identity: Annotated[str | None, typer.Option(
+        "--write-identity", metavar="NAME",
+        help="Write identities/checkpoints/NAME.toml (implies --manifest).")] = None,
+    identities: Annotated[Path | None, typer.Option(
+        help="The identities/ folder (default: nearest one above the current directory).")
+                          ] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing identity document.")
+                     ] = False,
+    json: Json = False,
+) -> None:
+    """Show what a checkpoint asks for: attention, weights, KV scheme and KV scales.
+
+    Reads config.json and the safetensors headers only (no torch, no weights loaded).
+
+    Example: registry inspect ~/models/laguna-s-2.1/int4 --write-identity laguna-s-2.1-int4
+    """
+    from registry.checkpoint.inspect import inspect_checkpoint
+    from registry.cli.output import console, print_json
+
+    info = inspect_checkpoint(checkpoint)
+    release = _manifest(checkpoint, json) if manifest or write_identity else None
+    written = None
+    if write_identity:
+        from registry.checkpoint.document import find_identities_dir, write_identity as write
+
+        folder = identities or find_identities_dir(Path.cwd())
+        written = write(write_identity, info, release, checkpoint, folder, force=force)
+    if json:
+        print_json({"checkpoint": info, "manifest": release,
+                    "identity": str(written) if written else None})
+        return
+    _show(info, release)
+    if written:
+        console.print(f"wrote {written}", highlight=False)
+
+
+def _manifest(checkpoint: Path, json: bool) -> Manifest:
+    from registry.checkpoint.manifest import build_manifest, release_files
+    from registry.cli.output import quiet
+
+    if json or quiet():
+        return build_manifest(checkpoint)
+    from rich.progress import Progress
+
+    total = sum(p.stat().st_size for p in release_files(checkpoint))
+    with Progress(transient=True) as bar:
+        task = bar.add_task("hashing release files", total=total)
+        return build_manifest(checkpoint, lambda n: bar.advance(task, n))
+
+
+def _show(info: CheckpointInfo, release: Manifest | None) -> None:
+    from registry.cli.output import console, table
+
+    a, q, s = info.attention, info.quantization, info.kv_scales
+    windows = sorted({layer.window for layer in a.layers if layer.window})
+    rows = [
+        ["architecture", info.architecture], ["torch_dtype (not a KV dtype)", info.torch_dtype],
+        ["attention layers", f"{len(a.layers)}: {a.global_layers} global, "
+                             f"{a.sliding_layers} sliding (window {windows or '-'})"],
+        ["KV heads x head dim", f"{a.num_kv_heads} x {a.head_dim}"],
+        ["MoE", f"{info.moe.num_experts} experts, {info.moe.experts_per_token} per token"
+         if info.moe else None],
+        ["weights", q.weights], ["weight scheme", q.summary],
+        ["kv_cache_scheme", ", ".join(f"{k}={v}" for k, v in
+                                      q.kv_cache_scheme.model_dump(exclude_none=True).items())
+         if q.kv_cache_scheme else "none"],
+        ["KV scales", f"{s.verdict}: {s.count} tensors, k on {len(s.layers_with_k)} layers, "
+                      f"v on {len(s.layers_with_v)} layers"],
+        ["tensors", f"{info.tensors.count} in {info.tensors.files} files, "
+                    f"{info.tensors.bytes:,} bytes" if info.tensors else "config only"],
+    ]
+    if release:
+        rows.append(["manifest", f"sha256:{release.digest}  ({len(release.files)} files, "
+                                 f"{release.total_bytes:,} bytes)"])
+    console.print(table(info.path, ["", "value"], rows))
+    if s.tensors:
+        console.print(table("KV scale tensors", ["name", "dtype", "values"],
+                            [[t.name, t.dtype, ", ".join(f"{v:.6g}" for v in t.values[:8])]
+                             for t in s.tensors]))
+
+
+def kv(
+    checkpoint: Annotated[Path, typer.Argument(help="Checkpoint directory or config.json.",
+                                               show_default=False)],
+    kv_dtype: Annotated[str | None, typer.Option(
+        help="Storage dtype (bfloat16, fp8_e4m3, ...); default: what the checkpoint asks for.")
+                        ] = None,
+    draft: Annotated[Path | None, typer.Option(help="Draft checkpoint directory or config.json."
+                                               )] = None,
+    tp: Annotated[int, typer.Option(help="Tensor-parallel size: KV heads split across ranks.")
+                  ] = 1,
+    context: Annotated[list[int] | None, typer.Option(
+        help="Context length in tokens for a total payload; repeat for several.")] = None,
+    json: Json = False,
+) -> None:
+    """KV-cache payload per token per layer, per token, with the draft, per rank, per context.
+
+    Example: registry kv identities/checkpoints/laguna-s-2.1-int4.config.json --kv-dtype fp8_e4m3 --draft identities/checkpoints/laguna-s-2.1-dflash-int4.config.json --tp 4 --context 8192
+    """
+    from registry.checkpoint.inspect import inspect_checkpoint
+    from registry.cli.output import print_json
+    from registry.kvmath import kv_bytes_per_token
+
+    target = inspect_checkpoint(checkpoint)
+    drafted = inspect_checkpoint(draft).attention if draft else None
+    scheme = target.quantization.kv_cache_scheme
+    payload = kv_bytes_per_token(
+        target.attention, kv_dtype or _requested_dtype(target), tp=tp, draft=drafted,
+        contexts=context or [], scale_strategy=scheme.strategy if scheme else "tensor")
+    if json:
+        print_json(payload)
+        return
+    _show_kv(payload)
+
+
+def _requested_dtype(info: CheckpointInfo) -> str:
+    """What the checkpoint asks for: an FP8 scheme's dtype, else its torch_dtype."""
+    scheme = info.quantization.kv_cache_scheme
+    if scheme and scheme.num_bits == 8 and scheme.type == "float":
+        return "fp8_e4m3"
+    return info.torch_dtype or "bfloat16"
+
+
+def _show_kv(p: KVPayload) -> None:
+    from registry.cli.output import console, table
+
+    def size(n: float) -> str:
+        return f"{n:,.0f} B ({n / KIB:,.2f} KiB)"
+
+    rows = [
+        ["K+V values per token per layer", f"{p.values_per_token_per_layer:,}"],
+        ["per token per layer", size(p.per_token_per_layer_bytes)],
+        [f"per token, target ({p.target_layers} layers)", size(p.per_token_bytes)],
+        [f"per token, with draft (+{p.draft_layers} layers)", size(p.per_token_bytes_with_draft)],
+        [f"per token per rank (TP{p.tp}, {p.kv_heads_per_rank} KV heads)",
+         size(p.per_rank_bytes)],
+    ]
+    if p.scale_note:
+        rows.append(["scale metadata", f"{p.scale_note}: {p.scale_bytes_per_rank:,} B per rank"
+                     + (f" + {p.scale_bytes_per_token:,} B per token"
+                        if p.scale_bytes_per_token else "")])
+    rows += [[f"{c.tokens:,} tokens", f"{c.bytes / KIB**2:,.1f} MiB "
+              f"({c.bytes_uncapped / KIB**2:,.1f} MiB without windows), "
+              f"{c.per_rank_bytes / KIB**2:,.1f} MiB per rank"] for c in p.contexts]
+    console.print(table(f"KV payload, {p.kv_dtype} ({p.element_bytes:g} B per element)",
+                        ["", "bytes"], rows))
