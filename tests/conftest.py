@@ -37,3 +37,11 @@ def cli():
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture
+def hash_cache(tmp_path_factory, monkeypatch) -> Path:
+    """A private hash cache for the test (never the user's ~/.cache)."""
+    path = tmp_path_factory.mktemp("hash-cache") / "hashes.sqlite"
+    monkeypatch.setenv("REGISTRY_HASH_CACHE", str(path))
+    return path
