@@ -59,18 +59,25 @@ def find_identities_dir(start: Path) -> Path:
                    hint="run from inside a recipe repository or pass --identities DIR")
 
 
-def write_identity(name: str, info: CheckpointInfo, manifest: Manifest, source: Path,
-                   identities: Path, force: bool = False) -> Path:
-    """Write NAME.toml and NAME.config.json under identities/checkpoints/."""
+def identity_paths(name: str, identities: Path, force: bool = False) -> tuple[Path, Path]:
+    """(NAME.toml, NAME.config.json): checked before any hashing, so a bad name or an
+    existing document fails fast."""
     if not NAME.match(name):
         raise InvalidInput(f"identity name {name!r}: use lowercase letters, digits, '.', '_', '-'")
     folder = identities / "checkpoints"
-    toml_path, config_path = folder / f"{name}.toml", folder / f"{name}.config.json"
-    if not force and (existing := [p for p in (toml_path, config_path) if p.exists()]):
+    paths = folder / f"{name}.toml", folder / f"{name}.config.json"
+    if not force and (existing := [p for p in paths if p.exists()]):
         raise Refused(f"{existing[0]}: already exists", hint="pass --force to replace it")
+    return paths
+
+
+def write_identity(name: str, info: CheckpointInfo, manifest: Manifest, source: Path,
+                   identities: Path, force: bool = False) -> Path:
+    """Write NAME.toml and NAME.config.json under identities/checkpoints/."""
+    toml_path, config_path = identity_paths(name, identities, force)
     config = source / "config.json" if source.is_dir() else source
     doc = to_toml(identity_document(name, info, manifest, source))
-    folder.mkdir(parents=True, exist_ok=True)
+    toml_path.parent.mkdir(parents=True, exist_ok=True)
     _atomic_write(config_path, config.read_bytes())
     _atomic_write(toml_path, doc.encode())
     return toml_path

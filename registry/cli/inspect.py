@@ -41,16 +41,19 @@ def inspect(
     from registry.cli.output import console, print_json
 
     info = inspect_checkpoint(checkpoint)
+    if write_identity:
+        from registry.checkpoint import document
+
+        folder = identities or document.find_identities_dir(Path.cwd())
+        document.identity_paths(write_identity, folder, force)  # fail before hashing
     release = _manifest(checkpoint, json) if manifest or write_identity else None
     written = None
-    if write_identity:
-        from registry.checkpoint.document import find_identities_dir, write_identity as write
-
-        folder = identities or find_identities_dir(Path.cwd())
-        written = write(write_identity, info, release, checkpoint, folder, force=force)
+    if write_identity and release:
+        written = document.write_identity(write_identity, info, release, checkpoint, folder,
+                                          force=force)
     if json:
-        print_json({"checkpoint": info, "manifest": release,
-                    "identity": str(written) if written else None})
+        extras = {"manifest": release, "identity": str(written) if written else None}
+        print_json({"checkpoint": info} | {k: v for k, v in extras.items() if v is not None})
         return
     _show(info, release)
     if written:
