@@ -136,5 +136,5 @@ def test_weight_tokens_of_other_methods(q: dict[str, Any] | None, token: str) ->
 
 def test_a_bad_kv_cache_scheme_is_a_clear_error() -> None:
     q = {"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": "eight"}}
-    with pytest.raises(InvalidInput, match="kv_cache_scheme.num_bits"):
+    with pytest.raises(InvalidInput, match=r"kv_cache_scheme\.num_bits"):
         quantization({"quantization_config": q}, "bfloat16", SRC)

@@ -119,7 +119,7 @@ def test_a_shard_listed_in_the_index_but_missing_is_an_error(tmp_path: Path) -> 
 
     root = build(tmp_path / "m", fp8_config(), weights(), shards=2)
     (root / "model-00002-of-00002.safetensors").unlink()
-    with pytest.raises(InvalidInput, match="lists model-00002-of-00002.safetensors"):
+    with pytest.raises(InvalidInput, match=r"lists model-00002-of-00002\.safetensors"):
         inspect_checkpoint(root)
 
 

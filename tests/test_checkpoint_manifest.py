@@ -144,7 +144,7 @@ def test_the_laguna_identities_carry_the_real_manifest_digest(prefix: str, ident
 
 
 def test_a_malformed_sha256sum_line_is_a_clear_error() -> None:
-    with pytest.raises(InvalidInput, match="list.sha256: line 2: not '<sha256>  <path>'"):
+    with pytest.raises(InvalidInput, match=r"list\.sha256: line 2: not '<sha256>  <path>'"):
         manifest_from_sha256sum(f"{'0' * 64}  a/x\nnot a line\n", "a/", "list.sha256")
     with pytest.raises(InvalidInput, match="no files under 'b/'"):
         manifest_from_sha256sum(f"{'0' * 64}  a/x\n", "b/")

@@ -121,7 +121,7 @@ def kv(
 ) -> None:
     """KV-cache payload per token per layer, per token, with the draft, per rank, per context.
 
-    Example: registry kv identities/checkpoints/laguna-s-2.1-int4.config.json --kv-dtype fp8_e4m3 --draft identities/checkpoints/laguna-s-2.1-dflash-int4.config.json --tp 4 --context 8192
+    Example: registry kv int4/ --draft dflash-int4/ --kv-dtype bfloat16 --tp 4 --context 8192
     """
     from registry.checkpoint.inspect import inspect_checkpoint
     from registry.cli.output import print_json
