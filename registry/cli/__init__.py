@@ -62,6 +62,9 @@ def _register() -> None:
     app.add_typer(recipe.app, name="recipe")
     app.command("inspect")(inspect.inspect)
     app.command("kv")(inspect.kv)
+    from registry.cli import store
+
+    store.register(app)
 
 
 _register()

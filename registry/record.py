@@ -1,0 +1,173 @@
+"""A record's statement: an in-toto Statement v1 whose predicate describes one run.
+
+The statement is stored and signed as RFC 8785 canonical JSON; the record id is the
+sha256 of those exact bytes. Subjects are every sealed artifact with its sha256; the
+predicate (`https://registry.dev/serving-record/v1`, documented in docs/records.md)
+binds them to the recipe, the resolved identity with its evidence, the source trees,
+the environment and the results. Diff, contracts and reproduce read these models.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from registry.canonical import canonical_bytes, sha256_hex
+from registry.errors import NotFound, VerificationFailed
+from registry.identity import ResolvedIdentity
+from registry.metrics import Metric
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://registry.dev/serving-record/v1"
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Subject(Model):
+    name: str = Field(description="the artifact's path within the record")
+    digest: dict[str, str] = Field(description='{"sha256": hex}')
+
+    @property
+    def sha256(self) -> str:
+        return self.digest["sha256"]
+
+
+class Source(Model):
+    """The state of one source tree the run came from."""
+
+    role: str = Field(description="recipe | engine | launcher")
+    path: str
+    commit: str | None = Field(None, description="HEAD commit; None when not a git tree")
+    branch: str | None = Field(None, description="None on a detached HEAD")
+    remote: str | None = Field(None, description="URL of the branch's remote, else `origin`")
+    dirty: bool | None = Field(None, description="uncommitted changes (untracked files count)")
+    diff_sha256: str | None = Field(None, description="sha256 of the uncommitted diff")
+    diff_artifact: str | None = Field(None, description="subject holding that diff")
+    version: str | None = Field(None, description="installed distribution version, if any")
+    note: str | None = None
+
+
+class SuiteResult(Model):
+    """Metrics re-derived from one suite's raw rows, each naming its formula."""
+
+    suite: str
+    rows: int
+    errors: int = 0
+    formula: str = Field(description="the decode-rate formula the recipe names")
+    window: int
+    metrics: dict[str, Metric]
+
+
+class ContractInfo(Model):
+    """The recipe's quality contract; `verdict` is filled by the contracts module."""
+
+    name: str
+    teacher: str | None = None
+    verdict: dict[str, Any] | None = None
+
+
+class Imported(Model):
+    """Provenance of a record imported from a lab capsule rather than run here."""
+
+    capsule: str = Field(description="the capsule directory's name")
+    manifest: str = Field(description="subject holding the capsule's sha256 manifest")
+    manifest_sha256: str
+    verified: list[str] = Field(description="manifest entries present and matching")
+    missing: list[str] = Field(description="manifest entries absent from the capsule")
+    importer: str = Field(description="key id of the importer who signed this record")
+
+
+class Override(Model):
+    """An identity mismatch the sealer allowed explicitly."""
+
+    field: str
+    reason: str
+    declared: Any = None
+    resolved: Any = None
+
+
+class RunInfo(Model):
+    state: str = Field(description="complete | failed | running (from status.json)")
+    reason: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    sealed_at: str = Field(description="UTC ISO-8601 time of sealing")
+
+
+class Environment(Model):
+    host: dict[str, Any] = Field(default_factory=dict, description="host facts as captured")
+    variables: dict[str, str] = Field(default_factory=dict, description="engine environment")
+    sealed_with: dict[str, str] = Field(default_factory=dict, description="sealing tool versions")
+
+
+class Predicate(Model):
+    recipe: dict[str, Any] | None = Field(None, description="the normalized recipe")
+    recipe_sha256: str | None = Field(None, description="canonical digest of `recipe`")
+    identity: ResolvedIdentity
+    sources: list[Source] = Field(default_factory=list)
+    environment: Environment = Field(default_factory=Environment)
+    results: list[SuiteResult] = Field(default_factory=list)
+    contract: ContractInfo | None = None
+    parent: str | None = Field(None, description="record id this run reproduces")
+    imported: Imported | None = None
+    overrides: list[Override] = Field(default_factory=list)
+    run: RunInfo
+    artifacts: dict[str, str] = Field(default_factory=dict, description="role -> subject name")
+
+
+class Statement(Model):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    type_: Literal["https://in-toto.io/Statement/v1"] = Field(STATEMENT_TYPE, alias="_type")
+    subject: list[Subject]
+    predicateType: Literal["https://registry.dev/serving-record/v1"] = PREDICATE_TYPE
+    predicate: Predicate
+
+    def subject_named(self, name: str) -> Subject | None:
+        return next((s for s in self.subject if s.name == name), None)
+
+
+def statement_bytes(statement: Statement) -> bytes:
+    return canonical_bytes(statement)
+
+
+def record_id(data: bytes) -> str:
+    return sha256_hex(data)
+
+
+def match_id(prefix: str, candidates: list[str]) -> str:
+    """The one id starting with `prefix` (as git resolves short hashes)."""
+    found = [c for c in candidates if c.startswith(prefix.lower())]
+    if len(found) == 1 and len(prefix) >= 4:
+        return found[0]
+    if not found:
+        raise NotFound(f"no record {prefix}", hint="registry list shows the records")
+    if len(prefix) < 4:
+        raise NotFound(f"record id prefix {prefix!r} is too short", hint="give at least 4 hex digits")
+    listing = ", ".join(c[:16] for c in found[:10])
+    raise NotFound(f"record id {prefix} is ambiguous: {listing}", hint="give more digits")
+
+
+def parse_statement(data: bytes) -> Statement:
+    try:
+        return Statement.model_validate(json.loads(data))
+    except (ValueError, ValidationError) as e:
+        raise VerificationFailed(f"statement: not a serving record ({str(e).splitlines()[0]})") from None
+
+
+def summary_line(predicate: Predicate) -> str:
+    """One line naming what ran: lane, architecture, precisions, parallelism, engine."""
+    v = predicate.identity.value
+    lane = (predicate.recipe or {}).get("lane") or "-"
+    engine = v("engine.commit") or v("engine.version")
+    def show(name: str) -> str:
+        value = v(name)
+        return "?" if value is None else str(value)
+
+    return (f"{lane}: {show('model.architecture')} weights={show('precision.weights')} "
+            f"kv={show('precision.kv_cache')} tp={show('parallel.tensor')} "
+            f"engine={str(engine)[:12] if engine else '?'}")

@@ -1,0 +1,209 @@
+"""`registry seal`: turn a finished run directory into a signed record.
+
+seal = resolve the identity (registry.resolve) + gather (artifacts, sources,
+environment, results re-derived from the raw rows) + write (registry.store.writer).
+A declared value the evidence contradicts (`mismatch`) is refused unless the sealer
+allows that field explicitly with a reason, which the record keeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from registry import __version__, rundir
+from registry.canonical import digest, to_jsonable
+from registry.errors import InvalidInput, Refused
+from registry.identity import ResolvedIdentity
+from registry.metrics import suite_metrics
+from registry.recipe.schema import MetricFormula, Recipe
+from registry.record import (
+    ContractInfo, Environment, Imported, Override, Predicate, RunInfo, Source, SuiteResult,
+    match_id,
+)
+from registry.store.home import Home
+from registry.store.writer import Artifact, SealedRecord, Signer, write_record
+
+# role -> file name in a run directory (docs/run-directory.md)
+ROLES = {name: name for name in (
+    rundir.SERVER_LOG, rundir.RECIPE_JSON, rundir.RECIPE_TOML, rundir.LAUNCH, rundir.ENVIRONMENT,
+    rundir.METRICS_BEFORE, rundir.METRICS_AFTER, rundir.BENCH, rundir.OUTPUTS, rundir.STATUS,
+)}
+
+
+def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
+             allow_mismatch: dict[str, str] | None = None, parent: str | None = None,
+             imported: Imported | None = None, signer: Signer | None = None) -> SealedRecord:
+    """Resolve, check and seal one run directory."""
+    from registry.resolve import resolve_run
+
+    rundir.require_run_dir(run_dir)
+    run = run_info(run_dir)
+    recipe = load_run_recipe(run_dir, recipe_path)
+    identity = resolve_run(run_dir, recipe=recipe, recipe_path=recipe_path)
+    overrides = allowed_overrides(identity, allow_mismatch or {})
+    sources, source_files = capture_sources(run_dir, recipe, recipe_path)
+    return seal_resolved(run_dir, home=home, identity=identity, recipe=recipe, run=run,
+                         sources=sources, extra=source_files, overrides=overrides,
+                         parent=parent, imported=imported, signer=signer)
+
+
+def seal_resolved(run_dir: Path, *, home: Home, identity: ResolvedIdentity, recipe: Recipe | None,
+                  run: RunInfo | None = None, sources: Sequence[Source] = (),
+                  extra: Sequence[Artifact] = (), overrides: Sequence[Override] = (),
+                  parent: str | None = None, imported: Imported | None = None,
+                  signer: Signer | None = None) -> SealedRecord:
+    """Gather a run directory whose identity is already resolved, and write the record."""
+    artifacts = [*run_artifacts(run_dir), *extra]
+    names = {a.name for a in artifacts}
+    predicate = Predicate(
+        recipe=to_jsonable(recipe) if recipe else None,
+        recipe_sha256=digest(recipe) if recipe else None,
+        identity=identity, sources=list(sources), environment=run_environment(run_dir),
+        results=bench_results(run_dir, recipe), contract=contract_of(recipe),
+        parent=_parent(home, parent), imported=imported, overrides=list(overrides),
+        run=run or run_info(run_dir),
+        artifacts={role: name for role, name in ROLES.items() if name in names},
+    )
+    return write_record(home, artifacts, predicate, signer)
+
+
+def run_artifacts(run_dir: Path) -> list[Artifact]:
+    """Every regular file of the run directory, named by its relative path."""
+    files = sorted(p for p in run_dir.rglob("*") if p.is_file())
+    return [Artifact(name=p.relative_to(run_dir).as_posix(), path=p) for p in files]
+
+
+def run_info(run_dir: Path) -> RunInfo:
+    sealed_at = now_utc()
+    if not (run_dir / rundir.STATUS).is_file():
+        return RunInfo(state="unknown", sealed_at=sealed_at)
+    status: rundir.RunStatus = rundir.read_model(run_dir / rundir.STATUS, rundir.RunStatus)
+    if status.state is not rundir.RunState.complete:
+        raise Refused(f"{run_dir / rundir.STATUS}: the run is {status.state.value}"
+                      + (f" ({status.reason})" if status.reason else ""),
+                      hint="only a complete run is sealed; run it again")
+    return RunInfo(state=status.state.value, reason=status.reason, started_at=status.started_at,
+                   finished_at=status.finished_at, sealed_at=sealed_at)
+
+
+def now_utc() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def load_run_recipe(run_dir: Path, recipe_path: Path | None) -> Recipe | None:
+    from registry.recipe import load_recipe
+
+    if recipe_path is not None:
+        return load_recipe(recipe_path)
+    if (run_dir / rundir.RECIPE_JSON).is_file():
+        return rundir.read_model(run_dir / rundir.RECIPE_JSON, Recipe)  # type: ignore[no-any-return]
+    if (run_dir / rundir.RECIPE_TOML).is_file():
+        return load_recipe(run_dir / rundir.RECIPE_TOML)
+    return None
+
+
+def allowed_overrides(identity: ResolvedIdentity, allow: dict[str, str]) -> list[Override]:
+    """Every mismatch must be allowed with a reason; nothing else may be."""
+    mismatches = identity.mismatches()
+    stray = sorted(set(allow) - set(mismatches))
+    if stray:
+        raise InvalidInput(f"--allow-mismatch {stray[0]}: not a mismatch in this run",
+                           hint=f"mismatched fields: {', '.join(mismatches) or 'none'}")
+    refused = [m for m in mismatches if not allow.get(m, "").strip()]
+    if refused:
+        lines = "; ".join(_mismatch_text(identity, m) for m in refused)
+        raise Refused(f"identity mismatch: {lines}",
+                      hint=f"fix the recipe or the run, or seal anyway with "
+                           f"--allow-mismatch {refused[0]} --reason TEXT")
+    return [Override(field=m, reason=allow[m], declared=identity.fields[m].declared,
+                     resolved=identity.fields[m].resolved) for m in mismatches]
+
+
+def _mismatch_text(identity: ResolvedIdentity, name: str) -> str:
+    f = identity.fields[name]
+    where = f" ({f.evidence[0].source}:{f.evidence[0].line})" if f.evidence else ""
+    return f"{name} declared {f.declared!r}, resolved {f.resolved!r}{where}"
+
+
+def capture_sources(run_dir: Path, recipe: Recipe | None,
+                    recipe_path: Path | None) -> tuple[list[Source], list[Artifact]]:
+    """The recipe's repository, the engine tree and any launcher, each as a Source."""
+    from registry.store.sources import capture, engine_location
+
+    wanted: list[tuple[str, Path, str | None]] = []
+    if recipe_path is not None:
+        wanted.append(("recipe", recipe_path.resolve().parent, None))
+    engine_src = recipe.engine.source if recipe else None
+    if engine_src:
+        wanted.append(("engine", Path(os.path.expandvars(engine_src)), None))
+    else:
+        location, version = engine_location()
+        if location is not None:
+            wanted.append(("engine", location, version))
+    if (run_dir / rundir.LAUNCH).is_file():
+        plan: rundir.LaunchPlan = rundir.read_model(run_dir / rundir.LAUNCH, rundir.LaunchPlan)
+        if plan.launcher:
+            wanted.append(("launcher", Path(plan.launcher), None))
+    sources, files = [], []
+    for role, path, version in wanted:
+        source, artifacts = capture(role, path)
+        sources.append(source.model_copy(update={"version": version}) if version else source)
+        files += artifacts
+    return sources, files
+
+
+def run_environment(run_dir: Path) -> Environment:
+    host: dict[str, Any] = {}
+    if (run_dir / rundir.ENVIRONMENT).is_file():
+        try:
+            host = json.loads((run_dir / rundir.ENVIRONMENT).read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise InvalidInput(f"{run_dir / rundir.ENVIRONMENT}: not valid JSON ({e})") from None
+    variables: dict[str, str] = {}
+    if (run_dir / rundir.LAUNCH).is_file():
+        variables = rundir.read_model(run_dir / rundir.LAUNCH, rundir.LaunchPlan).env
+    return Environment(host=host, variables=variables, sealed_with=sealed_with())
+
+
+def sealed_with() -> dict[str, str]:
+    return {"registry": __version__, "python": platform.python_version()}
+
+
+def bench_results(run_dir: Path, recipe: Recipe | None) -> list[SuiteResult]:
+    if not (run_dir / rundir.BENCH).is_file():
+        return []
+    return suite_results(rundir.read_model(run_dir / rundir.BENCH, rundir.Bench), recipe)
+
+
+def suite_results(bench: rundir.Bench, recipe: Recipe | None) -> list[SuiteResult]:
+    """Per suite, metrics re-derived from the raw rows with the recipe's formula."""
+    formula = recipe.benchmark.metric if recipe else MetricFormula.intervals_99
+    window = recipe.benchmark.window if recipe else 100
+    names = [s.name for s in bench.suites] or sorted({r.suite for r in bench.rows})
+    out = []
+    for name in names:
+        rows = [r for r in bench.rows if r.suite == name]
+        out.append(SuiteResult(suite=name, rows=len(rows), errors=sum(1 for r in rows if r.error),
+                               formula=formula.value, window=window,
+                               metrics=suite_metrics(rows, formula, window)))
+    return out
+
+
+def contract_of(recipe: Recipe | None) -> ContractInfo | None:
+    if recipe is None:
+        return None
+    return ContractInfo(name=recipe.quality.contract.value, teacher=recipe.quality.teacher)
+
+
+def _parent(home: Home, parent: str | None) -> str | None:
+    if parent is None:
+        return None
+    from registry.store.ledger import Ledger
+
+    return match_id(parent, Ledger(home.ledger).record_ids())

@@ -1,0 +1,147 @@
+"""Ed25519 signing keys.
+
+Private keys live outside the ledger, one PEM per key (mode 0600) in the keys
+directory: `$REGISTRY_KEYS_DIR`, else `$XDG_CONFIG_HOME/registry/keys`, else
+`~/.config/registry/keys`. The file `default` there names the key that signs.
+A key id is the sha256 (hex) of the raw 32-byte public key. Trust lives in the
+ledger (`keys/<keyid>.pub`), not here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from pydantic import BaseModel, ConfigDict
+
+from registry.errors import InvalidInput, Refused
+from registry.store.home import Home
+
+ENV_KEYS_DIR = "REGISTRY_KEYS_DIR"
+DEFAULT = "default"
+KEYS_HINT = "run `registry keys init` to create a signing key"
+
+
+class KeyInfo(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    keyid: str
+    public_pem: str
+    private_path: str | None = None
+    default: bool = False
+
+
+class NoSigningKey(Refused):
+    """Nothing can be sealed without a key: refused, with the command that makes one."""
+
+
+def keys_dir() -> Path:
+    if os.environ.get(ENV_KEYS_DIR):
+        return Path(os.environ[ENV_KEYS_DIR])
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "registry" / "keys"
+
+
+def key_id(public: Ed25519PublicKey) -> str:
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return hashlib.sha256(raw).hexdigest()
+
+
+def public_pem(public: Ed25519PublicKey) -> str:
+    return public.public_bytes(serialization.Encoding.PEM,
+                               serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+
+
+def load_public_pem(data: bytes, source: object) -> Ed25519PublicKey:
+    try:
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, UnsupportedAlgorithm):
+        raise InvalidInput(f"{source}: not a PEM public key") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise InvalidInput(f"{source}: not an Ed25519 public key", hint="registry signs with Ed25519")
+    return key
+
+
+def create_key(directory: Path | None = None) -> KeyInfo:
+    """A new Ed25519 key, written 0600, made the default."""
+    directory = directory or keys_dir()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private = Ed25519PrivateKey.generate()
+    keyid = key_id(private.public_key())
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    path = directory / f"{keyid}.pem"
+    _write_private(path, pem)
+    _write_private(directory / DEFAULT, f"{keyid}\n".encode())
+    return KeyInfo(keyid=keyid, public_pem=public_pem(private.public_key()),
+                   private_path=str(path), default=True)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent)  # mkstemp creates it 0600
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def default_keyid(directory: Path | None = None) -> str | None:
+    marker = (directory or keys_dir()) / DEFAULT
+    return marker.read_text().strip() if marker.is_file() else None
+
+
+def signing_key(directory: Path | None = None) -> tuple[str, Ed25519PrivateKey]:
+    """The default signing key and its id, or NoSigningKey with the fix."""
+    directory = directory or keys_dir()
+    keyid = default_keyid(directory)
+    path = directory / f"{keyid}.pem"
+    if not keyid or not path.is_file():
+        raise NoSigningKey(f"no signing key in {directory}", hint=KEYS_HINT)
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise InvalidInput(f"{path}: not an unencrypted PEM private key") from None
+    if not isinstance(key, Ed25519PrivateKey) or key_id(key.public_key()) != keyid:
+        raise InvalidInput(f"{path}: not the Ed25519 key {keyid[:16]}", hint=KEYS_HINT)
+    return keyid, key
+
+
+def local_keys(directory: Path | None = None) -> list[KeyInfo]:
+    directory = directory or keys_dir()
+    default = default_keyid(directory)
+    out = []
+    for path in sorted(directory.glob("*.pem")) if directory.is_dir() else []:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        if isinstance(key, Ed25519PrivateKey):
+            keyid = key_id(key.public_key())
+            out.append(KeyInfo(keyid=keyid, public_pem=public_pem(key.public_key()),
+                               private_path=str(path), default=keyid == default))
+    return out
+
+
+def trust(home: Home, pem: bytes, source: object) -> tuple[str, bool]:
+    """Add a public key to the home's ledger; (key id, newly trusted)."""
+    from registry.store.ledger import Ledger
+    from registry.store.lock import exclusive
+
+    keyid = key_id(load_public_pem(pem, source))
+    with exclusive(home.lock_file):
+        ledger = Ledger(home.ledger)
+        ledger.recover()
+        added = ledger.trust_key(keyid, public_pem(load_public_pem(pem, source)))
+    return keyid, added is not None
+
+
+def trusted(home: Home) -> dict[str, Ed25519PublicKey]:
+    """key id -> public key, as committed in the home's ledger."""
+    from registry.store.ledger import Ledger
+
+    pems = Ledger(home.ledger).trusted_keys_pem()
+    return {k: load_public_pem(pem, f"keys/{k}.pub") for k, pem in pems.items()}

@@ -1,0 +1,147 @@
+"""Content-addressed artifact store: `objects/sha256/<2 hex>/<62 hex>`.
+
+Writes are atomic: the bytes go to a temp file under `objects/tmp/` (same
+filesystem), are fsynced, then renamed into place and the shard directory fsynced.
+A reader therefore sees a whole object or none. Objects are deduplicated by digest
+and stored read-only; a corrupt object (bytes that no longer hash to their name) is
+detected whenever it is checked.
+
+A file is hashed and copied at the same time (the copy runs in the kernel via
+`copy_file_range` on a second thread), so storing costs about one hash, not a hash
+plus a copy. A source that changes while it is being stored is refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from registry.errors import InvalidInput
+
+CHUNK = 64 << 20
+_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM}
+
+
+class StoredObject(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sha256: str
+    size: int
+
+
+class ObjectState(StrEnum):
+    ok = "ok"
+    missing = "missing"
+    corrupt = "corrupt"
+
+
+class ObjectStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.tmp = root / "tmp"
+
+    def path(self, digest: str) -> Path:
+        return self.root / "sha256" / digest[:2] / digest[2:]
+
+    def put_bytes(self, data: bytes) -> StoredObject:
+        digest = hashlib.sha256(data).hexdigest()
+        if not self._present(digest, len(data)):
+            fd, tmp = tempfile.mkstemp(dir=self.tmp)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._publish(Path(tmp), digest)
+        return StoredObject(sha256=digest, size=len(data))
+
+    def put_file(self, src: Path) -> StoredObject:
+        from registry.hashing import sha256_file
+
+        before = _fingerprint(src)
+        fd, tmp = tempfile.mkstemp(dir=self.tmp)
+        stop = threading.Event()
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                copy = pool.submit(_copy_file, src, fd, stop)
+                digest = sha256_file(src)
+                if self._present(digest, before[0]):
+                    stop.set()  # deduplicated: no need to finish the copy
+                copied = copy.result()
+            if _fingerprint(src) != before:
+                raise InvalidInput(f"{src}: changed while being stored",
+                                   hint="seal a finished run; nothing may write to it meanwhile")
+            if copied:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if copied and os.path.getsize(tmp) == before[0]:
+            self._publish(Path(tmp), digest)
+        else:
+            os.unlink(tmp)
+        return StoredObject(sha256=digest, size=before[0])
+
+    def state(self, digest: str) -> ObjectState:
+        from registry.hashing import sha256_file
+
+        path = self.path(digest)
+        if not path.is_file():
+            return ObjectState.missing
+        return ObjectState.ok if sha256_file(path) == digest else ObjectState.corrupt
+
+    def _present(self, digest: str, size: int) -> bool:
+        path = self.path(digest)
+        return path.is_file() and path.stat().st_size == size
+
+    def _publish(self, tmp: Path, digest: str) -> None:
+        final = self.path(digest)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, final)  # same content either way if another writer won the race
+        _fsync_dir(final.parent)
+
+
+def _fingerprint(path: Path) -> tuple[int, int, int]:
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise InvalidInput(f"{path}: cannot read ({e.strerror})") from None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def _copy_file(src: Path, dst: int, stop: threading.Event) -> bool:
+    """Copy `src` into the descriptor `dst`; False if stopped early."""
+    with open(src, "rb", buffering=0) as f:
+        while not stop.is_set():
+            try:
+                n = os.copy_file_range(f.fileno(), dst, CHUNK)
+            except OSError as e:
+                if e.errno not in _NO_KERNEL_COPY:
+                    raise
+                n = _write_all(dst, f.read(1 << 20))  # user-space fallback
+            if n == 0:
+                return True
+    return False
+
+
+def _write_all(fd: int, data: bytes) -> int:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    return len(data)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,122 @@
+"""Write one record, whole or not at all.
+
+Order: artifacts into objects/ (temp + fsync + rename, outside the lock), then under
+the home lock one index transaction (rows invisible until committed), then the ledger
+commit, then the index row is marked with that commit. A crash at any point leaves
+a whole record or none: orphan objects are harmless, a row without a commit is never
+shown and is settled against the ledger by the next writer, and an uncommitted
+ledger folder is cleared by `Ledger.recover`.
+
+`REGISTRY_TEST_CRASH_AT=objects|index|ledger` makes the process exit right after
+that step: a fault-injection point for the reliability tests, inert otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from registry.errors import Refused
+from registry.record import Predicate, Statement, Subject, record_id, statement_bytes, summary_line
+from registry.store import dsse
+from registry.store.home import Home
+from registry.store.index import Index, entry_rows, open_index
+from registry.store.keys import signing_key
+from registry.store.ledger import KEYS, STATEMENT, Ledger
+from registry.store.lock import exclusive
+from registry.store.objects import ObjectStore
+
+CRASH_ENV = "REGISTRY_TEST_CRASH_AT"
+
+
+class Artifact(BaseModel):
+    """A file to seal, from disk or from memory, under its name in the record."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    path: Path | None = None
+    data: bytes | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Artifact:
+        if (self.path is None) == (self.data is None):
+            raise ValueError("an artifact has a path or data, not both")
+        return self
+
+
+class SealedRecord(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    ledger_commit: str
+    summary: str
+    signer: str
+    artifacts: int
+    bytes: int
+
+
+Signer = tuple[str, Ed25519PrivateKey]
+
+
+def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
+                 signer: Signer | None = None) -> SealedRecord:
+    keyid, key = signer or signing_key()
+    ledger = Ledger(home.ledger)
+    if f"{KEYS}/{keyid}.pub" not in ledger.tree_files(KEYS):
+        raise Refused(f"signing key {keyid[:16]} is not trusted by {home.root}",
+                      hint="registry keys trust (or registry keys init) in this home")
+    subjects, size = _store(ObjectStore(home.objects), artifacts)
+    _crash_point("objects")
+    statement = Statement(subject=subjects, predicate=predicate)
+    data = statement_bytes(statement)
+    rid = record_id(data)
+    envelope = dsse.envelope_bytes(dsse.sign(data, keyid, key))
+    summary = summary_line(predicate)
+    index = open_index(home)
+    with exclusive(home.lock_file):
+        ledger.recover()
+        index.create()
+        settle(index, ledger)
+        if (ledger.record_dir(rid) / STATEMENT).exists():  # the very same statement again
+            commit = index.commits()[rid]
+        else:
+            index.add(entry_rows(rid, statement, keyid))
+            _crash_point("index")
+            commit = ledger.commit_record(rid, data, envelope, f"{rid}\n\n{summary}\n")
+            _crash_point("ledger")
+            index.mark_committed(rid, commit)
+    return SealedRecord(id=rid, ledger_commit=commit, summary=summary, signer=keyid,
+                        artifacts=len(subjects), bytes=size)
+
+
+def _store(store: ObjectStore, artifacts: list[Artifact]) -> tuple[list[Subject], int]:
+    names = [a.name for a in artifacts]
+    if len(set(names)) != len(names):
+        raise ValueError(f"artifact names must be unique: {sorted(names)}")
+    subjects, size = [], 0
+    for a in sorted(artifacts, key=lambda a: a.name):
+        stored = store.put_file(a.path) if a.path is not None else store.put_bytes(a.data or b"")
+        subjects.append(Subject(name=a.name, digest={"sha256": stored.sha256}))
+        size += stored.size
+    return subjects, size
+
+
+def settle(index: Index, ledger: Ledger) -> None:
+    """Index rows left without a commit by a crash: keep them if the ledger has the
+    record, drop them otherwise (call holding the home lock)."""
+    for rid in index.pending():
+        events = ledger.history(rid).get(rid, [])
+        added = [e.commit for e in events if e.file == STATEMENT and e.status == "A"]
+        if added and (ledger.record_dir(rid) / STATEMENT).exists():
+            index.mark_committed(rid, added[0])
+        else:
+            index.drop(rid)
+
+
+def _crash_point(step: str) -> None:
+    if os.environ.get(CRASH_ENV) == step:
+        os._exit(86)
