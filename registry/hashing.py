@@ -51,9 +51,9 @@ def sha256_files(
     workers: int | None = None,
 ) -> dict[Path, str]:
     """sha256 of many files, on all cores; with `cache`, unchanged files are not read."""
-    paths = list(dict.fromkeys(paths))
-    found = cache.lookup_many(paths) if cache else {}
-    missing = [p for p in paths if p not in found]
+    unique = list(dict.fromkeys(paths))
+    found = cache.lookup_many(unique) if cache else {}
+    missing = [p for p in unique if p not in found]
     if progress and found:
         progress(sum(p.stat().st_size for p in found))
     with ThreadPoolExecutor(max_workers=workers or cpu_count()) as pool:
@@ -61,7 +61,7 @@ def sha256_files(
     if cache:
         cache.store_many(hashed)
     found |= {entry.path: entry.sha256 for entry in hashed}
-    return {p: found[p] for p in paths}
+    return {p: found[p] for p in unique}
 
 
 class Hashed(NamedTuple):

@@ -153,3 +153,9 @@ def test_a_malformed_sha256sum_line_is_a_clear_error() -> None:
 def test_a_manifest_needs_a_directory(checkpoint: Path) -> None:
     with pytest.raises(InvalidInput, match="not a checkpoint directory"):
         build_manifest(checkpoint / "config.json")
+
+
+def test_an_unreadable_release_file_is_a_clear_error(checkpoint: Path) -> None:
+    (checkpoint / "dangling.json").symlink_to(checkpoint / "gone.json")
+    with pytest.raises(InvalidInput, match=r"dangling\.json: cannot read: No such file"):
+        build_manifest(checkpoint)

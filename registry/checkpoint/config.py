@@ -75,7 +75,7 @@ def _int(c: dict[str, Any], source: Path, *keys: str) -> int:
 def _kv_heads(c: dict[str, Any], source: Path, heads: int) -> int:
     if c.get("multi_query") is True:  # Falcon-7B style
         return 1
-    keys = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads")
+    keys: tuple[str, ...] = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads")
     if c.get("multi_query_attention"):  # ChatGLM
         keys = ("multi_query_group_num", *keys)
     value = first(c, *keys)

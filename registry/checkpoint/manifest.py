@@ -79,7 +79,10 @@ def build_manifest(path: Path, progress: Progress | None = None,
     files = release_files(root)
     if not files:
         raise InvalidInput(f"{root}: no release files to hash")
-    digests = sha256_files(files, progress, cache=cache or HashCache())
+    try:
+        digests = sha256_files(files, progress, cache=cache or HashCache())
+    except OSError as e:
+        raise InvalidInput(f"{e.filename}: cannot read: {e.strerror}") from None
     return Manifest(files=[ManifestFile(path=p.relative_to(root).as_posix(), sha256=digests[p],
                                         size=p.stat().st_size) for p in files])
 

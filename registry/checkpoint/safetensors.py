@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -99,18 +100,21 @@ def read_values(path: Path, tensor: Tensor) -> list[float]:
         return decode(f.read(tensor.nbytes))
 
 
-def _struct(fmt: str, width: int):
-    return lambda data: [v for (v,) in struct.iter_unpack(f"<{fmt}", data[: len(data) // width
-                                                                         * width])]
+Decoder = Callable[[bytes], list[float]]
+
+
+def _struct(fmt: str, width: int) -> Decoder:
+    return lambda data: [float(v) for (v,) in struct.iter_unpack(
+        f"<{fmt}", data[: len(data) // width * width])]
 
 
 def _bf16(data: bytes) -> list[float]:
     # bfloat16 is the top half of a float32
-    return [struct.unpack("<f", struct.pack("<I", u << 16))[0]
+    return [float(struct.unpack("<f", struct.pack("<I", u << 16))[0])
             for (u,) in struct.iter_unpack("<H", data[: len(data) // 2 * 2])]
 
 
-def _fp8(exponent_bits: int, bias: int, e4m3fn: bool):
+def _fp8(exponent_bits: int, bias: int, e4m3fn: bool) -> Decoder:
     mantissa_bits = 7 - exponent_bits
     top = (1 << exponent_bits) - 1
 
@@ -129,7 +133,7 @@ def _fp8(exponent_bits: int, bias: int, e4m3fn: bool):
     return lambda data: [value(b) for b in data]
 
 
-DECODERS = {
+DECODERS: dict[str, Decoder] = {
     "F64": _struct("d", 8),
     "F32": _struct("f", 4),
     "F16": _struct("e", 2),

@@ -48,11 +48,15 @@ def kv_scales(scheme: KVCacheScheme | None, attention_layers: list[int],
     """The verdict: `found` is None when there were no tensors to look at."""
     if found is None:
         return KVScales(verdict="none" if scheme is None else "unknown", count=0)
-    k = sorted({t.layer for t in found if t.kind in ("k_scale", "kv_scale")} - {None})
-    v = sorted({t.layer for t in found if t.kind in ("v_scale", "kv_scale")} - {None})
+    k = _layers(found, ("k_scale", "kv_scale"))
+    v = _layers(found, ("v_scale", "kv_scale"))
     return KVScales(verdict=_verdict(scheme, attention_layers, k, v, found),
                     count=len(found),
                     layers_with_k=k, layers_with_v=v, tensors=found)
+
+
+def _layers(found: list[ScaleTensor], kinds: tuple[str, ...]) -> list[int]:
+    return sorted({t.layer for t in found if t.kind in kinds and t.layer is not None})
 
 
 def _verdict(scheme: KVCacheScheme | None, layers: list[int], k: list[int], v: list[int],

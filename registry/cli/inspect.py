@@ -79,7 +79,7 @@ def _show(info: CheckpointInfo, release: Manifest | None) -> None:
 
     a, q, s = info.attention, info.quantization, info.kv_scales
     windows = sorted({layer.window for layer in a.layers if layer.window})
-    rows = [
+    rows: list[list[object]] = [
         ["architecture", info.architecture], ["torch_dtype (not a KV dtype)", info.torch_dtype],
         ["attention layers", f"{len(a.layers)}: {a.global_layers} global, "
                              f"{a.sliding_layers} sliding (window {windows or '-'})"],
@@ -153,7 +153,7 @@ def _show_kv(p: KVPayload) -> None:
     def size(n: float) -> str:
         return f"{n:,.0f} B ({n / KIB:,.2f} KiB)"
 
-    rows = [
+    rows: list[list[object]] = [
         ["K+V values per token per layer", f"{p.values_per_token_per_layer:,}"],
         ["per token per layer", size(p.per_token_per_layer_bytes)],
         [f"per token, target ({p.target_layers} layers)", size(p.per_token_bytes)],
