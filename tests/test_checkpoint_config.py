@@ -134,6 +134,13 @@ def test_weight_tokens_of_other_methods(q: dict[str, Any] | None, token: str) ->
     assert quantization(config, "bfloat16", SRC).weights == token
 
 
+def test_a_kv_scheme_alone_leaves_the_weights_unquantized() -> None:
+    q = {"quant_method": "compressed-tensors", "config_groups": {},
+         "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor"}}
+    found = quantization({"quantization_config": q}, "bfloat16", SRC)
+    assert found.weights == "bfloat16" and found.kv_cache_scheme.num_bits == 8
+
+
 def test_a_bad_kv_cache_scheme_is_a_clear_error() -> None:
     q = {"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": "eight"}}
     with pytest.raises(InvalidInput, match=r"kv_cache_scheme\.num_bits"):

@@ -27,14 +27,14 @@ def quantization(config: dict[str, Any], torch_dtype: str | None, source: object
     if not isinstance(q, dict):
         raise InvalidInput(f"{source}: quantization_config is not a JSON object")
     method = str(q.get("quant_method", "unknown"))
-    weights, summary = _weight_format(method, q)
+    weights, summary = _weight_format(method, q, torch_dtype or "unknown")
     return Quantization(method=method, weights=weights, summary=summary,
                         kv_cache_scheme=_kv_scheme(q, source), raw=q)
 
 
-def _weight_format(method: str, q: dict[str, Any]) -> tuple[str, str]:
+def _weight_format(method: str, q: dict[str, Any], dtype: str) -> tuple[str, str]:
     if method == "compressed-tensors":
-        return _compressed_tensors(q)
+        return _compressed_tensors(q, dtype)
     if method == "fp8":
         activations = q.get("activation_scheme", "dynamic")
         block = q.get("weight_block_size")
@@ -51,7 +51,7 @@ def _weight_format(method: str, q: dict[str, Any]) -> tuple[str, str]:
     return method, f"{method} (weight scheme not interpreted)"
 
 
-def _compressed_tensors(q: dict[str, Any]) -> tuple[str, str]:
+def _compressed_tensors(q: dict[str, Any], dtype: str) -> tuple[str, str]:
     groups = q.get("config_groups") or {}
     tokens, details = [], []
     for group in groups.values():
@@ -62,8 +62,8 @@ def _compressed_tensors(q: dict[str, Any]) -> tuple[str, str]:
         token = _ct_token(w, a, group.get("format") or q.get("format") or "")
         tokens.append(token)
         details.append(f"{token} ({_describe(w)}; targets {', '.join(group.get('targets', []))})")
-    if not tokens:
-        return "compressed-tensors", "compressed-tensors without weight groups"
+    if not tokens:  # e.g. a config that only carries a kv_cache_scheme
+        return dtype, f"unquantized ({dtype}); compressed-tensors without weight groups"
     ignored = q.get("ignore") or []
     tail = f"; {len(ignored)} module(s) left unquantized" if ignored else ""
     return "+".join(sorted(set(tokens))), "; ".join(details) + tail
