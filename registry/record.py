@@ -140,16 +140,16 @@ def record_id(data: bytes) -> str:
 
 
 def match_id(prefix: str, candidates: list[str]) -> str:
-    """The one id starting with `prefix` (as git resolves short hashes)."""
+    """The one id starting with `prefix` (at least 4 digits, as git resolves short hashes)."""
     found = [c for c in candidates if c.startswith(prefix.lower())]
-    if len(found) == 1 and len(prefix) >= 4:
-        return found[0]
     if not found:
         raise NotFound(f"no record {prefix}", hint="registry list shows the records")
+    if len(found) > 1:
+        listing = ", ".join(c[:16] for c in found[:10])
+        raise NotFound(f"record id {prefix} is ambiguous: {listing}", hint="give more digits")
     if len(prefix) < 4:
         raise NotFound(f"record id prefix {prefix!r} is too short", hint="give at least 4 hex digits")
-    listing = ", ".join(c[:16] for c in found[:10])
-    raise NotFound(f"record id {prefix} is ambiguous: {listing}", hint="give more digits")
+    return found[0]
 
 
 def parse_statement(data: bytes) -> Statement:

@@ -67,15 +67,15 @@ class _Ledger:
 
 def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
     """Verify one record (by id or unambiguous prefix) or, with None, all of them."""
-    from registry.store.index import open_index
+    from registry.store.query import readable_index
 
     ledger = Ledger(home.ledger)
-    ids = ledger.record_ids()
-    wanted = [match_id(prefix, ids)] if prefix else ids
     try:
-        sealed_by = open_index(home).commits()
+        sealed_by = readable_index(home).commits()
     except RegistryError:
         sealed_by = {}
+    ids = ledger.record_ids()
+    wanted = [match_id(prefix, ids)] if prefix else ids
     ctx = _Ledger(
         ledger=ledger, tree=ledger.tree_files(RECORDS),
         trusted=keys.trusted(home),

@@ -11,9 +11,12 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import git
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    import git
 
 RECORDS = "records"
 KEYS = "keys"
@@ -38,11 +41,15 @@ def blob_sha(data: bytes) -> str:
 
 class Ledger:
     def __init__(self, path: Path) -> None:
+        import git  # here, not at the top: reading records never needs git
+
         self.path = path
         self.repo = git.Repo(path)
 
     @classmethod
     def init(cls, path: Path) -> Ledger:
+        import git
+
         if not (path / ".git").is_dir():
             repo = git.Repo.init(path)
             with repo.config_writer() as cfg:
@@ -123,6 +130,8 @@ class Ledger:
 
 
 def _has_identity(repo: git.Repo) -> bool:
+    import git
+
     try:
         return bool(repo.git.config("--get", "user.email"))
     except git.GitCommandError:

@@ -64,30 +64,43 @@ class ObjectStore:
         return StoredObject(sha256=digest, size=len(data))
 
     def put_file(self, src: Path) -> StoredObject:
-        from registry.hashing import sha256_file
-
         before = _fingerprint(src)
-        fd, tmp = tempfile.mkstemp(dir=self.tmp)
-        stop = threading.Event()
+        fd, name = tempfile.mkstemp(dir=self.tmp)
+        tmp = Path(name)
         try:
-            with ThreadPoolExecutor(1) as pool:
-                copy = pool.submit(_copy_file, src, fd, stop)
-                digest = sha256_file(src)
-                if self._present(digest, before[0]):
-                    stop.set()  # deduplicated: no need to finish the copy
-                copied = copy.result()
+            digest, copied = self._hash_and_copy(src, fd, before[0])
             if _fingerprint(src) != before:
                 raise InvalidInput(f"{src}: changed while being stored",
                                    hint="seal a finished run; nothing may write to it meanwhile")
             if copied:
                 os.fsync(fd)
-        finally:
+        except BaseException:
             os.close(fd)
-        if copied and os.path.getsize(tmp) == before[0]:
-            self._publish(Path(tmp), digest)
+            tmp.unlink()
+            raise
+        os.close(fd)
+        if copied and tmp.stat().st_size == before[0]:
+            self._publish(tmp, digest)
         else:
-            os.unlink(tmp)
+            tmp.unlink()
         return StoredObject(sha256=digest, size=before[0])
+
+    def _hash_and_copy(self, src: Path, fd: int, size: int) -> tuple[str, bool]:
+        """Hash `src` while a second thread copies it into `fd`; the copy stops early
+        when the object already exists. Returns (digest, whole copy made)."""
+        from registry.hashing import sha256_file
+
+        stop = threading.Event()
+        with ThreadPoolExecutor(1) as pool:
+            copy = pool.submit(_copy_file, src, fd, stop)
+            try:
+                digest = sha256_file(src)
+            except BaseException:
+                stop.set()
+                raise
+            if self._present(digest, size):
+                stop.set()  # deduplicated: no need to finish the copy
+            return digest, copy.result()
 
     def state(self, digest: str) -> ObjectState:
         from registry.hashing import sha256_file

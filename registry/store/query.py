@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from registry.errors import InvalidInput, NotFound
 from registry.record import Statement, match_id, parse_statement, record_id
 from registry.store.home import Home
-from registry.store.index import RecordRow, open_index
+from registry.store.index import Index, RecordRow, open_index
 from registry.store.ledger import STATEMENT, RECORDS
 
 
@@ -38,8 +38,18 @@ def parse_where(terms: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
+def readable_index(home: Home) -> Index:
+    """The index, with any row a crashed seal left settled first."""
+    index = open_index(home)
+    if index.pending():
+        from registry.store.writer import settle_pending
+
+        settle_pending(home, index)
+    return index
+
+
 def find_records(home: Home, where: Sequence[str] = (), limit: int | None = None) -> list[RecordRow]:
-    return open_index(home).rows(parse_where(where), limit)
+    return readable_index(home).rows(parse_where(where), limit)
 
 
 def resolve_id(home: Home, prefix: str) -> str:
@@ -47,11 +57,10 @@ def resolve_id(home: Home, prefix: str) -> str:
     if not prefix or any(c not in "0123456789abcdef" for c in prefix.lower()):
         raise NotFound(f"no record {prefix!r}: a record id is hexadecimal",
                        hint="registry list shows the records")
-    return match_id(prefix, open_index(home).matching(prefix.lower()))
+    return match_id(prefix, readable_index(home).matching(prefix.lower()))
 
 
 def show_record(home: Home, prefix: str) -> ShownRecord:
-    index = open_index(home)
     rid = resolve_id(home, prefix)
     path = home.ledger / RECORDS / rid / STATEMENT
     try:
@@ -59,7 +68,7 @@ def show_record(home: Home, prefix: str) -> ShownRecord:
     except FileNotFoundError:
         raise NotFound(f"record {rid[:16]} is indexed but {path} is missing",
                        hint="registry verify " + rid[:16]) from None
-    row = next(iter(index.rows([("id", rid)], 1)), None)
+    row = next(iter(open_index(home).rows([("id", rid)], 1)), None)
     return ShownRecord(id=rid, ledger_commit=row.ledger_commit if row else None,
                        signer=row.signer if row else None,
                        statement_matches_id=record_id(data) == rid,

@@ -81,9 +81,8 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
         ledger.recover()
         index.create()
         settle(index, ledger)
-        if (ledger.record_dir(rid) / STATEMENT).exists():  # the very same statement again
-            commit = index.commits()[rid]
-        else:
+        commit = sealing_commit(ledger, rid)
+        if commit is None:
             index.add(entry_rows(rid, statement, keyid))
             _crash_point("index")
             commit = ledger.commit_record(rid, data, envelope, f"{rid}\n\n{summary}\n")
@@ -105,16 +104,31 @@ def _store(store: ObjectStore, artifacts: list[Artifact]) -> tuple[list[Subject]
     return subjects, size
 
 
+def sealing_commit(ledger: Ledger, rid: str) -> str | None:
+    """The ledger commit that added the record, if it is in the ledger."""
+    if not (ledger.record_dir(rid) / STATEMENT).exists():
+        return None
+    events = ledger.history(rid).get(rid, [])
+    return next((e.commit for e in events if e.file == STATEMENT and e.status == "A"), None)
+
+
 def settle(index: Index, ledger: Ledger) -> None:
     """Index rows left without a commit by a crash: keep them if the ledger has the
     record, drop them otherwise (call holding the home lock)."""
     for rid in index.pending():
-        events = ledger.history(rid).get(rid, [])
-        added = [e.commit for e in events if e.file == STATEMENT and e.status == "A"]
-        if added and (ledger.record_dir(rid) / STATEMENT).exists():
-            index.mark_committed(rid, added[0])
+        commit = sealing_commit(ledger, rid)
+        if commit:
+            index.mark_committed(rid, commit)
         else:
             index.drop(rid)
+
+
+def settle_pending(home: Home, index: Index) -> None:
+    """Settle before reading when a seal crashed (rare; waits for a seal in progress)."""
+    with exclusive(home.lock_file):
+        ledger = Ledger(home.ledger)
+        ledger.recover()
+        settle(index, ledger)
 
 
 def _crash_point(step: str) -> None:

@@ -1,0 +1,161 @@
+"""`registry verify`: each kind of tampering fails with exit 1 naming the part; what
+cannot be checked (missing object, unknown key, unindexed record) exits 3."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import git
+import pytest
+
+from registry.errors import ExitCode
+from registry.store import dsse
+from registry.store.keys import create_key, signing_key
+from registry.store.objects import ObjectStore
+
+
+def flip(path: Path, offset: int, mask: int = 0x01) -> None:
+    """Change one byte of a file (objects are read-only: make it writable first)."""
+    path.chmod(0o644)
+    data = bytearray(path.read_bytes())
+    data[offset % len(data)] ^= mask
+    path.write_bytes(bytes(data))
+
+
+def verify(cli, *args: str) -> tuple[int, list[dict]]:
+    r = cli("verify", *args, "--json")
+    assert "Traceback" not in r.stderr
+    return r.exit_code, json.loads(r.stdout)["records"] if r.stdout else []
+
+
+def parts(records: list[dict]) -> set[str]:
+    return {p["part"] for rec in records for p in rec["problems"]}
+
+
+@pytest.fixture
+def sealed(store_home, make_run, seal_run_dir):
+    return seal_run_dir(make_run())
+
+
+def record_file(home, sealed, name: str) -> Path:
+    return home.ledger / "records" / sealed.id / name
+
+
+def test_a_fresh_record_verifies(cli, sealed) -> None:
+    code, records = verify(cli, sealed.id[:8])
+    assert code == 0 and records[0]["verified"] and records[0]["artifacts"] == 5
+    assert records[0]["signer"] == sealed.signer
+    r = cli("verify", "--all")
+    assert r.exit_code == 0 and "1/1 verified" in r.stdout
+
+
+def test_one_byte_of_an_artifact(cli, store_home, sealed) -> None:
+    statement = json.loads(record_file(store_home, sealed, "statement.json").read_bytes())
+    log = next(s for s in statement["subject"] if s["name"] == "server.log")
+    flip(ObjectStore(store_home.objects).path(log["digest"]["sha256"]), 3)
+    code, records = verify(cli, sealed.id)
+    assert code == ExitCode.FAILED and parts(records) == {"artifact server.log"}
+
+
+def test_one_byte_of_the_statement(cli, store_home, sealed) -> None:
+    flip(record_file(store_home, sealed, "statement.json"), 100)
+    code, records = verify(cli, sealed.id)
+    assert code == ExitCode.FAILED and parts(records) == {"statement"}
+    details = " ".join(p["detail"] for p in records[0]["problems"])
+    assert "differs from its ledger commit" in details and "is not the record id" in details
+
+
+def test_one_byte_of_the_envelope(cli, store_home, sealed) -> None:
+    flip(record_file(store_home, sealed, "envelope.json"), 40)
+    code, records = verify(cli, sealed.id)
+    assert code == ExitCode.FAILED and parts(records) == {"envelope"}
+
+
+def test_a_signature_by_another_key_under_the_trusted_id(cli, store_home, sealed, tmp_path) -> None:
+    create_key(tmp_path / "mallory")
+    _, mallory = signing_key(tmp_path / "mallory")
+    statement = record_file(store_home, sealed, "statement.json").read_bytes()
+    forged = dsse.sign(statement, sealed.signer, mallory)  # claims the trusted key id
+    record_file(store_home, sealed, "envelope.json").write_bytes(dsse.envelope_bytes(forged))
+    repo = git.Repo(store_home.ledger)
+    repo.git.commit("-qam", "re-sign")
+    code, records = verify(cli, sealed.id)
+    assert code == ExitCode.FAILED and parts(records) == {"signature", "ledger"}
+    assert "invalid for key" in json.dumps(records)
+
+
+def test_rewriting_the_ledger_commit(cli, store_home, sealed) -> None:
+    repo = git.Repo(store_home.ledger)
+    repo.git.commit("--amend", "-qm", f"{sealed.id}\n\nsame files, rewritten history")
+    code, records = verify(cli, sealed.id)
+    assert code == ExitCode.FAILED and parts(records) == {"ledger"}
+    assert "rewritten" in records[0]["problems"][0]["detail"]
+
+
+def test_a_later_commit_changing_the_statement(cli, store_home, sealed) -> None:
+    flip(record_file(store_home, sealed, "statement.json"), 200)
+    git.Repo(store_home.ledger).git.commit("-qam", "fix a typo")
+    code, records = verify(cli, sealed.id)
+    assert code == ExitCode.FAILED and parts(records) == {"statement", "ledger"}
+    assert "changed after sealing" in json.dumps(records)
+
+
+def test_a_deleted_record_is_reported_by_verify_all(cli, store_home, sealed) -> None:
+    repo = git.Repo(store_home.ledger)
+    repo.git.rm("-rq", f"records/{sealed.id}")
+    repo.git.commit("-qm", "remove")
+    code, records = verify(cli, "--all")
+    assert code == ExitCode.FAILED and records[0]["id"] == sealed.id
+    assert "not in the ledger" in records[0]["problems"][0]["detail"]
+
+
+def test_a_missing_object_cannot_be_verified(cli, store_home, sealed) -> None:
+    statement = json.loads(record_file(store_home, sealed, "statement.json").read_bytes())
+    bench = next(s for s in statement["subject"] if s["name"] == "bench.json")
+    ObjectStore(store_home.objects).path(bench["digest"]["sha256"]).unlink()
+    code, records = verify(cli, sealed.id)
+    assert code == ExitCode.UNVERIFIABLE and parts(records) == {"artifact bench.json"}
+
+
+def test_an_untrusted_key_cannot_be_verified(cli, store_home, sealed) -> None:
+    repo = git.Repo(store_home.ledger)
+    repo.git.rm("-q", f"keys/{sealed.signer}.pub")
+    repo.git.commit("-qm", "distrust")
+    code, records = verify(cli, sealed.id)
+    assert code == ExitCode.UNVERIFIABLE and parts(records) == {"signature"}
+    assert "unknown key" in records[0]["problems"][0]["detail"]
+
+
+def test_an_unindexed_record_cannot_have_its_commit_checked(cli, store_home, sealed) -> None:
+    from registry.store.index import open_index
+
+    open_index(store_home).drop(sealed.id)
+    code, records = verify(cli, sealed.id)
+    assert code == ExitCode.UNVERIFIABLE and parts(records) == {"index"}
+    assert cli("reindex").exit_code == 0
+    assert verify(cli, sealed.id)[0] == 0
+
+
+def test_wrong_beats_unverifiable(cli, store_home, make_run, seal_run_dir) -> None:
+    a = seal_run_dir(make_run("a"))
+    b = seal_run_dir(make_run("b"))
+    flip(record_file(store_home, a, "statement.json"), 10)
+    from registry.store.index import open_index
+
+    open_index(store_home).drop(b.id)
+    code, records = verify(cli, "--all")
+    assert code == ExitCode.FAILED and len(records) == 2
+
+
+def test_usage_and_unknown_ids(cli, sealed) -> None:
+    assert cli("verify").exit_code == ExitCode.USAGE
+    assert cli("verify", sealed.id, "--all").exit_code == ExitCode.USAGE
+    r = cli("verify", "f" * 64)
+    assert r.exit_code == ExitCode.NOT_FOUND and "no record" in r.stderr
+
+
+def test_human_output_names_the_part(cli, store_home, sealed) -> None:
+    flip(record_file(store_home, sealed, "envelope.json"), 5)
+    r = cli("verify", sealed.id[:12])
+    assert r.exit_code == 1 and "FAILED" in r.stdout and "envelope:" in r.stdout
