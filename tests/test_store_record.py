@@ -1,0 +1,81 @@
+"""The statement's canonical bytes and record id are pinned: a change to how records
+serialize changes every id, so it must be deliberate."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from registry.errors import NotFound, VerificationFailed
+from registry.identity import Evidence, ResolvedField, ResolvedIdentity, Status
+from registry.metrics import Metric
+from registry.record import (
+    Predicate, RunInfo, Statement, Subject, SuiteResult, match_id, parse_statement, record_id,
+    statement_bytes, summary_line,
+)
+
+EXPECTED = (
+    b'{"_type":"https://in-toto.io/Statement/v1","predicate":{"artifacts":{"server.log":"server.log"},'
+    b'"environment":{"host":{},"sealed_with":{},"variables":{}},"identity":{"errors":[],"expect":[],'
+    b'"fields":{"precision.kv_cache":{"declared":"bfloat16","evidence":[{"line":7,"source":"server.log",'
+    b'"text":"kv_cache_dtype=bfloat16"}],"resolved":"bfloat16","self_reported":false,"status":"confirmed"}},'
+    b'"schema":"registry.resolved-identity/v1"},"overrides":[],"results":[{"errors":0,'
+    b'"formula":"99 / (t[99] - t[0])","metrics":{"decode_tok_s.median":{"count":13,'
+    b'"formula":"median over rows of 99 / (t[99] - t[0])","name":"decode_tok_s.median","unit":"tok/s",'
+    b'"value":101.94172124017027}},"rows":13,"suite":"s","window":100}],'
+    b'"run":{"sealed_at":"2026-07-26T21:50:00.000000+00:00","state":"complete"},"sources":[]},'
+    b'"predicateType":"https://registry.dev/serving-record/v1","subject":[{"digest":{"sha256":"'
+    + b"ab" * 32 + b'"},"name":"server.log"}]}'
+)
+
+
+def statement() -> Statement:
+    kv = ResolvedField(declared="bfloat16", resolved="bfloat16", status=Status.confirmed,
+                       evidence=[Evidence(source="server.log", line=7, text="kv_cache_dtype=bfloat16")])
+    metric = Metric(name="decode_tok_s.median", value=101.94172124017027, unit="tok/s",
+                    formula="median over rows of 99 / (t[99] - t[0])", count=13)
+    return Statement(
+        subject=[Subject(name="server.log", digest={"sha256": "ab" * 32})],
+        predicate=Predicate(
+            identity=ResolvedIdentity(fields={"precision.kv_cache": kv}),
+            results=[SuiteResult(suite="s", rows=13, formula="99 / (t[99] - t[0])", window=100,
+                                 metrics={metric.name: metric})],
+            run=RunInfo(state="complete", sealed_at="2026-07-26T21:50:00.000000+00:00"),
+            artifacts={"server.log": "server.log"},
+        ),
+    )
+
+
+def test_canonical_bytes_and_record_id_are_pinned() -> None:
+    data = statement_bytes(statement())
+    assert data == EXPECTED
+    assert record_id(data) == hashlib.sha256(EXPECTED).hexdigest()
+    assert record_id(data) == "d27534467217bd42f737aa51ca2167fd1f43a5a07c853d5cde9b85b6bd508594"
+
+
+def test_parse_round_trips_to_the_same_bytes() -> None:
+    parsed = parse_statement(EXPECTED)
+    assert parsed == statement() and statement_bytes(parsed) == EXPECTED
+
+
+@pytest.mark.parametrize("data", [b"{}", b"not json", EXPECTED.replace(b"Statement/v1", b"Statement/v0")])
+def test_not_a_statement(data) -> None:
+    with pytest.raises(VerificationFailed, match="statement: not a serving record"):
+        parse_statement(data)
+
+
+def test_summary_line_names_the_precisions() -> None:
+    assert summary_line(statement().predicate) == "-: ? weights=? kv=bfloat16 tp=? engine=?"
+
+
+def test_match_id() -> None:
+    ids = ["abcd1234", "abcd9999", "ffff0000"]
+    assert match_id("ffff", ids) == "ffff0000"
+    assert match_id("ABCD12", ids) == "abcd1234"
+    with pytest.raises(NotFound, match="ambiguous: abcd1234, abcd9999"):
+        match_id("abcd", ids)
+    with pytest.raises(NotFound, match="too short"):
+        match_id("ff", ids)
+    with pytest.raises(NotFound, match="no record 0"):
+        match_id("0", ids)
