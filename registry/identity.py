@@ -146,6 +146,7 @@ class ResolvedIdentity(Model):
     spec_decode: SpecDecodeStats | None = None
     kv_usage_peak: float | None = Field(None, description="peak KV usage percent in the log")
     errors: list[Evidence] = Field(default_factory=list, description="error lines in the log")
+    notes: list[str] = Field(default_factory=list, description="what the reader should know")
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 

@@ -1,0 +1,125 @@
+"""What vLLM prints that carries identity: one pattern per message kind.
+
+Each pattern matches the start of a log *message* (the text after the logger header
+`LEVEL MM-DD HH:MM:SS [file.py:LINE] `), never the `file.py:LINE` itself, which
+moves every release. Patterns are written against vLLM 0.32 and the older and
+patched builds seen in real lab logs (see docs/resolver.md).
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    args = "args"  # non-default args: {...}  (what was requested)
+    unknown_env = "unknown_env"
+    architecture = "architecture"  # target first, then draft
+    max_model_len = "max_model_len"
+    draft_max_model_len = "draft_max_model_len"
+    batched_tokens = "batched_tokens"
+    scheduled_tokens = "scheduled_tokens"
+    async_scheduling = "async_scheduling"
+    engine_config = "engine_config"  # Initializing a V1 LLM engine (vX) with config: ...
+    kv_capacity = "kv_capacity"
+    kv_concurrency = "kv_concurrency"  # older builds print it on its own line
+    kv_memory = "kv_memory"  # GPU/XPU worker: Available KV cache memory
+    kv_memory_cpu = "kv_memory_cpu"  # CPU worker: Auto set (X/Y) GiB for KV cache
+    kv_memory_in_use = "kv_memory_in_use"  # per rank, after profiling
+    kv_memory_explicit = "kv_memory_explicit"  # reserved as kv_cache_memory_bytes says
+    hybrid_disabled = "hybrid_disabled"  # sliding layers then allocate in full
+    kv_dtype = "kv_dtype"  # Using fp8 data type to store kv cache
+    kv_scale_default = "kv_scale_default"  # Using KV cache scaling factor 1.0 ...
+    attention = "attention"
+    graph_capture = "graph_capture"  # Capturing CUDA graphs (mixed prefill-decode, MODE)
+    graph_done = "graph_done"
+    cudagraph_change = "cudagraph_change"  # warnings that change the requested mode
+    eager = "eager"
+    rank_layout = "rank_layout"  # rank N in world size W is assigned as ...
+    worker_rank = "worker_rank"  # world_size=W rank=R local_rank=L  (pid -> rank)
+    expert_parallel = "expert_parallel"
+    model_loading = "model_loading"
+    banner = "banner"  # the ASCII-art banner's `version X`
+    ready = "ready"  # Starting vLLM server on ...
+
+
+# Message starts: matched right after the logger header, while the engine starts up.
+STARTUP: dict[Kind, str] = {
+    Kind.args: r"non-default args: (?P<args>\{.*\})",
+    Kind.unknown_env: r"Unknown vLLM environment variable detected: (?P<name>\S+)",
+    Kind.architecture: r"Resolved architecture: (?P<arch>\S+)",
+    Kind.max_model_len: r"Using max model len (?P<tokens>\d+)",
+    Kind.draft_max_model_len: r"Overriding draft model max model len from \d+ to (?P<tokens>\d+)",
+    Kind.batched_tokens: r"Chunked prefill is enabled with max_num_batched_tokens=(?P<tokens>\d+)",
+    Kind.scheduled_tokens: r"max_num_scheduled_tokens is set to (?P<tokens>\d+)",
+    Kind.async_scheduling: r"Asynchronous scheduling is (?P<state>enabled|disabled)",
+    Kind.engine_config: r"Initializing a V1 LLM engine \(v(?P<version>[^)]*)\) with config: "
+                        r"(?P<config>.*)",
+    Kind.kv_capacity: r"(?P<device>[A-Z]+)(?: \+ host)? KV cache size: (?P<tokens>[\d,]+) tokens"
+                      r"(?:, Maximum concurrency for (?P<len>[\d,]+) tokens per request: "
+                      r"(?P<concurrency>[\d.]+)x)?",
+    Kind.kv_concurrency: r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: "
+                         r"(?P<concurrency>[\d.]+)x",
+    Kind.kv_memory: r"Available KV cache memory: (?P<gib>[\d.]+) GiB",
+    Kind.kv_memory_cpu: r"(?P<how>Auto|Explicitly) set \((?P<gib>[\d.]+)/(?P<total>[\d.]+)\) GiB "
+                        r"for KV cache",
+    Kind.kv_memory_in_use: r"Free memory on device .*Current kv cache memory in use is "
+                           r"(?P<gib>[\d.]+) GiB",
+    Kind.kv_memory_explicit: r"Initial free memory [\d.]+ GiB, reserved (?P<gib>[\d.]+) GiB "
+                             r"memory for KV Cache",
+    Kind.hybrid_disabled: r"Hybrid KV cache manager is disabled for this hybrid model",
+    Kind.kv_dtype: r"Using (?P<dtype>\w+) data type to store kv cache",
+    Kind.kv_scale_default: r"Using KV cache scaling factor (?P<scale>[\d.]+)",
+    Kind.attention: r"Using (?:(?P<name>\w+) attention backend|(?P<xpu>Flash Attention) backend"
+                    r"|FlashAttention version (?P<fa>\d+)|(?P<cpu>\w+) backend\.)",
+    Kind.graph_done: r"Graph capturing finished in (?P<secs>[\d.]+) secs, took (?P<gib>[\d.]+) GiB",
+    Kind.cudagraph_change: r"(?P<text>CUDAGraphMode\.\w+ is not supported.*; "
+                           r"setting cudagraph_mode=(?P<mode>\w+).*)",
+    Kind.eager: r"(?P<text>Enforce eager set|Cudagraph is disabled under eager mode)",
+    Kind.rank_layout: r"rank (?P<rank>\d+) in world size (?P<world>\d+) is assigned as (?P<layout>.*)",
+    Kind.worker_rank: r"world_size=(?P<world>\d+) rank=(?P<rank>\d+) local_rank=",
+    Kind.expert_parallel: r"\[EP Rank (?P<rank>\d+)/(?P<size>\d+)\] Expert parallelism is enabled",
+    Kind.model_loading: r"Model loading took (?P<gib>[\d.]+) GiB",
+    Kind.ready: r"Starting vLLM (?:API )?server on",
+}
+
+# Messages that are not at the start of a logger message: tqdm bars (fused with \r)
+# and the banner's art. Scanned for during startup with their own literal patterns.
+EMBEDDED: dict[Kind, str] = {
+    Kind.graph_capture: r"Capturing CUDA graphs \((?P<what>[^)]*)\)",
+    Kind.banner: "\u2588" + r"  version (?P<version>\S+)",
+}
+
+# Always scanned: the same literal pattern finds these in every chunk.
+ENGINE_START = r"Initializing a V1 LLM engine \("
+KV_USAGE = r"KV cache usage: (?P<pct>[\d.]+)%"
+SPEC_DECODING = (r"SpecDecoding metrics: [^\n]*?Accepted: (?P<accepted>\d+) tokens, "
+                 r"Drafted: (?P<drafted>\d+) tokens")
+ERROR_HEADER = r"ERROR \d\d-\d\d \d\d:\d\d:\d\d"
+TRACEBACK = "Traceback (most recent call last):"
+
+# `(Process pid=N) LEVEL MM-DD HH:MM:SS [file.py:LINE] message`; both parts optional.
+PREFIX = re.compile(
+    rb"(?:\((?P<proc>[^()\n]*?)(?: pid=(?P<pid>\d+))?\) )?"
+    rb"(?:(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+    rb"\[[^\]\n]*\] )?"
+)
+
+DETAIL = {kind: re.compile(pattern) for kind, pattern in {**STARTUP, **EMBEDDED}.items()}
+
+
+def _ungrouped(pattern: str) -> str:
+    """The same pattern without named groups (they slow a large alternation down)."""
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern)
+
+
+def startup_scanner() -> re.Pattern[bytes]:
+    """One alternation over every startup message, anchored on the header's `] `."""
+    alternatives = "|".join(f"(?P<{kind.value}>{_ungrouped(p)})" for kind, p in STARTUP.items())
+    return re.compile(rb"\] (?:" + alternatives.encode() + rb")")
+
+
+def embedded_scanner() -> re.Pattern[bytes]:
+    alternatives = "|".join(f"(?P<{kind.value}>{_ungrouped(p)})" for kind, p in EMBEDDED.items())
+    return re.compile(alternatives.encode())

@@ -1,0 +1,253 @@
+"""Streaming vLLM server-log parser: one pass over the bytes, constant memory.
+
+The log is read in cache-sized chunks of whole lines. Each chunk is searched by a few
+compiled patterns with literal prefixes, which run at C speed; only the lines they
+hit are decoded (UTF-8, invalid bytes replaced) and parsed in Python. While the
+engine starts up, one alternation over every identity message runs as well; once
+the server is ready the identity is fixed, and only runtime messages are searched:
+KV usage, speculative decoding, `[[expect]]` markers, errors, engine restarts.
+
+Never matches on `file.py:LINE`; tolerant of process prefixes (`Worker_TP1_EP1`,
+`VllmWorker rank=2`, `EngineCore_DP0`), prefix-less lines, tqdm bars fused with `\\r`,
+tracebacks, invalid UTF-8 and a last line cut off mid-way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict, deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import BinaryIO
+
+from registry.errors import InvalidInput
+from registry.logs import messages as msg
+from registry.logs.facts import Fact, LogScan, MarkerScan, SpecLogTotals
+from registry.logs.lines import Lines, LineSpan
+from registry.logs.tracebacks import Tracebacks
+
+CHUNK = 1 << 20  # small enough that the passes over one chunk stay in the CPU cache
+MAX_LINE = 64 << 20  # a longer "line" (binary garbage) is cut, never held whole
+PER_KIND = 64  # startup facts kept per kind (ranks, DP engines): memory stays constant
+MAX_ERRORS = 20
+MAX_VALUES = 32  # distinct values kept per marker group
+
+STARTUP = msg.startup_scanner()
+EMBEDDED = msg.embedded_scanner()
+ENGINE_START = re.compile(msg.ENGINE_START.encode())
+KV_USAGE = re.compile(msg.KV_USAGE.encode())
+SPEC_DECODING = re.compile(msg.SPEC_DECODING.encode())
+ERROR_HEADER = re.compile(msg.ERROR_HEADER.encode())
+
+
+def scan_log(path: Path, markers: Mapping[str, str] | None = None) -> LogScan:
+    """Parse a vLLM server log. `markers`: name -> regex counted per process (rank)."""
+    try:
+        with open(path, "rb") as stream:
+            return scan_stream(stream, str(path), markers or {})
+    except OSError as e:
+        raise InvalidInput(f"{path}: cannot read the log: {e.strerror}") from None
+
+
+def scan_stream(stream: BinaryIO, source: str, markers: Mapping[str, str]) -> LogScan:
+    scanner = _Scanner(source, markers)
+    tail = b""
+    while block := stream.read(CHUNK):
+        first = block.find(b"\n")
+        if first < 0 and len(tail) + len(block) < MAX_LINE:
+            tail += block  # one very long line: keep reading until it ends
+            continue
+        head_end = first + 1 if first >= 0 else len(block)
+        scanner.chunk(tail + block[:head_end], 0, len(tail) + head_end)
+        cut = block.rfind(b"\n") + 1
+        if cut > head_end:
+            scanner.chunk(block, head_end, cut)
+        tail = block[max(cut, head_end):]
+    if tail:
+        scanner.chunk(tail, 0, len(tail))
+    return scanner.result(cut_off=bool(tail))
+
+
+class _Scanner:
+    def __init__(self, source: str, markers: Mapping[str, str]) -> None:
+        self.source = source
+        self.startup = True
+        self.lines = Lines()
+        self.facts: list[Fact] = []
+        self.per_kind: dict[str, int] = defaultdict(int)
+        self.seen_embedded: set[tuple[str, int | None]] = set()
+        self.labels: dict[int, str] = {}  # pid -> rank-named process label
+        self.restarts = 0
+        self.peak: Fact | None = None
+        self.spec = [0, 0, 0]  # lines, accepted, drafted
+        self.spec_first: Fact | None = None
+        self.spec_last = 0
+        self.markers = [_Marker(name, pattern) for name, pattern in markers.items()]
+        self.errors: list[Fact] = []
+        self.error_texts: set[str] = set()
+        self.error_lines = 0
+        self.tracebacks = Tracebacks(self.lines)
+        self.exceptions: deque[Fact] = deque(maxlen=5)
+
+    # -- one chunk of whole lines: buf[start:end] -------------------------------------
+
+    def chunk(self, buf: bytes, start: int, end: int) -> None:
+        self.lines.begin(buf, start)
+        if self.startup:
+            self._startup(buf, start, end)
+        else:
+            self._restarts(buf, start, end)
+        self._kv_usage(buf, start, end)
+        self._spec(buf, start, end)
+        for marker in self.markers:
+            marker.scan(self, buf, start, end)
+        self._errors(buf, start, end)
+        for span in self.tracebacks.scan(buf, start, end):
+            self.exceptions.append(self.fact("exception", span))
+        self.lines.end(buf, start, end)
+
+    def _startup(self, buf: bytes, start: int, end: int) -> None:
+        for m in EMBEDDED.finditer(buf, start, end):
+            self._embedded(buf, m, start, end)
+        for m in STARTUP.finditer(buf, start, end):
+            span = self.lines.span(buf, m.start() + 2, start, end)
+            fact = self._detail(msg.Kind(m.lastgroup or ""), span)
+            if fact is None:
+                continue
+            self._keep(fact)
+            if fact.kind == msg.Kind.ready:
+                self.startup = False  # identity is fixed from here on
+                self._restarts(buf, span.end, end)
+                return
+
+    def _embedded(self, buf: bytes, m: re.Match[bytes], start: int, end: int) -> None:
+        kind = msg.Kind(m.lastgroup or "")
+        span = self.lines.span(buf, m.start(), start, end)
+        if (kind, span.pid) in self.seen_embedded:
+            return  # a tqdm bar repeats its text with every update
+        self.seen_embedded.add((kind, span.pid))
+        text = buf[m.start():span.end].decode("utf-8", "replace").split("\r")[0]
+        found = msg.DETAIL[kind].search(text)
+        if found:
+            self._keep(self.fact(kind, span, values=found.groupdict(), text=text))
+
+    def _detail(self, kind: msg.Kind, span: LineSpan) -> Fact | None:
+        text = span.text(self.lines.buf)
+        found = msg.DETAIL[kind].match(text)
+        if found is None:
+            return None
+        return self.fact(kind, span, values=found.groupdict(), text=text)
+
+    def _keep(self, fact: Fact) -> None:
+        if self.per_kind[fact.kind] < PER_KIND:
+            self.per_kind[fact.kind] += 1
+            self.facts.append(fact)
+
+    def _restarts(self, buf: bytes, start: int, end: int) -> None:
+        for m in ENGINE_START.finditer(buf, start, end):
+            self.restarts += 1
+            if self.restarts == 1:
+                self._keep(self.fact("restart", self.lines.span(buf, m.start(), start, end)))
+
+    def _kv_usage(self, buf: bytes, start: int, end: int) -> None:
+        values = KV_USAGE.findall(buf, start, end)
+        if not values:
+            return
+        top = max(values, key=float)
+        if self.peak is None or float(top) > float(self.peak.values["pct"]):
+            at = buf.find(b"KV cache usage: " + top + b"%", start, end)
+            span = self.lines.span(buf, at, start, end)
+            self.peak = self.fact("kv_usage", span, values={"pct": top.decode()})
+
+    def _spec(self, buf: bytes, start: int, end: int) -> None:
+        found = SPEC_DECODING.findall(buf, start, end)
+        if not found:
+            return
+        for accepted, drafted in found:
+            self.spec[1] += int(accepted)
+            self.spec[2] += int(drafted)
+        self.spec[0] += len(found)
+        if self.spec_first is None:
+            m = SPEC_DECODING.search(buf, start, end)
+            assert m is not None
+            self.spec_first = self.fact("spec_decoding", self.lines.span(buf, m.start(), start, end))
+        last = buf.rfind(b"SpecDecoding metrics: ", start, end)
+        self.spec_last = self.lines.number(buf, last)
+
+    def _errors(self, buf: bytes, start: int, end: int) -> None:
+        for m in ERROR_HEADER.finditer(buf, start, end):
+            span = self.lines.span(buf, m.start(), start, end)
+            if span.level != "ERROR":
+                continue  # the words appear inside another message
+            text = span.text(buf)
+            if not text or text[0].isspace() or text.startswith(msg.TRACEBACK):
+                continue  # a traceback's body: its final line is found below
+            self.error_lines += 1
+            if len(self.errors) < MAX_ERRORS and text not in self.error_texts:
+                self.error_texts.add(text)
+                self.errors.append(self.fact("error", span, text=text))
+
+    # -- facts -----------------------------------------------------------------------
+
+    def fact(self, kind: str, span: LineSpan, values: dict[str, str | None] | None = None,
+             text: str | None = None) -> Fact:
+        if span.pid is not None and span.proc and ("Worker_" in span.proc or "rank=" in span.proc):
+            self.labels[span.pid] = span.proc  # the rank-named label of this process
+        return Fact(kind=kind, line=span.line,
+                    text=text if text is not None else span.text(self.lines.buf),
+                    proc=span.proc, pid=span.pid,
+                    values={k: v for k, v in (values or {}).items() if v is not None})
+
+    def result(self, cut_off: bool) -> LogScan:
+        lines = self.lines.newlines + (1 if cut_off else 0)
+        spec = None
+        if self.spec_first is not None:
+            spec = SpecLogTotals(lines=self.spec[0], accepted=self.spec[1], drafted=self.spec[2],
+                                 first=self.spec_first, last_line=self.spec_last)
+        return LogScan(
+            source=self.source, bytes=self.lines.size, lines=lines, cut_off=cut_off, facts=self.facts,
+            engine_restarts=self.restarts, kv_usage_peak=self.peak, spec=spec,
+            markers=[m.result(self.labels) for m in self.markers], errors=self.errors,
+            error_lines=self.error_lines, exceptions=list(self.exceptions),
+        )
+
+
+class _Marker:
+    """A recipe's `[[expect]]` pattern, counted per process (rank) over log messages."""
+
+    def __init__(self, name: str, pattern: str) -> None:
+        self.name = name
+        self.pattern = pattern
+        self.anchored = pattern.startswith("^")
+        self.regex = re.compile(pattern.removeprefix("^").encode(), re.MULTILINE)
+        self.counts: dict[int | str | None, int] = defaultdict(int)
+        self.first: dict[int | str | None, Fact] = {}
+        self.values: dict[str, dict[str, None]] = defaultdict(dict)
+
+    def scan(self, scanner: _Scanner, buf: bytes, start: int, end: int) -> None:
+        for m in self.regex.finditer(buf, start, end):
+            span = scanner.lines.span(buf, m.start(), start, end)
+            if m.start() < span.message or (self.anchored and m.start() != span.message):
+                continue  # matched the prefix, not the message
+            key = span.key
+            self.counts[key] += 1
+            if key not in self.first:
+                self.first[key] = scanner.fact("marker", span)
+            for group, value in m.groupdict().items():
+                seen = self.values[group]
+                if value is not None and len(seen) < MAX_VALUES:
+                    seen.setdefault(value.decode("utf-8", "replace"))
+
+    def result(self, labels: dict[int, str]) -> MarkerScan:
+        def label(key: int | str | None) -> str:
+            fact = self.first[key]
+            if isinstance(key, int):
+                return labels.get(key) or f"{fact.proc or 'process'} pid={key}"
+            return key or "(no prefix)"
+
+        return MarkerScan(
+            name=self.name, pattern=self.pattern,
+            counts={label(k): n for k, n in self.counts.items()},
+            values={g: list(v) for g, v in self.values.items()},
+            first=list(self.first.values()),
+        )

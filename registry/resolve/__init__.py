@@ -1,0 +1,89 @@
+"""The resolver: a run directory's real identity, each field proven from evidence.
+
+`resolve_run` reads `server.log` (streamed once), the recipe, the `/metrics` scrapes
+and the checkpoint(s), and returns a `ResolvedIdentity`: per field the declared and
+resolved values, a status, the rule that decided and the evidence.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from registry.identity import FIELDS, ResolvedField, ResolvedIdentity
+from registry.logs import LogScan, scan_log
+from registry.recipe import Recipe
+from registry.resolve.declared import declared_values
+from registry.resolve.engine import EngineLog, evidence
+from registry.resolve.fields import Fields
+from registry.resolve.inputs import load_run_recipe, locate_checkpoints, read_metrics
+from registry.resolve.markers import expect_results
+from registry.resolve.precision import kv_fields
+from registry.resolve.runtime import env_fields, kv_report_fields, runtime_fields, weight_fields
+from registry.resolve.spec import spec_stats
+from registry.rundir import METRICS_AFTER, METRICS_BEFORE, SERVER_LOG, require_run_dir
+
+__all__ = ["resolve_run"]
+
+
+def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Path | None = None,
+                checkpoint: Path | None = None, draft_checkpoint: Path | None = None
+                ) -> ResolvedIdentity:
+    run_dir = require_run_dir(Path(run_dir))
+    recipe = load_run_recipe(run_dir, recipe, recipe_path)
+    scan = scan_log(run_dir / SERVER_LOG, {e.name: e.pattern for e in recipe.expect}
+                    if recipe else {})
+    log = EngineLog(scan)
+    before, after = read_metrics(run_dir, METRICS_BEFORE), read_metrics(run_dir, METRICS_AFTER)
+    checkpoints = locate_checkpoints(
+        checkpoint, draft_checkpoint,
+        (recipe.model.path, recipe.draft.path if recipe.draft else None) if recipe
+        else (None, None),
+        (log.setting("model")[0], log.speculative.get("model")),
+    )
+    f = Fields(log, declared_values(recipe))
+    f.engine()
+    f.model()
+    f.speculative()
+    f.parallel()
+    f.graph()
+    f.attention()
+    runtime_fields(f, after)
+    kv_report_fields(f)
+    env_fields(f)
+    weight_fields(f, checkpoints)
+    kv_fields(f, checkpoints)
+    world = 1
+    for axis in ("parallel.tensor", "parallel.pipeline", "parallel.data"):
+        world *= f.out[axis].resolved or 1
+    peak = scan.kv_usage_peak
+    return ResolvedIdentity(
+        fields=_ordered(f.out),
+        expect=expect_results(recipe.expect, scan.markers, world) if recipe else [],
+        spec_decode=spec_stats(before, after, scan.spec, f.out.get(
+            "spec.num_tokens", ResolvedField(status="unresolved")).resolved),
+        kv_usage_peak=float(peak.values["pct"]) if peak else None,
+        errors=[evidence(e) for e in [*scan.errors, *scan.exceptions]],
+        notes=checkpoints.notes + _log_notes(scan),
+    )
+
+
+def _ordered(fields: dict[str, ResolvedField]) -> dict[str, ResolvedField]:
+    order = {name: i for i, name in enumerate(FIELDS)}
+    return dict(sorted(fields.items(), key=lambda item: order.get(item[0], len(order))))
+
+
+def _log_notes(scan: LogScan) -> list[str]:
+    notes = []
+    if scan.bytes == 0:
+        notes.append(f"{SERVER_LOG} is empty")
+    elif scan.empty:
+        notes.append(f"{SERVER_LOG} ({scan.bytes:,} bytes, {scan.lines:,} lines) holds no line a "
+                     "vLLM server prints: every field is unresolved")
+    if scan.cut_off:
+        notes.append(f"{SERVER_LOG} ends mid-line (cut off)")
+    if scan.engine_restarts:
+        notes.append(f"the engine started {scan.engine_restarts} more time(s) after the server "
+                     "was ready; the identity is the first start's")
+    if scan.exceptions:
+        notes.append(f"the engine raised: {scan.exceptions[-1].text}")
+    return notes

@@ -1,0 +1,93 @@
+"""Everything the resolver reads besides the log: recipe, metrics scrapes, checkpoints.
+
+The checkpoint comes from the argument, else the recipe's model path when it exists
+on disk after `${VAR}` expansion, else the model path in the log when it exists.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from registry.checkpoint.models import CheckpointInfo
+from registry.errors import InvalidInput
+from registry.logs.prometheus import Scrape, read_prometheus
+from registry.recipe import Recipe, load_recipe
+from registry.rundir import METRICS_AFTER, METRICS_BEFORE, RECIPE_JSON, RECIPE_TOML, read_model
+
+# The lab's record capsules name the scrapes after the suite.
+METRICS_ALIASES = {METRICS_BEFORE: "metrics-before-suite.prom",
+                   METRICS_AFTER: "metrics-after-suite.prom"}
+
+
+@dataclass
+class Checkpoints:
+    target: CheckpointInfo | None = None
+    draft: CheckpointInfo | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def load_run_recipe(run_dir: Path, recipe: Recipe | None, recipe_path: Path | None
+                    ) -> Recipe | None:
+    if recipe is not None:
+        return recipe
+    if recipe_path is not None:
+        return load_recipe_any(recipe_path)
+    for name in (RECIPE_JSON, RECIPE_TOML):
+        if (run_dir / name).is_file():
+            return load_recipe_any(run_dir / name)
+    return None
+
+
+def load_recipe_any(path: Path) -> Recipe:
+    """A recipe file as written (TOML), or a run directory's normalized `recipe.json`."""
+    if path.suffix == ".json":
+        recipe: Recipe = read_model(path, Recipe)
+        return recipe
+    return load_recipe(path)
+
+
+def read_metrics(run_dir: Path, name: str) -> Scrape | None:
+    for candidate in (name, METRICS_ALIASES[name]):
+        if (run_dir / candidate).is_file():
+            return read_prometheus(run_dir / candidate)
+    return None
+
+
+def expand(path: str | None) -> Path | None:
+    """A recipe path with `${VAR}` expanded; None while a variable is unset."""
+    if not path:
+        return None
+    expanded = os.path.expandvars(path)
+    return None if "$" in expanded else Path(expanded)
+
+
+def locate_checkpoints(explicit: Path | None, explicit_draft: Path | None,
+                       recipe_paths: tuple[str | None, str | None],
+                       log_paths: tuple[str | None, str | None]) -> Checkpoints:
+    found = Checkpoints()
+    found.target = _inspect(explicit, recipe_paths[0], log_paths[0], "checkpoint", found.notes)
+    found.draft = _inspect(explicit_draft, recipe_paths[1], log_paths[1], "draft checkpoint",
+                           found.notes)
+    return found
+
+
+def _inspect(explicit: Path | None, recipe_path: str | None, log_path: str | None, what: str,
+             notes: list[str]) -> CheckpointInfo | None:
+    from registry.checkpoint.inspect import inspect_checkpoint
+
+    if explicit is not None:
+        return inspect_checkpoint(explicit)  # the user named it: its errors are theirs
+    for origin, candidate in (("recipe", expand(recipe_path)),
+                              ("log", Path(log_path) if log_path else None)):
+        if candidate is None or not candidate.exists():
+            continue
+        try:
+            info = inspect_checkpoint(candidate)
+        except InvalidInput as e:
+            notes.append(f"{what} at {candidate} (from the {origin}) not inspected: {e.message}")
+            return None
+        notes.append(f"{what} inspected at {candidate} (path from the {origin})")
+        return info
+    return None

@@ -1,0 +1,98 @@
+"""The KV precision fields: gathers what `kv.py` decides from and runs the capacity check."""
+
+from __future__ import annotations
+
+from registry.identity import Evidence
+from registry.logs.messages import Kind
+from registry.resolve import kv
+from registry.resolve.capacity import (
+    CapacityCheck,
+    Layout,
+    NotModelled,
+    check_capacity,
+    layer_windows,
+)
+from registry.resolve.engine import evidence
+from registry.resolve.fields import Fields
+from registry.resolve.inputs import Checkpoints
+
+DEFAULT_BLOCK = {"cpu": 128}  # vLLM 0.32 platform defaults; every other platform: 16
+
+
+def kv_fields(f: Fields, checkpoints: Checkpoints) -> None:
+    capacity, why_not = _capacity(f, checkpoints)
+    requested, requested_ev = f.log.setting("kv_cache_dtype")
+    dtype_line = f.log.first(Kind.kv_dtype)
+    inputs = kv.KVInputs(
+        requested=requested, requested_evidence=requested_ev,
+        model_dtype=f.out["precision.dtype"].resolved, checkpoint=checkpoints.target,
+        version=f.out["engine.version"].resolved,
+        dtype_line=evidence(dtype_line) if dtype_line else None,
+        capacity=capacity, capacity_note=why_not,
+    )
+    target, decision = kv.kv_cache_field(inputs, f.declared.get("precision.kv_cache"))
+    f.out["precision.kv_cache"] = target
+    scale_line = f.log.first(Kind.kv_scale_default)
+    f.out["precision.kv_scales"] = kv.kv_scales_field(
+        inputs, decision.value, evidence(scale_line) if scale_line else None)
+    if f.log.speculative.get("model"):
+        spec_args, ev = f.log.arg("speculative_config")
+        own = spec_args.get("kv_cache_dtype") if isinstance(spec_args, dict) else None
+        f.out["precision.draft_kv_cache"] = kv.draft_kv_field(
+            target, own, ev, f.declared.get("precision.draft_kv_cache"))
+
+
+def _capacity(f: Fields, checkpoints: Checkpoints) -> tuple[CapacityCheck | None, str | None]:
+    target = checkpoints.target
+    if target is None:
+        return None, "no checkpoint shape to compute bytes per token from"
+    tokens = f.out["kv.capacity_tokens"]
+    memory, memory_ev = _memory(f)
+    if tokens.resolved is None or memory is None:
+        return None, "the log reports no KV capacity or no KV memory"
+    try:
+        layout = _layout(f)
+        draft_method = f.log.speculative.get("method")
+        if f.log.speculative.get("model") and checkpoints.draft is None:
+            raise NotModelled("the draft shares the cache, and its checkpoint was not inspected")
+        windows = layer_windows(target.attention, checkpoints.draft.attention
+                                if checkpoints.draft else None, draft_method,
+                                hybrid_manager=f.log.first(Kind.hybrid_disabled) is None)
+        check = check_capacity(windows, target.attention, layout, tokens.resolved, memory,
+                               [*tokens.evidence, *memory_ev])
+    except NotModelled as e:
+        return None, str(e)
+    summary = Evidence(source="capacity", text=check.summary())
+    return check.model_copy(update={"evidence": [*check.evidence, summary]}), None
+
+
+def _memory(f: Fields) -> tuple[float | None, list[Evidence]]:
+    """KV memory per rank: the smallest rank's when every rank reports it (vLLM sizes the
+    cache by the smallest), else what the log reports."""
+    per_rank = f.log.all(Kind.kv_memory_in_use)
+    if per_rank:
+        smallest = min(per_rank, key=lambda fact: float(fact.values["gib"]))
+        return float(smallest.values["gib"]), [
+            evidence(fact, f"({fact.proc}) Current kv cache memory in use is {fact.values['gib']} GiB")
+            for fact in per_rank]
+    field = f.out["kv.memory_gib"]
+    return field.resolved, list(field.evidence)
+
+
+def _layout(f: Fields) -> Layout:
+    def value(name: str) -> object:
+        return f.out[name].resolved if name in f.out else None
+
+    tp, pp, mml = value("parallel.tensor"), value("parallel.pipeline"), value(
+        "runtime.max_model_len")
+    if not isinstance(tp, int) or not isinstance(mml, int):
+        raise NotModelled("tensor-parallel size or max_model_len unresolved")
+    if pp not in (1, None):
+        raise NotModelled("pipeline parallelism splits layers across ranks (not modelled)")
+    block = value("runtime.block_size")
+    if not isinstance(block, int):
+        block = DEFAULT_BLOCK.get(str(value("runtime.device")), 16)
+    batched = value("runtime.max_num_batched_tokens")
+    in_flight = batched * (2 if value("runtime.async_scheduling") else 1) \
+        if isinstance(batched, int) else None
+    return Layout(tp=tp, block_size=block, max_model_len=mml, in_flight_tokens=in_flight)

@@ -1,0 +1,122 @@
+"""Runtime, KV-report, environment and weight-precision fields."""
+
+from __future__ import annotations
+
+from registry.identity import Evidence, Status
+from registry.logs.messages import Kind
+from registry.logs.prometheus import Scrape
+from registry.resolve.engine import evidence
+from registry.resolve.fields import Fields, _convert
+from registry.resolve.inputs import Checkpoints
+
+CACHE_INFO = "vllm:cache_config_info"
+
+
+def runtime_fields(f: Fields, after: Scrape | None) -> None:
+    f.setting("runtime.max_model_len", "max_seq_len", int)
+    _from_metrics_or_args(f, "runtime.block_size", "block_size", int, after)
+    _from_args(f, "runtime.max_num_seqs", "max_num_seqs")
+    batched = f.log.first(Kind.batched_tokens)
+    if batched:
+        f.put("runtime.max_num_batched_tokens", int(batched.values["tokens"]),
+              "chunked-prefill line", evidence(batched))
+    else:
+        _from_args(f, "runtime.max_num_batched_tokens", "max_num_batched_tokens")
+    f.setting("runtime.prefix_caching", "enable_prefix_caching", bool)
+    sched = f.log.first(Kind.async_scheduling)
+    f.put("runtime.async_scheduling", sched.values["state"] == "enabled" if sched else None,
+          "asynchronous-scheduling line", evidence(sched) if sched else None)
+    _from_metrics_or_args(f, "runtime.gpu_memory_utilization", "gpu_memory_utilization", float,
+                          after)
+    f.setting("runtime.device", "device_config")
+
+
+def kv_report_fields(f: Fields) -> None:
+    """The capacity the engine reports, as it reports it."""
+    cap = f.log.first(Kind.kv_capacity)
+    f.put("kv.capacity_tokens", int(cap.values["tokens"].replace(",", "")) if cap else None,
+          "KV cache size line", evidence(cap) if cap else None)
+    conc = cap if cap and "concurrency" in cap.values else f.log.first(Kind.kv_concurrency)
+    f.put("kv.max_concurrency", float(conc.values["concurrency"]) if conc else None,
+          "maximum-concurrency line", evidence(conc) if conc else None)
+    for kind, rule in ((Kind.kv_memory, "Available KV cache memory (rank 0)"),
+                       (Kind.kv_memory_cpu, "CPU worker: GiB set for KV cache"),
+                       (Kind.kv_memory_explicit, "kv_cache_memory_bytes reservation")):
+        fact = f.log.first(kind)
+        if fact:
+            f.put("kv.memory_gib", float(fact.values["gib"]), rule, evidence(fact))
+            return
+    f.put("kv.memory_gib", None, "no KV memory line")
+
+
+def env_fields(f: Fields) -> None:
+    facts = f.log.all(Kind.unknown_env)
+    names = sorted({fact.values["name"] for fact in facts})
+    if not facts and f.log.config_fact is None:
+        f.put("env.unknown_vllm_vars", None, "no engine config line")
+        return
+    f.put("env.unknown_vllm_vars", names, "`Unknown vLLM environment variable detected` lines",
+          *(evidence(fact) for fact in facts))
+
+
+def weight_fields(f: Fields, checkpoints: Checkpoints) -> None:
+    dtype, dtype_ev = f.log.setting("dtype")
+    dtype = _convert(dtype, str)
+    f.put("precision.dtype", dtype, "engine config line dtype", dtype_ev)
+    method, ev = f.log.setting("quantization")
+    ck = checkpoints.target
+    declared = f.declared.get("precision.weights")
+    if ck is not None and (method is None or method == ck.quantization.method):
+        f.put("precision.weights", ck.quantization.weights, f"checkpoint quantization_config: "
+              f"{ck.quantization.summary}", ev, Evidence(source=ck.path, text=ck.quantization.summary))
+    elif method is not None and ck is not None and ck.quantization.method is None:
+        f.put("precision.weights", method, f"--quantization {method}: the engine quantizes the "
+              f"unquantized ({ck.quantization.weights}) checkpoint at load", ev)
+    elif method is not None:
+        same = declared == method
+        f.put("precision.weights", method, "engine config line quantization (the method; its "
+              "scheme needs the checkpoint)", ev, status=None if same or declared is None
+              else Status.unresolved, note=None if same or declared is None else
+              f"the log names the method {method}; the declared scheme needs the checkpoint")
+    elif ev is not None:
+        f.put("precision.weights", dtype, "no quantization: weights run in the model dtype", ev,
+              dtype_ev)
+    else:
+        f.put("precision.weights", None, "no engine config line")
+    _draft_weights(f, checkpoints)
+
+
+def _draft_weights(f: Fields, checkpoints: Checkpoints) -> None:
+    declared = f.declared.get("precision.draft_weights")
+    draft = checkpoints.draft
+    if draft is None:
+        if declared is not None:
+            f.put("precision.draft_weights", None, "draft checkpoint not inspected")
+        return
+    stored = draft.quantization.weights
+    ev = Evidence(source=draft.path, text=draft.quantization.summary)
+    if declared is None or declared == stored:
+        f.put("precision.draft_weights", stored, "draft checkpoint quantization_config", ev)
+    else:
+        f.put("precision.draft_weights", None, "draft checkpoint quantization_config", ev,
+              note=f"the draft checkpoint stores {stored}; a conversion at load is invisible to "
+                   "the checkpoint: prove it with an [[expect]] marker")
+
+
+def _from_args(f: Fields, name: str, key: str) -> None:
+    value, ev = f.log.arg(key)
+    f.put(name, value, "non-default args (requested; not echoed back by the engine)" if ev
+          else "not among the non-default args, and the engine does not log it", ev)
+
+
+def _from_metrics_or_args(f: Fields, name: str, label: str, convert: type,
+                          after: Scrape | None) -> None:
+    info = after.find(CACHE_INFO) if after else []
+    if info and label in info[0].labels:
+        raw = info[0].labels[label]
+        f.put(name, _convert(raw, convert), f"/metrics {CACHE_INFO} {label}",
+              Evidence(source=after.source if after else "metrics", line=info[0].line,
+                       text=f'{label}="{raw}"'))
+        return
+    _from_args(f, name, label)
+
