@@ -99,6 +99,32 @@ class RunStatus(Model):
     started_at: str | None = None
     finished_at: str | None = None
     cleanup: dict[str, Any] = Field(default_factory=dict, description="teardown checks")
+    ready_s: float | None = Field(None, description="engine start to serving, seconds")
+
+
+class Environment(Model):
+    """Host facts (environment.json), gathered without importing torch or vLLM."""
+
+    schema_: str = Field("registry.environment/v1", alias="schema")
+    os: str
+    kernel: str
+    machine: str
+    hostname: str
+    python: str
+    python_implementation: str
+    cpu: str | None = None
+    cpu_count: int | None = None
+    cpu_affinity: int | None = Field(None, description="CPUs this process may run on")
+    memory_gib: float | None = None
+    packages: dict[str, str] = Field(default_factory=dict, description="distribution -> version")
+    engine_source: dict[str, Any] | None = Field(
+        None, description="the engine's PEP 610 direct_url.json (source builds)")
+    devices: dict[str, str] = Field(default_factory=dict, description="vendor tool -> output")
+    inherited_env: dict[str, str] = Field(
+        default_factory=dict, description="caller variables the engine inherited (launch env "
+        "goes on top)")
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
 
 def read_model(path: Path, model: type[BaseModel]) -> Any:

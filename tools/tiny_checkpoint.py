@@ -51,7 +51,8 @@ SENTENCES = [
     "Speculative decoding drafts several tokens and the target model verifies them at once.",
     "Calibrated scales map the largest observed value onto the largest representable number.",
     "Rain fell on the old stone bridge, and the river carried leaves toward the distant sea.",
-    "def fibonacci(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a",
+    "def fibonacci(n):\n    a, b = 0, 1\n    for _ in range(n):\n"
+    "        a, b = b, a + b\n    return a",
     "Benchmarks send each prompt once, with no warmup and no retries, and keep raw timestamps.",
     "Numbers: 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 100 1000 3.14159 2.71828",
 ]
@@ -129,7 +130,7 @@ def save(model, dest: Path, **kwargs) -> None:
     write_tokenizer(dest)
 
 
-def kv_scales(model) -> dict[str, "object"]:
+def kv_scales(model) -> dict[str, object]:
     """Per-layer k/v scales from the cache of a forward pass over the built-in text."""
     import torch
     from transformers import PreTrainedTokenizerFast

@@ -62,9 +62,15 @@ def _register() -> None:
     app.add_typer(recipe.app, name="recipe")
     app.command("inspect")(inspect.inspect)
     app.command("kv")(inspect.kv)
+    from registry.cli import run
+
+    app.command("run")(run.command)
     from registry.cli import store
 
     store.register(app)
+    from registry.cli import contracts
+
+    contracts.register(app)
 
 
 _register()

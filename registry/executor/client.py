@@ -1,0 +1,181 @@
+"""The benchmark client: each prompt sent once, streamed, every token timestamped.
+
+OpenAI-compatible streaming (`/v1/completions`, or `/v1/chat/completions` when the
+recipe's api is chat) with `return_token_ids`, so each chunk carries its token ids;
+each token is stamped with its chunk's arrival time (`perf_counter` offset from the
+request's start). No warmup, no retries, no subsets: a failed request is a row with
+an error, and a transport fault (engine gone, timeout) stops the suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from registry.errors import InvalidInput
+from registry.executor.suite import Prompt, Suite
+from registry.recipe.schema import BenchmarkSpec
+from registry.rundir import BenchRow
+
+OWNED_KEYS = {"model", "prompt", "messages", "stream", "stream_options", "return_token_ids",
+              "max_tokens", "temperature", "top_p", "seed"}
+ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+
+
+def request_body(bench: BenchmarkSpec, model: str, prompt: str, max_tokens: int) -> dict[str, Any]:
+    owned = sorted(OWNED_KEYS & set(bench.request_extra))
+    if owned:
+        raise InvalidInput(f"benchmark.request_extra.{owned[0]}: the client sets this key",
+                           hint="declare it in [benchmark] (max_tokens, temperature, top_p, seed)")
+    text = ({"messages": [{"role": "user", "content": prompt}]} if bench.api == "chat"
+            else {"prompt": prompt})
+    return {"model": model, **text, "max_tokens": max_tokens, "temperature": bench.temperature,
+            "top_p": bench.top_p, "seed": bench.seed, "stream": True,
+            "stream_options": {"include_usage": True}, "return_token_ids": True,
+            **bench.request_extra}
+
+
+@dataclass
+class Stream:
+    """What one streamed response carried, as it arrived."""
+
+    token_ids: list[int] = field(default_factory=list)
+    token_times: list[float] = field(default_factory=list)
+    chunk_times: list[float] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str | None = None
+    error: str | None = None
+
+    def add(self, chunk: dict[str, Any], at: float) -> None:
+        if chunk.get("error"):
+            self.error = f"server error: {json.dumps(chunk['error'], sort_keys=True)}"
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            ids = choice.get("token_ids") or []
+            if ids:
+                self.chunk_times.append(at)
+                self.token_ids += ids
+                self.token_times += [at] * len(ids)
+            delta = choice.get("delta") or {}
+            self.text.append(choice.get("text", delta.get("content")) or "")
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+
+
+async def stream_one(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> Stream:
+    out = Stream()
+    start = time.perf_counter()
+    async with client.stream("POST", path, json=body) as response:
+        if response.status_code != 200:
+            detail = (await response.aread()).decode("utf-8", "replace")[:500]
+            out.error = f"HTTP {response.status_code}: {detail}"
+            return out
+        async for line in response.aiter_lines():
+            at = time.perf_counter() - start
+            if line.startswith("data: ") and line != "data: [DONE]":
+                out.add(json.loads(line[6:]), at)
+    return out
+
+
+def check(stream: Stream, allow_reuse: bool) -> str | None:
+    """The row's error, judged from what arrived."""
+    if stream.error:
+        return stream.error
+    reported = stream.usage.get("completion_tokens")
+    if reported != len(stream.token_ids):
+        carried = len(stream.token_ids)
+        return f"usage says {reported} completion tokens, the stream carried {carried}"
+    cached = cached_tokens(stream)
+    if cached is None and not allow_reuse:
+        return ("cached_tokens not reported, so prefix reuse cannot be excluded: "
+                "set engine.args.enable_prompt_tokens_details = true")
+    if cached and not allow_reuse:
+        return f"prefix cache reuse: {cached} cached prompt tokens (the recipe forbids reuse)"
+    return None
+
+
+def cached_tokens(stream: Stream) -> int | None:
+    details = stream.usage.get("prompt_tokens_details") or {}
+    value = details.get("cached_tokens")
+    return int(value) if value is not None else None
+
+
+def make_row(suite: Suite, index: int, prompt: Prompt, started: float, stream: Stream,
+             error: str | None) -> BenchRow:
+    text = "".join(stream.text)
+    return BenchRow(
+        suite=suite.name, index=index, prompt_id=prompt.id, prompt_sha256=prompt.sha256,
+        prompt_tokens=stream.usage.get("prompt_tokens"), cached_tokens=cached_tokens(stream),
+        completion_tokens=stream.usage.get("completion_tokens"),
+        finish_reason=stream.finish_reason, request_started_epoch_s=started,
+        token_ids=stream.token_ids, token_times_s=stream.token_times,
+        chunk_times_s=stream.chunk_times, text=text,
+        text_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), error=error)
+
+
+class SuiteRunner:
+    """Sends one suite at the recipe's concurrency and keeps the rows in prompt order."""
+
+    def __init__(self, base_url: str, model: str, bench: BenchmarkSpec, *,
+                 request_timeout: float, on_row: Callable[[BenchRow], None] | None = None):
+        self.base_url = base_url
+        self.model = model
+        self.bench = bench
+        self.request_timeout = request_timeout
+        self.on_row = on_row
+        self.fault: str | None = None  # set by the first transport error or timeout
+
+    async def _one(self, client: httpx.AsyncClient, gate: asyncio.Semaphore, suite: Suite,
+                   index: int, prompt: Prompt) -> BenchRow | None:
+        async with gate:
+            if self.fault:
+                return None  # the suite stopped: never send the rest as a subset
+            body = request_body(self.bench, self.model, prompt.prompt, suite.max_tokens)
+            started = time.time()
+            try:
+                async with asyncio.timeout(self.request_timeout):
+                    stream = await stream_one(client, ENDPOINTS[self.bench.api], body)
+                error = check(stream, self.bench.allow_prefix_reuse)
+            except TimeoutError:
+                stream, error = Stream(), f"timed out after {self.request_timeout:g} s"
+                self.fault = self.fault or f"request {prompt.id!r} {error}"
+            except httpx.HTTPError as e:
+                stream, error = Stream(), f"transport error: {type(e).__name__}: {e}"
+                self.fault = self.fault or f"request {prompt.id!r} failed ({error})"
+            row = make_row(suite, index, prompt, started, stream, error)
+            if self.on_row:
+                self.on_row(row)
+            return row
+
+    async def run(self, suites: list[Suite]) -> list[BenchRow]:
+        rows: list[BenchRow] = []
+        gate = asyncio.Semaphore(self.bench.concurrency)
+        limits = httpx.Limits(max_connections=self.bench.concurrency)
+        timeout = httpx.Timeout(self.request_timeout, connect=10.0)
+        async with httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
+                                     limits=limits) as client:
+            for suite in suites:
+                done = await asyncio.gather(*(self._one(client, gate, suite, i, p)
+                                              for i, p in enumerate(suite.prompts)))
+                rows += [r for r in done if r is not None]
+                if self.fault:
+                    break
+        return rows
+
+
+def run_suites(
+    base_url: str, model: str, bench: BenchmarkSpec, suites: list[Suite], *,
+    request_timeout: float, on_row: Callable[[BenchRow], None] | None = None,
+) -> tuple[list[BenchRow], str | None]:
+    """Rows of every prompt sent, and the fault that stopped the suite (if any)."""
+    runner = SuiteRunner(base_url, model, bench, request_timeout=request_timeout, on_row=on_row)
+    rows = asyncio.run(runner.run(suites))
+    return rows, runner.fault

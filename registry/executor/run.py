@@ -1,0 +1,197 @@
+"""One run: plan, launch, wait, benchmark, tear down, and write the run directory.
+
+Bad input (recipe, suite, variables) is refused before anything is written. Once the
+run directory exists, every exit path (engine fault, request timeout, Ctrl-C) tears
+the engine down and leaves `status.json` saying `failed` and why; nothing is
+reported as a success unless every prompt was measured cleanly.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+from pydantic import Field
+
+from registry import rundir
+from registry.canonical import canonical_bytes
+from registry.errors import EngineFailed, InvalidInput, RegistryError, VerificationFailed
+from registry.executor.client import run_suites
+from registry.executor.engine import Cleanup, Engine, base_env, free_port
+from registry.executor.environment import gather
+from registry.executor.files import write_bytes, write_model
+from registry.executor.plan import model_path, plan, variables
+from registry.executor.profiles import PlatformProfile
+from registry.executor.suite import Suite, load_suites
+from registry.metrics import Metric, suite_metrics
+from registry.recipe import load_recipe
+from registry.recipe.schema import Recipe
+from registry.rundir import BenchRow, LaunchPlan, RunState, RunStatus
+from registry.rundir import Model as RunModel
+
+
+class RunResult(RunModel):
+    run_dir: str
+    recipe: str
+    state: RunState
+    reason: str | None = None
+    served_model: str | None = None
+    ready_s: float | None = None
+    rows: int
+    metrics: dict[str, dict[str, Metric]] = Field(
+        default_factory=dict, description="suite -> metric name -> metric")
+    cleanup: Cleanup | None = None
+
+
+@dataclass
+class Hooks:
+    """Progress callbacks for a front end (the library itself never prints)."""
+
+    waiting: Callable[[float], None] | None = None  # seconds since the engine started
+    suite: Callable[[int], None] | None = None  # prompts about to be sent
+    row: Callable[[BenchRow], None] | None = None
+
+
+def run_recipe(recipe_path: Path, out_dir: Path, *, models_dir: Path | None = None,
+               timeout: float = 600.0, request_timeout: float = 600.0, port: int | None = None,
+               cwd: Path | None = None, hooks: Hooks | None = None) -> RunResult:
+    """Run a recipe file; the run directory is `out_dir` (new or empty)."""
+    recipe = load_recipe(recipe_path)
+    return run(recipe, out_dir, recipe_dir=recipe_path.parent, recipe_file=recipe_path,
+               models_dir=models_dir, timeout=timeout, request_timeout=request_timeout,
+               port=port, cwd=cwd, hooks=hooks)
+
+
+def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | None = None,
+        models_dir: Path | None = None, timeout: float = 600.0, request_timeout: float = 600.0,
+        port: int | None = None, cwd: Path | None = None, hooks: Hooks | None = None,
+        platform: PlatformProfile | None = None) -> RunResult:
+    """Run a normalized recipe (suite paths relative to `recipe_dir`); `platform`
+    overrides the recipe's profile."""
+    suites = load_suites(recipe, recipe_dir, variables(models_dir))
+    cache_root = Path(tempfile.mkdtemp(prefix="registry-run-cache-"))
+    try:
+        launch = plan(recipe, platform, port=port or free_port(), models_dir=models_dir,
+                      cwd=(cwd or Path.cwd()).resolve(), cache_root=cache_root)
+        _new_run_dir(out_dir)
+        write_bytes(out_dir / rundir.RECIPE_JSON, canonical_bytes(recipe))
+        if recipe_file is not None:
+            write_bytes(out_dir / rundir.RECIPE_TOML, recipe_file.read_bytes())
+        write_model(out_dir / rundir.LAUNCH, launch)
+        write_model(out_dir / rundir.ENVIRONMENT, gather(base_env(launch.platform)))
+        return _execute(recipe, launch, suites, out_dir, timeout, request_timeout,
+                        hooks or Hooks())
+    finally:
+        shutil.rmtree(cache_root, ignore_errors=True)
+
+
+def _new_run_dir(out_dir: Path) -> None:
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise InvalidInput(f"{out_dir}: already exists and is not empty",
+                           hint="a run never overwrites another; choose a new --out")
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _preflight(recipe: Recipe, launch: LaunchPlan) -> None:
+    """Local checkpoints must exist before an engine is started for them."""
+    model = model_path(launch)
+    if recipe.model.path and model and not (Path(launch.cwd) / model).is_dir():
+        raise InvalidInput(f"model.path: checkpoint {model} does not exist",
+                           hint="build or download it, or point --models at its folder")
+
+
+def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: Path,
+             timeout: float, request_timeout: float, hooks: Hooks) -> RunResult:
+    status = RunStatus(state=RunState.running, started_at=_now())
+    write_model(out_dir / rundir.STATUS, status)
+    engine = Engine(launch, out_dir / rundir.SERVER_LOG)
+    rows: list[BenchRow] = []
+    served: str | None = None
+    ready_s: float | None = None
+    reason: str | None = "interrupted"
+    try:
+        _preflight(recipe, launch)
+        engine.start()
+        served = engine.wait_ready(timeout, hooks.waiting)
+        ready_s = round(_elapsed(status), 3)
+        _scrape(engine, out_dir / rundir.METRICS_BEFORE)
+        if hooks.suite:
+            hooks.suite(sum(len(s.prompts) for s in suites))
+        rows, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
+                                 request_timeout=request_timeout, on_row=hooks.row)
+        if engine.exit_code() is None:
+            _scrape(engine, out_dir / rundir.METRICS_AFTER)
+        write_model(out_dir / rundir.BENCH, _bench(recipe, served, suites, rows))
+        reason = None
+        _raise_for(engine, fault, rows)
+    except RegistryError as e:
+        reason = e.message
+        raise
+    except Exception as e:
+        reason = f"{type(e).__name__}: {e}"
+        raise
+    finally:
+        cleanup = engine.stop()
+        if reason is None and not cleanup.clean:
+            reason = f"teardown left the port open or processes {cleanup.leftover_pids}"
+        state = RunState.complete if reason is None else RunState.failed
+        write_model(out_dir / rundir.STATUS, status.model_copy(update={
+            "state": state, "reason": reason, "finished_at": _now(), "ready_s": ready_s,
+            "cleanup": cleanup.model_dump()}))
+    if state is RunState.failed:  # only an unclean teardown fails a run that got here
+        raise EngineFailed(f"{reason}", hint=f"run directory {out_dir} is marked failed")
+    return RunResult(run_dir=str(out_dir), recipe=recipe.name, state=state, served_model=served,
+                     ready_s=ready_s, rows=len(rows), metrics=_metrics(recipe, suites, rows),
+                     cleanup=cleanup)
+
+
+def _raise_for(engine: Engine, fault: str | None, rows: list[BenchRow]) -> None:
+    """The run's verdict on what the suite saw (raised; the caller records it)."""
+    if engine.exit_code() is not None:
+        raise engine.died("the suite")
+    if fault:
+        raise EngineFailed(f"the suite stopped: {fault}", hint=f"see {engine.log_path}")
+    bad = [r for r in rows if r.error]
+    if bad:
+        raise VerificationFailed(
+            f"{len(bad)} of {len(rows)} requests failed; first: {bad[0].prompt_id}: {bad[0].error}",
+            hint="bench.json keeps every row with its error")
+
+
+def _elapsed(status: RunStatus) -> float:
+    assert status.started_at
+    return (datetime.now(UTC) - datetime.fromisoformat(status.started_at)).total_seconds()
+
+
+def _scrape(engine: Engine, path: Path) -> None:
+    response = httpx.get(engine.base_url + "/metrics", timeout=30.0)
+    response.raise_for_status()
+    write_bytes(path, response.content)
+
+
+def _bench(recipe: Recipe, model: str, suites: list[Suite], rows: list[BenchRow]) -> rundir.Bench:
+    b = recipe.benchmark
+    return rundir.Bench(
+        api=b.api, model=model,
+        params={"temperature": b.temperature, "top_p": b.top_p, "seed": b.seed,
+                "concurrency": b.concurrency, "max_tokens": {s.name: s.max_tokens for s in suites},
+                "request_extra": b.request_extra},
+        suites=[rundir.SuiteRef(name=s.name, sha256=s.sha256, path=s.path, prompts=len(s.prompts))
+                for s in suites],
+        rows=rows)
+
+
+def _metrics(recipe: Recipe, suites: list[Suite],
+             rows: list[BenchRow]) -> dict[str, dict[str, Metric]]:
+    b = recipe.benchmark
+    return {s.name: suite_metrics([r for r in rows if r.suite == s.name], b.metric, b.window)
+            for s in suites}

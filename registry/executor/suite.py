@@ -1,0 +1,93 @@
+"""Prompt suites: JSONL files of `{"id", "prompt"}`, checked against the recipe's pin.
+
+A suite's sha256 is part of a run's identity, so a file that differs from its pin is
+refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from registry.errors import InvalidInput
+from registry.executor.plan import expand
+from registry.recipe.schema import Recipe, SuiteSpec
+
+
+class Prompt(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    prompt: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.prompt.encode("utf-8")).hexdigest()
+
+
+class Suite(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    path: str
+    sha256: str
+    max_tokens: int
+    prompts: list[Prompt]
+
+
+def load_suites(recipe: Recipe, recipe_dir: Path, found: Mapping[str, str]) -> list[Suite]:
+    return [load_suite(recipe, i, recipe_dir, found) for i in range(len(recipe.benchmark.suites))]
+
+
+def load_suite(recipe: Recipe, index: int, recipe_dir: Path, found: Mapping[str, str]) -> Suite:
+    spec = recipe.benchmark.suites[index]
+    key = f"benchmark.suites.{index}"
+    if not spec.path:
+        raise InvalidInput(f"{key}: suite {spec.name!r} has no path",
+                           hint="give the suite file's path, or an identity document with one")
+    path = recipe_dir / expand(spec.path, found, f"{key}.path")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InvalidInput(f"{key}.path: {path}: {e.strerror or 'cannot read'}") from None
+    actual = hashlib.sha256(data).hexdigest()
+    if spec.sha256 and spec.sha256 != actual:
+        raise InvalidInput(f"{key}.sha256: {path} has sha256 {actual}, "
+                           f"the recipe pins {spec.sha256}",
+                           hint="the suite changed: restore it, or pin the new digest deliberately")
+    prompts = parse_prompts(data, path)
+    if spec.prompts is not None and spec.prompts != len(prompts):
+        raise InvalidInput(f"{key}.prompts: {path} holds {len(prompts)} prompts, "
+                           f"the recipe expects {spec.prompts}")
+    return Suite(name=spec.name, path=spec.path, sha256=actual, prompts=prompts,
+                 max_tokens=_max_tokens(spec, recipe))
+
+
+def _max_tokens(spec: SuiteSpec, recipe: Recipe) -> int:
+    return spec.max_tokens or recipe.benchmark.max_tokens
+
+
+def parse_prompts(data: bytes, path: Path) -> list[Prompt]:
+    """One `{"id": str, "prompt": str}` object per line; ids unique; no blank lines."""
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path}: not UTF-8 text") from None
+    prompts: list[Prompt] = []
+    for number, line in enumerate(lines, 1):
+        try:
+            prompts.append(Prompt.model_validate(json.loads(line)))
+        except ValueError:  # bad JSON or a ValidationError
+            raise InvalidInput(f"{path}:{number}: expected a JSON object with string "
+                               '"id" and "prompt" (and nothing else)') from None
+    ids = [p.id for p in prompts]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise InvalidInput(f"{path}: prompt id {dup!r} appears more than once")
+    if not prompts:
+        raise InvalidInput(f"{path}: no prompts")
+    return prompts
