@@ -148,7 +148,8 @@ def match_id(prefix: str, candidates: list[str]) -> str:
         listing = ", ".join(c[:16] for c in found[:10])
         raise NotFound(f"record id {prefix} is ambiguous: {listing}", hint="give more digits")
     if len(prefix) < 4:
-        raise NotFound(f"record id prefix {prefix!r} is too short", hint="give at least 4 hex digits")
+        raise NotFound(f"record id prefix {prefix!r} is too short",
+                       hint="give at least 4 hex digits")
     return found[0]
 
 
@@ -156,7 +157,8 @@ def parse_statement(data: bytes) -> Statement:
     try:
         return Statement.model_validate(json.loads(data))
     except (ValueError, ValidationError) as e:
-        raise VerificationFailed(f"statement: not a serving record ({str(e).splitlines()[0]})") from None
+        first = str(e).splitlines()[0]
+        raise VerificationFailed(f"statement: not a serving record ({first})") from None
 
 
 def summary_line(predicate: Predicate) -> str:

@@ -23,7 +23,14 @@ from registry.identity import ResolvedIdentity
 from registry.metrics import suite_metrics
 from registry.recipe.schema import MetricFormula, Recipe
 from registry.record import (
-    ContractInfo, Environment, Imported, Override, Predicate, RunInfo, Source, SuiteResult,
+    ContractInfo,
+    Environment,
+    Imported,
+    Override,
+    Predicate,
+    RunInfo,
+    Source,
+    SuiteResult,
     match_id,
 )
 from registry.store.home import Home

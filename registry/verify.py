@@ -107,7 +107,8 @@ def _check(ctx: _Ledger, rid: str) -> RecordCheck:
     files = {name: _ledger_file(ctx, rid, name, problems) for name in (STATEMENT, ENVELOPE)}
     statement_raw = files[STATEMENT]
     if statement_raw is not None and record_id(statement_raw) != rid:
-        problems.append(_failed("statement", f"sha256 {record_id(statement_raw)[:16]} is not the record id"))
+        digest = record_id(statement_raw)[:16]
+        problems.append(_failed("statement", f"sha256 {digest} is not the record id"))
     signer, payload = _check_envelope(ctx, rid, files[ENVELOPE], problems)
     trusted_bytes = next((b for b in (statement_raw, payload) if b and record_id(b) == rid), None)
     statement = parse_statement(trusted_bytes) if trusted_bytes else None

@@ -24,7 +24,8 @@ KEYID = "56475aa75463474c0285df5dbf2bcab73da651358839e9b77481b2eab107708c"
 ENVELOPE = (
     b'{"payload":"eyJfdHlwZSI6Imh0dHBzOi8vaW4tdG90by5pby9TdGF0ZW1lbnQvdjEifQ==",'
     b'"payloadType":"application/vnd.in-toto+json","signatures":[{"keyid":"' + KEYID.encode()
-    + b'","sig":"Fo6jOXP9gw1yxFFqcxT3OROGg9MHJ9G2Ps2yCG4lrdJS8Yli9xdH78rzsGRdX7vN0BvZnteNGPg9F79CG51UDQ=="}]}'
+    + b'","sig":"Fo6jOXP9gw1yxFFqcxT3OROGg9MHJ9G2Ps2yCG4lrdJS8Yli9xdH78rzsGRdX7vN0BvZnteNGPg9F79'
+    b'CG51UDQ=="}]}'
 )
 
 
@@ -46,7 +47,8 @@ def test_pae_counts_bytes_not_characters() -> None:
 
 def test_canonical_bytes_vector() -> None:
     value = {"b": 1, "a": [1.5, "é", None], "c": 1e21, "d": {"z": True, "y": 0.1}}
-    assert canonical_bytes(value) == b'{"a":[1.5,"\xc3\xa9",null],"b":1,"c":1e+21,"d":{"y":0.1,"z":true}}'
+    expected = b'{"a":[1.5,"\xc3\xa9",null],"b":1,"c":1e+21,"d":{"y":0.1,"z":true}}'
+    assert canonical_bytes(value) == expected
 
 
 def test_key_id_is_sha256_of_the_raw_public_key(key) -> None:

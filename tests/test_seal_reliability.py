@@ -30,7 +30,8 @@ print(seal_resolved(Path(sys.argv[1]), home=find_home(), identity=resolved_ident
 
 def seal_process(run, **env: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", SEAL, str(run)], cwd=ROOT, text=True,
-                            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            env={**os.environ, **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def listed(cli) -> list[str]:
@@ -68,7 +69,8 @@ def test_a_seal_killed_after_each_step(cli, store_home, make_run, step, survives
     assert_consistent(cli, store_home, 2 if survives else 1)
 
 
-def test_debris_of_an_uncommitted_ledger_write_is_cleared(cli, store_home, make_run, seal_run_dir) -> None:
+def test_debris_of_an_uncommitted_ledger_write_is_cleared(cli, store_home, make_run,
+                                                           seal_run_dir) -> None:
     debris = store_home.ledger / "records" / ("e" * 64)
     debris.mkdir(parents=True)
     (debris / "statement.json").write_text("{}")

@@ -53,7 +53,8 @@ def test_list_where_identity_fields_and_columns(cli, make_run, seal_run_dir, mon
     assert set(ids()) == {bf16.id, fp8.id}
     assert ids("--where", "precision.kv_cache=fp8_e4m3") == [fp8.id]
     assert ids("--where", "parallel.tensor=2") == [fp8.id]
-    assert ids("--where", "lane=tiny-bf16-exact", "--where", "precision.kv_cache=bfloat16") == [bf16.id]
+    both = ("--where", "lane=tiny-bf16-exact", "--where", "precision.kv_cache=bfloat16")
+    assert ids(*both) == [bf16.id]
     assert ids("--where", "precision.kv_cache=nvfp4") == []
     assert ids("--where", "imported=false", "--limit", "1") == [fp8.id]  # newest first
     table = cli("list").stdout
@@ -74,7 +75,8 @@ def test_show_accepts_unambiguous_prefixes_only(cli, make_run, seal_run_dir, mon
     first = sealed[0].id
     shown = json.loads(cli("show", first[:10], "--json").stdout)
     assert shown["id"] == first and shown["statement_matches_id"]
-    assert shown["statement"]["predicate"]["identity"]["fields"]["precision.kv_cache"]["resolved"] == "bfloat16"
+    fields = shown["statement"]["predicate"]["identity"]["fields"]
+    assert fields["precision.kv_cache"]["resolved"] == "bfloat16"
     # 17 ids over 16 leading hex digits: at least two share one
     lead = next(c for c in "0123456789abcdef" if sum(s.id.startswith(c) for s in sealed) > 1)
     r = cli("show", lead)
@@ -87,7 +89,8 @@ def test_show_accepts_unambiguous_prefixes_only(cli, make_run, seal_run_dir, mon
     assert first in human and "precision.kv_cache" in human and "99 / (t[99] - t[0])" in human
 
 
-def test_reindex_rebuilds_the_index_from_the_ledger(cli, store_home, make_run, seal_run_dir) -> None:
+def test_reindex_rebuilds_the_index_from_the_ledger(cli, store_home, make_run,
+                                                    seal_run_dir) -> None:
     for name, kv in (("a", "bfloat16"), ("b", "fp8_e4m3"), ("c", "bfloat16")):
         seal_run_dir(make_run(name), resolved_identity(kv))
     before = cli("list", "--json").stdout
@@ -99,7 +102,8 @@ def test_reindex_rebuilds_the_index_from_the_ledger(cli, store_home, make_run, s
     r = cli("reindex")
     assert r.exit_code == 0 and "indexed 3 records" in r.stdout
     assert cli("list", "--json").stdout == before
-    assert len(json.loads(cli("list", "--json", "--where", "precision.kv_cache=fp8_e4m3").stdout)) == 1
+    fp8 = cli("list", "--json", "--where", "precision.kv_cache=fp8_e4m3").stdout
+    assert len(json.loads(fp8)) == 1
     assert cli("verify", "--all").exit_code == 0
 
 
@@ -119,7 +123,8 @@ def test_read_commands_stay_light(store_home, make_run, seal_run_dir) -> None:
         "import sys\n"
         "from registry.cli import app\n"
         f"for args in (['list', '--json'], ['show', '{sealed.id[:12]}', '--json']):\n"
-        "    try:\n        app(args)\n    except SystemExit as e:\n        assert not e.code, e.code\n"
+        "    try:\n        app(args)\n"
+        "    except SystemExit as e:\n        assert not e.code, e.code\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'vllm', 'git'))\n"
         "print('HEAVY', heavy)\n"
     )

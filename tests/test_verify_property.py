@@ -19,11 +19,13 @@ def record_parts(home, record_id: str) -> dict[str, Path]:
     folder = home.ledger / "records" / record_id
     statement = json.loads((folder / "statement.json").read_bytes())
     objects = ObjectStore(home.objects)
-    parts = {f"artifact {s['name']}": objects.path(s["digest"]["sha256"]) for s in statement["subject"]}
+    parts = {f"artifact {s['name']}": objects.path(s["digest"]["sha256"])
+             for s in statement["subject"]}
     return parts | {"statement": folder / "statement.json", "envelope": folder / "envelope.json"}
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_every_single_byte_change_is_found(store_home, make_run, seal_run_dir, data) -> None:
     if store_home.root not in SEALED:  # one record per home, shared by the examples

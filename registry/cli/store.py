@@ -47,7 +47,8 @@ def _home(home: Path | None) -> Home:
 
 def init(
     directory: Annotated[Path | None, typer.Argument(
-        show_default=False, help="Project folder; the home is DIR/.registry (default: here).")] = None,
+        show_default=False,
+        help="Project folder; the home is DIR/.registry (default: here).")] = None,
     home: HomeOpt = None,
 ) -> None:
     """Create a registry home: objects/, ledger/ (git) and the index; trust your key.
@@ -66,7 +67,8 @@ def init(
     mine = [k for k in local_keys() if k.keyid == default_keyid()]
     if mine:
         keyid, new = trust(created, mine[0].public_pem.encode(), keys_dir())
-        console.print(f"{'trusted' if new else 'already trusted'} key {keyid[:16]}", highlight=False)
+        state = "trusted" if new else "already trusted"
+        console.print(f"{state} key {keyid[:16]}", highlight=False)
     else:
         console.print("no signing key yet: registry keys init", highlight=False)
 
@@ -121,8 +123,8 @@ def keys_list(home: HomeOpt = None, json: Json = False) -> None:
 
 @keys_app.command("export")
 def keys_export(
-    keyid: Annotated[str | None, typer.Argument(show_default=False,
-                                                help="Key id or prefix (default: your default key).")] = None,
+    keyid: Annotated[str | None, typer.Argument(
+        show_default=False, help="Key id or prefix (default: your default key).")] = None,
 ) -> None:
     """Print a public key (PEM), for others to trust.
 
@@ -159,7 +161,8 @@ def keys_trust(
 
 
 def verify(
-    record: Annotated[str | None, typer.Argument(show_default=False, help="Record id or prefix.")] = None,
+    record: Annotated[str | None, typer.Argument(
+        show_default=False, help="Record id or prefix.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Verify every record.")] = False,
     home: HomeOpt = None,
     json: Json = False,

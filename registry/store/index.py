@@ -18,8 +18,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import (
-    Boolean, Column, Float, Index as SqlIndex, Integer, MetaData, String, Table, Text,
-    create_engine, delete, event, select, update,
+    Boolean,
+    Column,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    event,
+    select,
+    update,
+)
+from sqlalchemy import (
+    Index as SqlIndex,
 )
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
@@ -63,6 +77,7 @@ results = Table(
     Column("formula", Text),
     Column("count", Integer),
 )
+VISIBLE = records.c.ledger_commit.is_not(None)  # a row shows once its ledger commit exists
 COLUMNS = ("id", "lane", "recipe", "parent", "imported", "signer", "model", "weights", "kv_cache")
 
 
@@ -90,7 +105,10 @@ def value_text(value: Any) -> str | None:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def entry_rows(record_id: str, statement: Statement, signer: str | None) -> dict[str, list[dict[str, Any]]]:
+Rows = dict[str, list[dict[str, Any]]]  # table name -> rows
+
+
+def entry_rows(record_id: str, statement: Statement, signer: str | None) -> Rows:
     """The rows of each table for one record."""
     p = statement.predicate
     v = p.identity.value
@@ -114,17 +132,17 @@ def entry_rows(record_id: str, statement: Statement, signer: str | None) -> dict
 
 class Index:
     def __init__(self, url: str) -> None:
-        options: dict[str, Any] = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+        sqlite = url.startswith("sqlite")
         self.url = url
-        self.engine = create_engine(url, **options)
-        if url.startswith("sqlite"):
+        self.engine = create_engine(url, **({"connect_args": {"timeout": 60}} if sqlite else {}))
+        if sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
 
     def create(self) -> None:
         with self._guard():
             metadata.create_all(self.engine)
 
-    def add(self, rows: dict[str, list[dict[str, Any]]]) -> None:
+    def add(self, rows: Rows) -> None:
         """All rows of one record in one transaction, not yet visible."""
         with self._guard(), self.engine.begin() as db:
             for table in (records, identity, results):
@@ -133,7 +151,8 @@ class Index:
 
     def mark_committed(self, record_id: str, commit: str) -> None:
         with self._guard(), self.engine.begin() as db:
-            db.execute(update(records).where(records.c.id == record_id).values(ledger_commit=commit))
+            db.execute(update(records).where(records.c.id == record_id)
+                       .values(ledger_commit=commit))
 
     def drop(self, record_id: str) -> None:
         with self._guard(), self.engine.begin() as db:
@@ -147,25 +166,26 @@ class Index:
 
     def commits(self) -> dict[str, str]:
         """record id -> ledger commit, for every visible record."""
-        query = select(records.c.id, records.c.ledger_commit).where(records.c.ledger_commit.is_not(None))
+        query = select(records.c.id, records.c.ledger_commit).where(VISIBLE)
         with self._guard(), self.engine.connect() as db:
             return {r.id: r.ledger_commit for r in db.execute(query)}
 
     def matching(self, prefix: str) -> list[str]:
         query = (select(records.c.id).where(records.c.id.startswith(prefix, autoescape=True))
-                 .where(records.c.ledger_commit.is_not(None)).limit(20))
+                 .where(VISIBLE).limit(20))
         with self._guard(), self.engine.connect() as db:
             return list(db.scalars(query))
 
-    def rows(self, where: Sequence[tuple[str, str]] = (), limit: int | None = None) -> list[RecordRow]:
-        query = select(records).where(records.c.ledger_commit.is_not(None))
+    def rows(self, where: Sequence[tuple[str, str]] = (),
+             limit: int | None = None) -> list[RecordRow]:
+        query = select(records).where(VISIBLE)
         for name, value in where:
             query = query.where(_condition(name, value))
         query = query.order_by(records.c.created_at.desc(), records.c.id).limit(limit or None)
         with self._guard(), self.engine.connect() as db:
             return [RecordRow(**r._mapping) for r in db.execute(query)]
 
-    def rebuild(self, entries: list[dict[str, list[dict[str, Any]]]]) -> None:
+    def rebuild(self, entries: list[Rows]) -> None:
         """Replace every row in one transaction."""
         with self._guard():
             metadata.create_all(self.engine)
@@ -191,7 +211,8 @@ def _condition(name: str, value: str) -> Any:
                                                       identity.c.value == value)
         return records.c.id.in_(matching)
     raise InvalidInput(f"--where {name}={value}: unknown field",
-                       hint=f"use an identity field (e.g. precision.kv_cache) or one of {', '.join(COLUMNS)}")
+                       hint="use an identity field (e.g. precision.kv_cache) or one of "
+                            + ", ".join(COLUMNS))
 
 
 @contextmanager
@@ -202,7 +223,8 @@ def _guard(url: str) -> Iterator[None]:
     except (OperationalError, ProgrammingError) as e:
         where = url.split("@")[-1]
         raise NotFound(f"index {where}: {str(e.orig).splitlines()[0]}",
-                       hint="check REGISTRY_DATABASE_URL, or rebuild it: registry reindex") from None
+                       hint="check REGISTRY_DATABASE_URL, or rebuild it: registry reindex",
+                       ) from None
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:

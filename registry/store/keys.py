@@ -63,7 +63,8 @@ def load_public_pem(data: bytes, source: object) -> Ed25519PublicKey:
     except (ValueError, UnsupportedAlgorithm):
         raise InvalidInput(f"{source}: not a PEM public key") from None
     if not isinstance(key, Ed25519PublicKey):
-        raise InvalidInput(f"{source}: not an Ed25519 public key", hint="registry signs with Ed25519")
+        raise InvalidInput(f"{source}: not an Ed25519 public key",
+                           hint="registry signs with Ed25519")
     return key
 
 

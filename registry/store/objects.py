@@ -72,8 +72,6 @@ class ObjectStore:
             if _fingerprint(src) != before:
                 raise InvalidInput(f"{src}: changed while being stored",
                                    hint="seal a finished run; nothing may write to it meanwhile")
-            if copied:
-                os.fsync(fd)
         except BaseException:
             os.close(fd)
             tmp.unlink()
@@ -141,6 +139,7 @@ def _copy_file(src: Path, dst: int, stop: threading.Event) -> bool:
                     raise
                 n = _write_all(dst, f.read(1 << 20))  # user-space fallback
             if n == 0:
+                os.fsync(dst)  # here, so the flush to disk overlaps the hashing
                 return True
     return False
 

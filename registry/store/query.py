@@ -14,7 +14,7 @@ from registry.errors import InvalidInput, NotFound
 from registry.record import Statement, match_id, parse_statement, record_id
 from registry.store.home import Home
 from registry.store.index import Index, RecordRow, open_index
-from registry.store.ledger import STATEMENT, RECORDS
+from registry.store.ledger import RECORDS, STATEMENT
 
 
 class ShownRecord(BaseModel):
@@ -48,7 +48,8 @@ def readable_index(home: Home) -> Index:
     return index
 
 
-def find_records(home: Home, where: Sequence[str] = (), limit: int | None = None) -> list[RecordRow]:
+def find_records(home: Home, where: Sequence[str] = (),
+                 limit: int | None = None) -> list[RecordRow]:
     return readable_index(home).rows(parse_where(where), limit)
 
 

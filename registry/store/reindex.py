@@ -31,8 +31,8 @@ def reindex(home: Home) -> ReindexReport:
         ledger = Ledger(home.ledger)
         ledger.recover()
         tree = ledger.tree_files(RECORDS)
-        added = {rid: next(e.commit for e in events if e.status == "A")
-                 for rid, events in ledger.history().items() if any(e.status == "A" for e in events)}
+        added = {rid: next((e.commit for e in events if e.status == "A"), None)
+                 for rid, events in ledger.history().items()}
         entries, skipped = [], {}
         for rid in ledger.record_ids():
             try:
