@@ -282,3 +282,9 @@ def test_evaluate_other_contracts_and_none() -> None:
     assert evaluate(validate_recipe(""), rows, identity, None) is None
     with pytest.raises(InvalidInput, match="unknown contract 'bitwise'"):
         evaluate(recipe, rows, identity, None, contract="bitwise")
+
+
+def test_semantic_gates_without_gates_refuse() -> None:
+    verdict = semantic_gates(capsule_rows(), [])
+    assert verdict.status is VerdictStatus.refused
+    assert verdict.reasons == ["no [[quality.gates]] declared: nothing to judge"]

@@ -25,7 +25,7 @@ LAB_AXES = {
     "precision.weights": "int4-w4a16",
     "precision.draft_weights": "fp8-w8a16",
     "precision.kv_cache": "bfloat16",
-    "precision.kv_scales": None,
+    "precision.kv_scales": "n/a",  # the resolver's word for an unquantized cache
     "model.revision": "4bbfc285f2f8b3b6b526274c133b7b17aae6c8cb",
     "suite.sha256": "9fdaacfdc4de59407a73cbe0d8130fa0f6abe91fed782e399a58adbc035ea638",
 }
@@ -116,7 +116,7 @@ def test_every_differing_axis_is_named_with_both_values() -> None:
     reasons = bitwise_teacher(capsule_rows(), lab_teacher(), run_axes).reasons
     assert [r.split(" ")[0] for r in reasons] == [
         "precision.kv_scales", "model.revision", "suite.sha256"]
-    assert reasons[0].startswith("precision.kv_scales (none) vs calibrated:")
+    assert reasons[0].startswith("precision.kv_scales n/a vs calibrated:")
     assert reasons[1] == f"model.revision {LAB_AXES['model.revision']} vs {'0' * 40}: " \
                          "the teacher ran another checkpoint revision"
 

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from registry.contracts.verdict import Check, RowVerdict, Verdict, judged, row_verdict
+from registry.contracts.verdict import Check, RowVerdict, Verdict, judged, refused, row_verdict
 from registry.recipe.schema import FragmentsGate, JsonSchemaGate, NeedleGate, RepetitionGate
 from registry.rundir import BenchRow
 
@@ -39,6 +39,8 @@ Checks = dict[str, tuple[bool, str]]
 
 def semantic_gates(rows: Sequence[BenchRow], gates: Sequence[Gate]) -> Verdict:
     """Judge each gate on each row its `prompts` selects (`["*"]` selects every row)."""
+    if not gates:
+        return refused(CONTRACT, ["no [[quality.gates]] declared: nothing to judge"])
     verdicts: list[RowVerdict] = []
     coverage: list[Check] = []
     for position, gate in enumerate(gates):

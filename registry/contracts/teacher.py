@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from registry.errors import InvalidInput
 from registry.identity import ResolvedIdentity
-from registry.recipe.schema import NAME_RE
+from registry.recipe.schema import NAME_RE, Recipe
 from registry.rundir import BenchRow, read_model
 
 # The axes a teacher is bound to, in the order refusals name them.
@@ -28,6 +28,7 @@ IDENTITY_AXES = (
 )
 SUITE_AXIS = "suite.sha256"
 AXES = (*IDENTITY_AXES, SUITE_AXIS)
+UNQUANTIZED_KV = ("bfloat16", "float16", "float32")
 
 Axes = dict[str, str | None]
 
@@ -82,6 +83,33 @@ class Teacher(Model):
 def binding_axes(identity: ResolvedIdentity, suite_sha256: str | None) -> Axes:
     """A run's binding axes: the resolved (proven) values, never the declared ones."""
     return {**{a: _text(identity.value(a)) for a in IDENTITY_AXES}, SUITE_AXIS: suite_sha256}
+
+
+def declared_axes(recipe: Recipe, given: Mapping[str, str | None]) -> Axes:
+    """Axes from a recipe's declarations, for references that carry no resolved identity
+    (the lab's oracle files): `given` fills or overrides; nothing is guessed."""
+    unknown = sorted(set(given) - set(AXES))
+    if unknown:
+        raise InvalidInput(f"unknown binding axis {unknown[0]!r}", hint=f"axes: {', '.join(AXES)}")
+    p = recipe.precision
+    kv = None if p.kv_cache == "checkpoint" else p.kv_cache.value
+    suites = [s.sha256 for s in recipe.benchmark.suites]
+    axes: Axes = {
+        "precision.weights": p.weights,
+        "precision.draft_weights": p.draft_weights,
+        "precision.kv_cache": kv,
+        # the resolver's word for an unquantized cache (registry/resolve/kv.py)
+        "precision.kv_scales": "n/a" if kv in UNQUANTIZED_KV else None,
+        "model.revision": recipe.model.revision,
+        SUITE_AXIS: suites[0] if len(suites) == 1 else None,
+        **given,
+    }
+    missing = [a for a in ("precision.kv_cache", "precision.kv_scales", SUITE_AXIS)
+               if axes[a] is None]
+    if missing:
+        raise InvalidInput(f"recipe {recipe.name}: {missing[0]} is not declared as one value",
+                           hint=f"give it: --axis {missing[0]}=VALUE")
+    return axes
 
 
 def row_text_sha256(row: BenchRow) -> str | None:

@@ -1,0 +1,77 @@
+"""A sealed record's raw rows, read back for judging: the bench.json object named by
+the signed statement, with whether it still hashes to the signed digest.
+
+The record's stored verdict is carried along for display only; contracts never
+read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from registry import rundir
+from registry.errors import InvalidInput, Unverifiable, VerificationFailed
+from registry.identity import ResolvedIdentity
+from registry.recipe.schema import Recipe
+from registry.rundir import Bench
+from registry.store.home import Home
+
+
+class SealedRun(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    recipe: Recipe | None
+    identity: ResolvedIdentity
+    bench: Bench
+    bench_intact: bool  # the stored rows still hash to the digest the record signed
+    stored_verdict: dict[str, Any] | None  # what the record claims: shown, never trusted
+
+
+def load_sealed(home: Home, prefix: str) -> SealedRun:
+    """The record `prefix` (an id or unique prefix) with its raw bench rows."""
+    from registry.store.objects import ObjectStore
+    from registry.store.query import show_record
+
+    shown = show_record(home, prefix)
+    predicate = shown.statement.predicate
+    name = predicate.artifacts.get(rundir.BENCH, rundir.BENCH)
+    subject = shown.statement.subject_named(name)
+    if subject is None:
+        raise InvalidInput(f"record {shown.id[:16]} has no {rundir.BENCH}: no rows to judge",
+                           hint="only records of a benchmark run carry a quality verdict")
+    path = ObjectStore(home.objects).path(subject.sha256)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise Unverifiable(f"record {shown.id[:16]}: the {name} object {path} is missing",
+                           hint=f"registry verify {shown.id[:16]}") from None
+    intact = hashlib.sha256(data).hexdigest() == subject.sha256
+    return SealedRun(id=shown.id, recipe=_recipe(shown.id, predicate.recipe),
+                     identity=predicate.identity, bench=_bench(shown.id, name, data, intact),
+                     bench_intact=intact,
+                     stored_verdict=predicate.contract.verdict if predicate.contract else None)
+
+
+def _bench(rid: str, name: str, data: bytes, intact: bool) -> Bench:
+    try:
+        return Bench.model_validate_json(data)
+    except ValidationError as e:
+        error = InvalidInput if intact else VerificationFailed
+        why = "" if intact else " was changed after sealing and"
+        raise error(f"record {rid[:16]}: {name}{why} is not a bench file "
+                    f"({e.errors()[0]['msg']})", hint=f"registry verify {rid[:16]}") from None
+
+
+def _recipe(rid: str, raw: dict[str, Any] | None) -> Recipe | None:
+    if raw is None:
+        return None
+    try:
+        return Recipe.model_validate(raw)
+    except ValidationError as e:
+        raise InvalidInput(f"record {rid[:16]}: its recipe no longer validates "
+                           f"({e.errors()[0]['msg']})",
+                           hint="the recipe schema changed since sealing") from None

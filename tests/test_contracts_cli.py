@@ -1,0 +1,192 @@
+"""`registry teacher set|show|import-lab` and `registry check` on real homes: real
+git ledger, real index (SQLite and PostgreSQL), real keys, real sealed records whose
+rows are the lab's real token ids."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from registry.contracts.bindings import index_teachers, teachers
+from registry.identity import ResolvedField, ResolvedIdentity, Status
+from registry.record import ContractInfo
+from registry.rundir import Bench, SuiteRef
+from registry.store.index import open_index
+from registry.store.objects import ObjectStore
+from tests.conftest import ROOT, resolved_identity
+from tests.test_teacher import CAPSULE, capsule_rows
+
+LANE = "tiny-bf16-exact"  # tiny-bf16-kv.toml's lane and teacher lane
+SUITE_SHA = hashlib.sha256((ROOT / "recipes/suites/tiny-cold-v1.jsonl").read_bytes()).hexdigest()
+
+
+def write_run(parent: Path, name: str, rows=None) -> Path:
+    """A finished run directory whose rows are the lab's real rows (suite renamed)."""
+    run = parent / name
+    run.mkdir()
+    (run / "server.log").write_text(f"INFO engine started ({name})\n")
+    rows = [r.model_copy(update={"suite": "tiny-cold"}) for r in (rows or capsule_rows())]
+    bench = Bench(api="completions", model="tiny", params={"max_tokens": 128},
+                  suites=[SuiteRef(name="tiny-cold", sha256=SUITE_SHA, prompts=len(rows))],
+                  rows=rows)
+    (run / "bench.json").write_text(bench.model_dump_json(by_alias=True))
+    (run / "status.json").write_text(json.dumps({"state": "complete"}))
+    return run
+
+
+def fp8_identity() -> ResolvedIdentity:
+    base = resolved_identity(kv_cache="fp8_e4m3")
+    scales = ResolvedField(resolved="calibrated (8 scalars from checkpoint)",
+                           status=Status.undeclared)
+    return base.model_copy(update={"fields": {**base.fields, "precision.kv_scales": scales}})
+
+
+@pytest.fixture
+def teacher_record(tmp_path, seal_run_dir, cli) -> str:
+    rid = seal_run_dir(write_run(tmp_path, "teacher")).id
+    r = cli("teacher", "set", rid[:12], "--lane", LANE, "--json")
+    assert r.exit_code == 0, r.stderr
+    return rid
+
+
+def test_teacher_set_commits_indexes_and_shows(teacher_record, store_home, cli) -> None:
+    shown = json.loads(cli("teacher", "show", LANE, "--json").stdout)
+    assert shown["source"] == {"kind": "record", "ref": teacher_record, "files": {}}
+    assert shown["axes"]["precision.kv_cache"] == "bfloat16"
+    assert shown["axes"]["suite.sha256"] == SUITE_SHA
+    assert len(shown["prompts"]) == 13
+    ledger = store_home.ledger
+    log = _git(ledger, "log", "--format=%H %s", "--", f"teachers/{LANE}.json")
+    assert log == [f"{shown['ledger_commit']} teacher {LANE}: record {teacher_record[:16]}"]
+    with open_index(store_home).engine.connect() as db:
+        [row] = db.execute(select(teachers)).all()
+    assert (row.lane, row.sha256, row.rows) == (LANE, shown["sha256"], 13)
+    again = cli("teacher", "set", teacher_record, "--lane", LANE, "--json")
+    assert json.loads(again.stdout)["ledger_commit"] == shown["ledger_commit"]  # no new commit
+    assert index_teachers(store_home) == 1
+
+
+def test_a_second_bf16_run_is_exact(teacher_record, tmp_path, seal_run_dir, cli) -> None:
+    rid = seal_run_dir(write_run(tmp_path, "second")).id
+    r = cli("check", rid[:12], "--json")
+    assert r.exit_code == 0, r.stdout
+    result = json.loads(r.stdout)
+    assert result["verdict"]["status"] == "passed"
+    assert result["verdict"]["rows_passed"] == 13
+    assert "teacher of lane tiny-bf16-exact (record" in result["verdict"]["reference"]
+
+
+def test_a_tampered_row_fails_though_its_stored_verdict_passed(
+        teacher_record, tmp_path, seal_run_dir, cli, monkeypatch) -> None:
+    rows = capsule_rows()
+    ids = list(rows[5].token_ids)
+    expected, ids[40] = ids[40], ids[40] + 1
+    rows[5] = rows[5].model_copy(update={"token_ids": ids})
+    forged = ContractInfo(name="bitwise-teacher", teacher=LANE,
+                          verdict={"status": "passed", "all_exact": True})
+    monkeypatch.setattr("registry.seal.contract_of", lambda recipe: forged)
+    rid = seal_run_dir(write_run(tmp_path, "tampered", rows)).id
+    r = cli("check", rid, "--json")
+    assert r.exit_code == 1
+    result = json.loads(r.stdout)
+    assert result["stored_verdict"]["status"] == "passed"
+    assert result["problems"] == []  # signed as is: the rows themselves are wrong
+    assert result["verdict"]["status"] == "failed"
+    [bad] = [row for row in result["verdict"]["rows"] if not row["passed"]]
+    assert bad["first_diff"] == {"index": 40, "expected": expected, "actual": expected + 1}
+    human = cli("check", rid)
+    assert "the record stored: passed; not used" in human.stdout
+    assert "token ids differ at output index 40" in human.stdout
+
+
+def test_rows_changed_after_sealing_fail(teacher_record, tmp_path, seal_run_dir, store_home,
+                                         cli) -> None:
+    sealed = seal_run_dir(write_run(tmp_path, "second")).id
+    statement = json.loads(cli("show", sealed, "--json").stdout)["statement"]
+    [subject] = [s for s in statement["subject"] if s["name"] == "bench.json"]
+    path = ObjectStore(store_home.objects).path(subject["digest"]["sha256"])
+    bench = json.loads(path.read_bytes())
+    bench["rows"][2]["token_ids"][7] += 1
+    path.chmod(0o644)
+    path.write_text(json.dumps(bench))
+    result = json.loads(cli("check", sealed, "--json").stdout)
+    assert result["exit_code"] == 1
+    assert "bench.json no longer matches the digest the record signed" in result["problems"][0]
+    assert result["verdict"]["rows"][2]["first_diff"]["index"] == 7
+
+
+def test_fp8_kv_run_is_refused_and_judged_otherwise(teacher_record, tmp_path, seal_run_dir,
+                                                    cli) -> None:
+    first = seal_run_dir(write_run(tmp_path, "fp8-a"), fp8_identity()).id
+    second = seal_run_dir(write_run(tmp_path, "fp8-b"), fp8_identity()).id
+    r = cli("check", first, "--json")
+    assert r.exit_code == 6
+    reasons = json.loads(r.stdout)["verdict"]["reasons"]
+    assert reasons[0].startswith("precision.kv_cache bfloat16 vs fp8_e4m3: Never use BF16 token "
+                                 "hashes as an expected FP8 bitwise gate")
+    assert reasons[1].startswith("precision.kv_scales (none) vs calibrated")
+    consistent = cli("check", first, "--contract", "self-consistency", "--against", second)
+    assert consistent.exit_code == 0, consistent.stdout
+    alone = cli("check", first, "--contract", "self-consistency")
+    assert alone.exit_code == 6 and "needs 2 row sets" in alone.stdout
+
+
+def test_no_teacher_refuses(tmp_path, seal_run_dir, cli) -> None:
+    rid = seal_run_dir(write_run(tmp_path, "run")).id
+    r = cli("check", rid)
+    assert r.exit_code == 6
+    assert "no teacher is set for this lane" in r.stdout
+
+
+def test_a_warm_record_cannot_teach(tmp_path, seal_run_dir, cli) -> None:
+    rows = capsule_rows()
+    rows[3] = rows[3].model_copy(update={"cached_tokens": 16})
+    rid = seal_run_dir(write_run(tmp_path, "warm", rows)).id
+    r = cli("teacher", "set", rid, "--lane", LANE)
+    assert r.exit_code == 6
+    assert "rows [3] were not served cold" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_unknown_lane_and_record(store_home, cli) -> None:
+    r = cli("teacher", "show", "nope")
+    assert r.exit_code == 5 and "lane 'nope' has no teacher" in r.stderr
+    assert cli("check", "abcdef").exit_code == 5
+
+
+def test_import_lab_oracles_as_the_laguna_lane_teacher(store_home, cli) -> None:
+    recipe = ROOT / "recipes/laguna-s21-b70-exact-short-decode.toml"
+    r = cli("teacher", "import-lab", CAPSULE, "--recipe", recipe, "--json")
+    assert r.exit_code == 0, r.stderr
+    binding = json.loads(r.stdout)
+    assert binding["lane"] == "laguna-s21-exact-short-decode"
+    assert binding["axes"] == {
+        "precision.weights": "int4-w4a16", "precision.draft_weights": "fp8-w8a16",
+        "precision.kv_cache": "bfloat16", "precision.kv_scales": "n/a",
+        "model.revision": "4bbfc285f2f8b3b6b526274c133b7b17aae6c8cb",
+        "suite.sha256": "9fdaacfdc4de59407a73cbe0d8130fa0f6abe91fed782e399a58adbc035ea638"}
+    assert binding["source"]["kind"] == "lab-oracles"
+    assert len(binding["prompts"]) == 13
+    assert json.loads(cli("teacher", "show", binding["lane"], "--json").stdout) == binding
+
+
+def test_import_lab_needs_concrete_axes(store_home, cli) -> None:
+    recipe = ROOT / "recipes/laguna-s21-b70-long-context-service.toml"
+    r = cli("teacher", "import-lab", CAPSULE, "--recipe", recipe)
+    assert r.exit_code == 4
+    assert "precision.kv_cache is not declared as one value" in r.stderr
+    assert "--axis precision.kv_cache=VALUE" in r.stderr
+    bad = cli("teacher", "import-lab", CAPSULE, "--recipe", recipe, "--axis", "kv=fp8")
+    assert bad.exit_code == 4 and "unknown binding axis 'kv'" in bad.stderr
+
+
+def _git(repo: Path, *args: str) -> list[str]:
+    import subprocess
+
+    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                         check=True)
+    return out.stdout.splitlines()
