@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict
 
 from registry.contracts.verdict import Verdict, VerdictStatus
 from registry.errors import ExitCode, InvalidInput
-from registry.recipe.schema import ContractName
+from registry.identity import ResolvedIdentity
+from registry.recipe.schema import ContractName, Recipe
+from registry.rundir import Bench, BenchRow
 from registry.store.home import Home
 
 
@@ -33,8 +35,6 @@ def check_record(home: Home, prefix: str, *, contract: str | None = None,
                  against: Sequence[str] = ()) -> CheckResult:
     """The verdict of `contract` (default: the record's recipe's) on record `prefix`;
     `against` names the other runs a self-consistency verdict compares."""
-    from registry.contracts import evaluate, teacher_lane
-    from registry.contracts.bindings import get_teacher
     from registry.contracts.sealed import load_sealed
 
     run = load_sealed(home, prefix)
@@ -46,13 +46,24 @@ def check_record(home: Home, prefix: str, *, contract: str | None = None,
                 "signed: its rows were changed after sealing"
                 for r in (run, *others) if not r.bench_intact]
     name = contract or run.recipe.quality.contract.value
-    teacher = (get_teacher(home, teacher_lane(run.recipe))
-               if name == ContractName.bitwise_teacher else None)
-    verdict = evaluate(run.recipe, run.bench.rows, run.identity, teacher,
-                       others=[o.bench.rows for o in others], suites=run.bench.suites,
-                       contract=name)
+    verdict = judge(home, run.recipe, run.bench, run.identity, contract=name,
+                    others=[o.bench.rows for o in others])
     return CheckResult(record=run.id, contract=name, verdict=verdict, problems=problems,
                        stored_verdict=run.stored_verdict, exit_code=_exit(verdict, problems))
+
+
+def judge(home: Home, recipe: Recipe, bench: Bench, identity: ResolvedIdentity, *,
+          contract: str | None = None,
+          others: Sequence[Sequence[BenchRow]] = ()) -> Verdict | None:
+    """A run's verdict with the home's teacher for its lane (what `seal` stores)."""
+    from registry.contracts import evaluate, teacher_lane
+    from registry.contracts.bindings import get_teacher
+
+    name = contract or recipe.quality.contract.value
+    teacher = (get_teacher(home, teacher_lane(recipe))
+               if name == ContractName.bitwise_teacher else None)
+    return evaluate(recipe, bench.rows, identity, teacher, others=others, suites=bench.suites,
+                    contract=name)
 
 
 def _exit(verdict: Verdict | None, problems: list[str]) -> int:
