@@ -190,3 +190,24 @@ def _git(repo: Path, *args: str) -> list[str]:
     out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
                          check=True)
     return out.stdout.splitlines()
+
+
+def test_check_and_show_never_import_torch_or_vllm(teacher_record, tmp_path, seal_run_dir,
+                                                   store_home) -> None:
+    import os
+    import subprocess
+    import sys
+
+    rid = seal_run_dir(write_run(tmp_path, "second")).id
+    code = (
+        "import sys\n"
+        "from registry.cli import app\n"
+        f"for args in (['check', '{rid}', '--json'], ['teacher', 'show', '{LANE}']):\n"
+        "    try:\n        app(args)\n    except SystemExit:\n        pass\n"
+        "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'vllm')))\n"
+    )
+    env = {**os.environ, "REGISTRY_HOME": str(store_home.root)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True)
+    assert '"status": "passed"' in out.stdout
+    assert "HEAVY []" in out.stdout
