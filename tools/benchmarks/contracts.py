@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 import sys
-import time
+import timeit
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -29,12 +29,7 @@ from tests.test_teacher import LAB_AXES, LANE, TEXT_ORACLE, TOKEN_ORACLE, capsul
 
 def best(fn: Callable[[], object], repeat: int = 20) -> float:
     """Best wall time of `repeat` calls (the least disturbed by the shared machine)."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return min(timeit.repeat(fn, number=1, repeat=repeat))
 
 
 def run() -> list[tuple[str, float, str]]:
