@@ -78,7 +78,11 @@ class Imported(Model):
     manifest_sha256: str
     verified: list[str] = Field(description="manifest entries present and matching")
     missing: list[str] = Field(description="manifest entries absent from the capsule")
+    unlisted: list[str] = Field(default_factory=list,
+                                description="run files present but not in the manifest")
     importer: str = Field(description="key id of the importer who signed this record")
+    lab_identity: dict[str, str] = Field(default_factory=dict,
+                                         description="the lab's identity.txt, as key = value")
 
 
 class Override(Model):

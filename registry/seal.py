@@ -146,7 +146,7 @@ def capture_sources(run_dir: Path, recipe: Recipe | None,
     wanted: list[tuple[str, Path, str | None]] = []
     if recipe_path is not None:
         wanted.append(("recipe", recipe_path.resolve().parent, None))
-    engine_src = recipe.engine.source if recipe else None
+    engine_src = (recipe.engine.source if recipe else None) or _host(run_dir).get("engine_source")
     if engine_src:
         wanted.append(("engine", Path(os.path.expandvars(engine_src)), None))
     else:
@@ -166,16 +166,24 @@ def capture_sources(run_dir: Path, recipe: Recipe | None,
 
 
 def run_environment(run_dir: Path) -> Environment:
-    host: dict[str, Any] = {}
-    if (run_dir / rundir.ENVIRONMENT).is_file():
-        try:
-            host = json.loads((run_dir / rundir.ENVIRONMENT).read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise InvalidInput(f"{run_dir / rundir.ENVIRONMENT}: not valid JSON ({e})") from None
     variables: dict[str, str] = {}
     if (run_dir / rundir.LAUNCH).is_file():
         variables = rundir.read_model(run_dir / rundir.LAUNCH, rundir.LaunchPlan).env
-    return Environment(host=host, variables=variables, sealed_with=sealed_with())
+    return Environment(host=_host(run_dir), variables=variables, sealed_with=sealed_with())
+
+
+def _host(run_dir: Path) -> dict[str, Any]:
+    """environment.json as the executor wrote it (host facts), or {}."""
+    path = run_dir / rundir.ENVIRONMENT
+    if not path.is_file():
+        return {}
+    try:
+        host = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InvalidInput(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(host, dict):
+        raise InvalidInput(f"{path}: expected a JSON object")
+    return host
 
 
 def sealed_with() -> dict[str, str]:

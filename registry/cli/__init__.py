@@ -65,9 +65,10 @@ def _register() -> None:
     from registry.cli import run
 
     app.command("run")(run.command)
-    from registry.cli import store
+    from registry.cli import seal, store
 
     store.register(app)
+    seal.register(app)
     from registry.cli import contracts
 
     contracts.register(app)

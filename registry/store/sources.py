@@ -26,6 +26,8 @@ def capture(role: str, path: Path) -> tuple[Source, list[Artifact]]:
         repo = git.Repo(path, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return _untracked(role, path)
+    if not repo.git.ls_files("--", str(path.resolve())):  # e.g. a venv inside a project
+        return _untracked(role, path)
     head = repo.head.commit.hexsha if repo.head.is_valid() else None
     diff = _diff(repo, head)
     name = f"sources/{role}.diff"
@@ -41,9 +43,9 @@ def capture(role: str, path: Path) -> tuple[Source, list[Artifact]]:
 def _untracked(role: str, path: Path) -> tuple[Source, list[Artifact]]:
     if path.is_file():  # a lone script: seal the file itself
         name = f"sources/{role}/{path.name}"
-        return (Source(role=role, path=str(path), note=f"not in a git tree; sealed as {name}"),
+        return (Source(role=role, path=str(path), note=f"not tracked by git; sealed as {name}"),
                 [Artifact(name=name, path=path)])
-    note = "not in a git tree" if path.exists() else "path does not exist"
+    note = "not tracked by git" if path.exists() else "path does not exist"
     return Source(role=role, path=str(path), note=note), []
 
 
