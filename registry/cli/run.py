@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -44,14 +46,31 @@ def command(
     from registry.executor.run import run_recipe
 
     out = out or Path("runs") / f"{recipe.stem}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-    if json or quiet():
-        result = run_recipe(recipe, out, models_dir=models, timeout=timeout,
-                            request_timeout=request_timeout, port=port)
-    else:
-        with _progress() as bar:
+    with _term_as_interrupt():
+        if json or quiet():
             result = run_recipe(recipe, out, models_dir=models, timeout=timeout,
-                                request_timeout=request_timeout, port=port, hooks=_hooks(bar))
+                                request_timeout=request_timeout, port=port)
+        else:
+            with _progress() as bar:
+                result = run_recipe(recipe, out, models_dir=models, timeout=timeout,
+                                    request_timeout=request_timeout, port=port,
+                                    hooks=_hooks(bar))
     print_json(result) if json else _print_result(result)
+
+
+@contextmanager
+def _term_as_interrupt() -> Iterator[None]:
+    """`kill` (SIGTERM) tears the engine down like Ctrl-C instead of orphaning it."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _dry_plan(recipe_path: Path, models: Path | None, port: int | None) -> LaunchPlan:

@@ -26,9 +26,7 @@ class PlatformProfile(BaseModel):
 # Caches every engine fills; each run gets its own empty copy so it starts cold.
 COMMON_CACHES = ["VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
                  "HF_HOME", "XDG_CACHE_HOME", "TORCH_EXTENSIONS_DIR"]
-# Unbuffered output: a killed engine's last lines still reach server.log, and on the
-# CPU build a buffered stdout was measured to hold each streamed response until its
-# end (every token "arrives" at once; see docs/engine.md).
+# Unbuffered output: a killed engine's last lines still reach server.log.
 COMMON_ENV = {"PYTHONUNBUFFERED": "1"}
 BASE_INHERIT = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_*", "TZ", "TMPDIR",
                 "LD_LIBRARY_PATH"]
