@@ -72,6 +72,9 @@ def _register() -> None:
     from registry.cli import contracts
 
     contracts.register(app)
+    from registry.cli import resolve
+
+    app.command("resolve")(resolve.resolve)
 
 
 _register()

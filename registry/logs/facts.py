@@ -35,7 +35,6 @@ class SpecLogTotals(Model):
     accepted: int
     drafted: int
     first: Fact
-    last_line: int
 
 
 class LogScan(Model):

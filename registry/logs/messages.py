@@ -92,11 +92,14 @@ EMBEDDED: dict[Kind, str] = {
 }
 
 # Always scanned: the same literal pattern finds these in every chunk.
-ENGINE_START = r"Initializing a V1 LLM engine \("
+ENGINE_START = "Initializing a V1 LLM engine ("
 KV_USAGE = r"KV cache usage: (?P<pct>[\d.]+)%"
 SPEC_DECODING = (r"SpecDecoding metrics: [^\n]*?Accepted: (?P<accepted>\d+) tokens, "
                  r"Drafted: (?P<drafted>\d+) tokens")
-ERROR_HEADER = r"ERROR \d\d-\d\d \d\d:\d\d:\d\d"
+SPEC_LINE = (r"SpecDecoding metrics: Mean acceptance length: [^,]*, Accepted throughput: "
+             r"[^,]*, Drafted throughput: [^,]*, Accepted: (?P<accepted>\d+) tokens, "
+             r"Drafted: (?P<drafted>\d+) tokens")
+ERROR_HEADER = r"RROR \d\d-\d\d \d\d:\d\d:\d\d"  # from the 2nd letter: R is rarer than E
 TRACEBACK = "Traceback (most recent call last):"
 
 # `(Process pid=N) LEVEL MM-DD HH:MM:SS [file.py:LINE] message`; both parts optional.

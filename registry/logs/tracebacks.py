@@ -7,14 +7,13 @@ processes are skipped while looking for the exception line.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from registry.logs.lines import Lines, LineSpan
 from registry.logs.messages import TRACEBACK
 
 MAX_WALK = 2000  # lines searched for a traceback's end before giving up
-FINDER = re.compile(re.escape(TRACEBACK).encode())
+NEEDLE = TRACEBACK.encode()  # long: bytes.find skips through the chunk fast
 CHAINING = ("During handling of the above exception", "The above exception was the direct")
 
 
@@ -27,10 +26,12 @@ class Tracebacks:
         """Exception lines in buf[start:end], including those of tracebacks begun earlier."""
         for key in list(self.pending):
             yield from self._walk(buf, start, end, key)
-        for m in FINDER.finditer(buf, start, end):
-            span = self.lines.span(buf, m.start(), start, end)
+        at = buf.find(NEEDLE, start, end)
+        while at >= 0:
+            span = self.lines.span(buf, at, start, end)
             self.pending[span.key] = 0
             yield from self._walk(buf, _next_line(buf, span.end, end), end, span.key)
+            at = buf.find(NEEDLE, at + 1, end)
 
     def _walk(self, buf: bytes, pos: int, end: int, key: int | str | None) -> Iterator[LineSpan]:
         walked = self.pending[key]

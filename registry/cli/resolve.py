@@ -1,0 +1,85 @@
+"""`registry resolve RUN_DIR`: what the run really was, each field with its evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from registry.identity import ResolvedIdentity
+
+STATUS_STYLE = {"confirmed": "green", "mismatch": "bold red", "unresolved": "yellow",
+                "undeclared": "cyan"}
+
+
+def resolve(
+    run_dir: Annotated[Path, typer.Argument(show_default=False, help="Run directory.")],
+    recipe: Annotated[Path | None, typer.Option(
+        "--recipe", show_default=False,
+        help="Recipe file (default: the run's recipe.json or recipe.toml).")] = None,
+    checkpoint: Annotated[Path | None, typer.Option(
+        "--checkpoint", show_default=False,
+        help="Checkpoint dir or config.json (default: the recipe's, else the log's model path "
+             "when it exists).")] = None,
+    draft_checkpoint: Annotated[Path | None, typer.Option(
+        "--draft-checkpoint", show_default=False,
+        help="Draft checkpoint dir or config.json (default: as for --checkpoint).")] = None,
+    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Resolve a run's identity from its evidence: engine log, checkpoint, metrics.
+
+    Every field shows the declared value, the value the evidence proves, a status
+    (confirmed, mismatch, unresolved, undeclared), the rule that decided and, with
+    --json, the evidence (file, line, text).
+
+    Example: registry resolve runs/tiny-checkpoint-kv --checkpoint ~/models/tiny-llama-kv-fp8
+    """
+    from registry.cli.output import print_json
+    from registry.resolve import resolve_run
+
+    identity = resolve_run(run_dir, recipe_path=recipe, checkpoint=checkpoint,
+                           draft_checkpoint=draft_checkpoint)
+    if json:
+        print_json(identity)
+    else:
+        show(identity)
+
+
+def show(identity: ResolvedIdentity) -> None:
+    from registry.cli.output import console, table
+
+    rows = [[name, _text(f.declared), _text(f.resolved) + (" (self-reported)"
+             if f.self_reported else ""), f"[{STATUS_STYLE[f.status.value]}]{f.status.value}[/]",
+             f.rule or ""] for name, f in identity.fields.items()]
+    console.print(table("resolved identity", ["field", "declared", "resolved", "status", "rule"],
+                        rows))
+    if identity.expect:
+        console.print(table("expect markers", ["marker", "passed", "detail"], [
+            [e.name, "yes" if e.passed else "[bold red]NO[/]", e.detail]
+            for e in identity.expect]))
+    spec = identity.spec_decode
+    if spec:
+        per_cycle = f", {spec.emitted_per_cycle:.3f} tokens per draft cycle" \
+            if spec.emitted_per_cycle else ""
+        console.print(f"speculative decoding ({spec.source}): acceptance "
+                      f"{spec.acceptance_rate:.4f} ({spec.accepted_tokens}/{spec.draft_tokens})"
+                      f"{per_cycle}", highlight=False)
+    if identity.kv_usage_peak is not None:
+        console.print(f"peak KV cache usage: {identity.kv_usage_peak}%", highlight=False)
+    for error in identity.errors:
+        console.print(f"[red]error[/] {error.source}:{error.line}: {error.text}", highlight=False)
+    for note in identity.notes:
+        console.print(f"note: {note}", highlight=False, style="dim")
+    mismatches = identity.mismatches()
+    if mismatches:
+        console.print(f"[bold red]mismatch:[/] {', '.join(mismatches)}", highlight=False)
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "[]"
+    return str(value)
