@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from registry.canonical import digest, to_jsonable
 from registry.errors import InvalidInput, NotFound, RegistryError, VerificationFailed
+from registry.hashing import Progress
 from registry.identity import ResolvedIdentity
 from registry.recipe import Recipe
 from registry.record import Environment, Imported, Predicate, RunInfo, Source, SuiteResult
@@ -60,8 +61,8 @@ class ImportedRecord(BaseModel):
 
 
 def import_capsule(capsule: Path, *, home: Home, recipe_path: Path | None = None,
-                   allow_mismatch: dict[str, str] | None = None,
-                   signer: Signer | None = None) -> ImportedRecord:
+                   allow_mismatch: dict[str, str] | None = None, signer: Signer | None = None,
+                   progress: Progress | None = None) -> ImportedRecord:
     from registry.store.keys import signing_key
 
     keyid, key = signer or signing_key()
@@ -90,7 +91,7 @@ def import_capsule(capsule: Path, *, home: Home, recipe_path: Path | None = None
     converted = bench.model_dump_json(by_alias=True).encode()
     artifacts = [*(Artifact(name=name, path=capsule / name) for name in files),
                  Artifact(name="bench.json", data=converted)]
-    record = write_record(home, artifacts, predicate, (keyid, key))
+    record = write_record(home, artifacts, predicate, (keyid, key), progress)
     return ImportedRecord(record=record, recipe=str(recipe_path) if recipe_path else None,
                           imported=imported, results=results)
 

@@ -10,7 +10,7 @@ the environment and the results. Diff, contracts and reproduce read these models
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -19,8 +19,8 @@ from registry.errors import NotFound, VerificationFailed
 from registry.identity import ResolvedIdentity
 from registry.metrics import Metric
 
-STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PREDICATE_TYPE = "https://registry.dev/serving-record/v1"
+STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE: Final = "https://registry.dev/serving-record/v1"
 
 
 class Model(BaseModel):

@@ -19,6 +19,7 @@ from typing import Any
 from registry import __version__, rundir
 from registry.canonical import digest, to_jsonable
 from registry.errors import InvalidInput, Refused
+from registry.hashing import Progress
 from registry.identity import ResolvedIdentity
 from registry.metrics import suite_metrics
 from registry.recipe.schema import MetricFormula, Recipe
@@ -45,8 +46,9 @@ ROLES = {name: name for name in (
 
 def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
              allow_mismatch: dict[str, str] | None = None, parent: str | None = None,
-             imported: Imported | None = None, signer: Signer | None = None) -> SealedRecord:
-    """Resolve, check and seal one run directory."""
+             imported: Imported | None = None, signer: Signer | None = None,
+             progress: Progress | None = None) -> SealedRecord:
+    """Resolve, check and seal one run directory; `progress` gets bytes hashed."""
     from registry.resolve import resolve_run
 
     rundir.require_run_dir(run_dir)
@@ -57,14 +59,14 @@ def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
     sources, source_files = capture_sources(run_dir, recipe, recipe_path)
     return seal_resolved(run_dir, home=home, identity=identity, recipe=recipe, run=run,
                          sources=sources, extra=source_files, overrides=overrides,
-                         parent=parent, imported=imported, signer=signer)
+                         parent=parent, imported=imported, signer=signer, progress=progress)
 
 
 def seal_resolved(run_dir: Path, *, home: Home, identity: ResolvedIdentity, recipe: Recipe | None,
                   run: RunInfo | None = None, sources: Sequence[Source] = (),
                   extra: Sequence[Artifact] = (), overrides: Sequence[Override] = (),
                   parent: str | None = None, imported: Imported | None = None,
-                  signer: Signer | None = None) -> SealedRecord:
+                  signer: Signer | None = None, progress: Progress | None = None) -> SealedRecord:
     """Gather a run directory whose identity is already resolved, and write the record."""
     artifacts = [*run_artifacts(run_dir), *extra]
     names = {a.name for a in artifacts}
@@ -77,7 +79,7 @@ def seal_resolved(run_dir: Path, *, home: Home, identity: ResolvedIdentity, reci
         run=run or run_info(run_dir),
         artifacts={role: name for role, name in ROLES.items() if name in names},
     )
-    return write_record(home, artifacts, predicate, signer)
+    return write_record(home, artifacts, predicate, signer, progress)
 
 
 def run_artifacts(run_dir: Path) -> list[Artifact]:

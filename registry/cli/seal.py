@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from registry.cli.store import HomeOpt, Json, UsageError
+
+if TYPE_CHECKING:
+    from registry.hashing import Progress
 
 RecipeOpt = Annotated[Path | None, typer.Option(
     "--recipe", show_default=False, help="Recipe file (default: the run's recipe.json).")]
@@ -31,6 +36,24 @@ def _allowed(fields: list[str] | None, reasons: list[str] | None) -> dict[str, s
     return dict(zip(fields, reasons, strict=True))
 
 
+@contextmanager
+def hashing(folder: Path, quiet: bool) -> Iterator[Progress | None]:
+    """A progress bar over the bytes hashed, on a terminal and without --json."""
+    from registry.cli.output import err_console
+    from registry.cli.output import quiet as not_a_tty
+
+    if quiet or not_a_tty() or not folder.is_dir():
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    columns = ("hashing", BarColumn(), DownloadColumn(), TransferSpeedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("hashing", total=total)
+        yield lambda n: bar.advance(task, n)
+
+
 def seal(
     run_dir: Annotated[Path, typer.Argument(show_default=False, help="Run directory.")],
     recipe: RecipeOpt = None,
@@ -50,8 +73,9 @@ def seal(
     from registry.store.home import find_home
 
     allowed = _allowed(allow_mismatch, reason)
-    sealed = seal_run(run_dir, home=find_home(home), recipe_path=recipe, allow_mismatch=allowed,
-                      parent=parent)
+    with hashing(run_dir, json) as progress:
+        sealed = seal_run(run_dir, home=find_home(home), recipe_path=recipe,
+                          allow_mismatch=allowed, parent=parent, progress=progress)
     if json:
         print_json(sealed)
         return
@@ -76,8 +100,10 @@ def import_(
     from registry.importer import import_capsule
     from registry.store.home import find_home
 
-    done = import_capsule(capsule, home=find_home(home), recipe_path=recipe,
-                          allow_mismatch=_allowed(allow_mismatch, reason))
+    allowed = _allowed(allow_mismatch, reason)
+    with hashing(capsule, json) as progress:
+        done = import_capsule(capsule, home=find_home(home), recipe_path=recipe,
+                              allow_mismatch=allowed, progress=progress)
     if json:
         print_json(done)
         return

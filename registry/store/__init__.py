@@ -9,5 +9,7 @@ and the keys that sign them. One module per concept:
 - `index`   the SQL index (SQLite or PostgreSQL), rebuilt from the ledger at will
 - `lock`    the inter-process lock around index + ledger writes
 - `writer`  one record, whole or not at all: objects, index transaction, ledger commit
+- `query`   list and show (index + ledger folder; no git)
+- `reindex` the index rebuilt from the ledger alone
 - `sources` the git state of the source trees a run came from
 """

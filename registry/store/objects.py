@@ -25,6 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from registry.errors import InvalidInput
+from registry.hashing import Progress
 
 CHUNK = 64 << 20
 _NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM}
@@ -63,12 +64,12 @@ class ObjectStore:
             self._publish(Path(tmp), digest)
         return StoredObject(sha256=digest, size=len(data))
 
-    def put_file(self, src: Path) -> StoredObject:
+    def put_file(self, src: Path, progress: Progress | None = None) -> StoredObject:
         before = _fingerprint(src)
         fd, name = tempfile.mkstemp(dir=self.tmp)
         tmp = Path(name)
         try:
-            digest, copied = self._hash_and_copy(src, fd, before[0])
+            digest, copied = self._hash_and_copy(src, fd, before[0], progress)
             if _fingerprint(src) != before:
                 raise InvalidInput(f"{src}: changed while being stored",
                                    hint="seal a finished run; nothing may write to it meanwhile")
@@ -83,7 +84,8 @@ class ObjectStore:
             tmp.unlink()
         return StoredObject(sha256=digest, size=before[0])
 
-    def _hash_and_copy(self, src: Path, fd: int, size: int) -> tuple[str, bool]:
+    def _hash_and_copy(self, src: Path, fd: int, size: int,
+                       progress: Progress | None) -> tuple[str, bool]:
         """Hash `src` while a second thread copies it into `fd`; the copy stops early
         when the object already exists. Returns (digest, whole copy made)."""
         from registry.hashing import sha256_file
@@ -92,7 +94,7 @@ class ObjectStore:
         with ThreadPoolExecutor(1) as pool:
             copy = pool.submit(_copy_file, src, fd, stop)
             try:
-                digest = sha256_file(src)
+                digest = sha256_file(src, progress)
             except BaseException:
                 stop.set()
                 raise

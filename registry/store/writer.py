@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from registry.errors import Refused
+from registry.hashing import Progress
 from registry.record import Predicate, Statement, Subject, record_id, statement_bytes, summary_line
 from registry.store import dsse
 from registry.store.home import Home
@@ -63,13 +64,14 @@ Signer = tuple[str, Ed25519PrivateKey]
 
 
 def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
-                 signer: Signer | None = None) -> SealedRecord:
+                 signer: Signer | None = None, progress: Progress | None = None) -> SealedRecord:
+    """Store, sign, index and commit one record; `progress` gets bytes hashed."""
     keyid, key = signer or signing_key()
     ledger = Ledger(home.ledger)
     if f"{KEYS}/{keyid}.pub" not in ledger.tree_files(KEYS):
         raise Refused(f"signing key {keyid[:16]} is not trusted by {home.root}",
                       hint="registry keys trust (or registry keys init) in this home")
-    subjects, size = _store(ObjectStore(home.objects), artifacts)
+    subjects, size = _store(ObjectStore(home.objects), artifacts, progress)
     _crash_point("objects")
     statement = Statement(subject=subjects, predicate=predicate)
     data = statement_bytes(statement)
@@ -92,13 +94,17 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
                         artifacts=len(subjects), bytes=size)
 
 
-def _store(store: ObjectStore, artifacts: list[Artifact]) -> tuple[list[Subject], int]:
+def _store(store: ObjectStore, artifacts: list[Artifact],
+           progress: Progress | None) -> tuple[list[Subject], int]:
     names = [a.name for a in artifacts]
     if len(set(names)) != len(names):
         raise ValueError(f"artifact names must be unique: {sorted(names)}")
     subjects, size = [], 0
     for a in sorted(artifacts, key=lambda a: a.name):
-        stored = store.put_file(a.path) if a.path is not None else store.put_bytes(a.data or b"")
+        if a.path is not None:
+            stored = store.put_file(a.path, progress)
+        else:
+            stored = store.put_bytes(a.data or b"")
         subjects.append(Subject(name=a.name, digest={"sha256": stored.sha256}))
         size += stored.size
     return subjects, size
