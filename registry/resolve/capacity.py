@@ -97,7 +97,8 @@ def check_capacity(windows: list[int | None], shape: AttentionShape, layout: Lay
                    reported_tokens: int, memory_gib: float, evidence: list[Evidence]
                    ) -> CapacityCheck:
     if any(w is not None for w in windows) and layout.in_flight_tokens is None:
-        raise NotModelled("sliding layers need max_num_batched_tokens, which the log lacks")
+        raise NotModelled("sliding layers need max_num_batched_tokens and whether scheduling "
+                          "is asynchronous, which the log leaves open")
     heads = shape.num_kv_heads
     if layout.tp < 1 or (heads % layout.tp if heads >= layout.tp else layout.tp % heads):
         raise NotModelled(f"TP {layout.tp} does not split {heads} KV heads evenly")

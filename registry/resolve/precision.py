@@ -92,7 +92,8 @@ def _layout(f: Fields) -> Layout:
     block = value("runtime.block_size")
     if not isinstance(block, int):
         block = DEFAULT_BLOCK.get(str(value("runtime.device")), 16)
-    batched = value("runtime.max_num_batched_tokens")
-    in_flight = batched * (2 if value("runtime.async_scheduling") else 1) \
-        if isinstance(batched, int) else None
+    batched, asynchronous = value("runtime.max_num_batched_tokens"), value(
+        "runtime.async_scheduling")
+    in_flight = batched * (2 if asynchronous else 1) \
+        if isinstance(batched, int) and isinstance(asynchronous, bool) else None
     return Layout(tp=tp, block_size=block, max_model_len=mml, in_flight_tokens=in_flight)

@@ -23,12 +23,23 @@ def runtime_fields(f: Fields, after: Scrape | None) -> None:
     else:
         _from_args(f, "runtime.max_num_batched_tokens", "max_num_batched_tokens")
     f.setting("runtime.prefix_caching", "enable_prefix_caching", bool)
-    sched = f.log.first(Kind.async_scheduling)
-    f.put("runtime.async_scheduling", sched.values["state"] == "enabled" if sched else None,
-          "asynchronous-scheduling line", evidence(sched) if sched else None)
+    _async_scheduling(f)
     _from_metrics_or_args(f, "runtime.gpu_memory_utilization", "gpu_memory_utilization", float,
                           after)
     f.setting("runtime.device", "device_config")
+
+
+def _async_scheduling(f: Fields) -> None:
+    sched = f.log.first(Kind.async_scheduling)
+    device, device_ev = f.log.setting("device_config")
+    if sched:
+        f.put("runtime.async_scheduling", sched.values["state"] == "enabled",
+              "asynchronous-scheduling line", evidence(sched))
+    elif device == "cpu":
+        f.put("runtime.async_scheduling", False, "vLLM 0.32 CPU platform turns asynchronous "
+              "scheduling off (silently)", device_ev)
+    else:
+        _from_args(f, "runtime.async_scheduling", "async_scheduling")
 
 
 def kv_report_fields(f: Fields) -> None:
