@@ -288,3 +288,18 @@ def test_semantic_gates_without_gates_refuse() -> None:
     verdict = semantic_gates(capsule_rows(), [])
     assert verdict.status is VerdictStatus.refused
     assert verdict.reasons == ["no [[quality.gates]] declared: nothing to judge"]
+
+
+def test_an_unresolved_axis_is_never_taken_as_the_teachers() -> None:
+    recipe = validate_recipe('[quality]\ncontract = "bitwise-teacher"\n')
+    rows = [r.model_copy(update={"suite": "s"}) for r in capsule_rows()]
+    identity = _identity(LAB_AXES)
+    partial = ResolvedField(declared="int4-w4a16", resolved="compressed-tensors",
+                            status=Status.unresolved)  # the method, not the scheme
+    identity = identity.model_copy(
+        update={"fields": {**identity.fields, "precision.weights": partial}})
+    verdict = evaluate(recipe, rows, identity, lab_teacher(),
+                       suites=[SuiteRef(name="s", sha256=LAB_AXES["suite.sha256"])])
+    assert verdict.status is VerdictStatus.refused
+    assert verdict.reasons == ["precision.weights int4-w4a16 vs (none): unresolved in this run: "
+                               "no evidence proves it is the teacher's"]

@@ -140,6 +140,10 @@ def _shown(value: str | None) -> str:
 
 
 def _why(axis: str, teacher: str | None, run: str | None) -> str:
+    if run is None:
+        return "unresolved in this run: no evidence proves it is the teacher's"
+    if teacher is None:
+        return "the teacher ran without it"
     if axis.startswith("precision."):
         return (f"Never use {_label(teacher)} token hashes as an expected {_label(run)} bitwise "
                 "gate; judge this run by its own teacher, self-consistency or semantic gates")
@@ -148,9 +152,7 @@ def _why(axis: str, teacher: str | None, run: str | None) -> str:
     return "the teacher answered another prompt suite"
 
 
-def _label(value: str | None) -> str:
-    if value is None:
-        return "unknown-precision"
+def _label(value: str) -> str:
     if value.startswith("fp8"):
         return "FP8"
     return _SHORT.get(value, value.upper())

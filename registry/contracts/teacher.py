@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from registry.errors import InvalidInput
-from registry.identity import ResolvedIdentity
+from registry.identity import ResolvedIdentity, Status
 from registry.recipe.schema import NAME_RE, Recipe
 from registry.rundir import BenchRow, read_model
 
@@ -81,8 +81,14 @@ class Teacher(Model):
 
 
 def binding_axes(identity: ResolvedIdentity, suite_sha256: str | None) -> Axes:
-    """A run's binding axes: the resolved (proven) values, never the declared ones."""
-    return {**{a: _text(identity.value(a)) for a in IDENTITY_AXES}, SUITE_AXIS: suite_sha256}
+    """A run's binding axes: the resolved (proven) values, never the declared ones; an
+    unresolved field is None even when the resolver knows part of it."""
+    return {**{a: _text(_proven(identity, a)) for a in IDENTITY_AXES}, SUITE_AXIS: suite_sha256}
+
+
+def _proven(identity: ResolvedIdentity, name: str) -> Any:
+    field = identity.fields.get(name)
+    return None if field is None or field.status is Status.unresolved else field.resolved
 
 
 def declared_axes(recipe: Recipe, given: Mapping[str, str | None]) -> Axes:
