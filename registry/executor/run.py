@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -113,6 +114,7 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
              timeout: float, request_timeout: float, hooks: Hooks) -> RunResult:
     status = RunStatus(state=RunState.running, started_at=_now())
     write_model(out_dir / rundir.STATUS, status)
+    start = time.monotonic()
     engine = Engine(launch, out_dir / rundir.SERVER_LOG)
     rows: list[BenchRow] = []
     served: str | None = None
@@ -122,15 +124,18 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
         _preflight(recipe, launch)
         engine.start()
         served = engine.wait_ready(timeout, hooks.waiting)
-        ready_s = round(_elapsed(status), 3)
+        ready_s = round(time.monotonic() - start, 3)
         _scrape(engine, out_dir / rundir.METRICS_BEFORE)
         if hooks.suite:
             hooks.suite(sum(len(s.prompts) for s in suites))
         rows, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
                                  request_timeout=request_timeout, on_row=hooks.row)
-        if engine.exit_code() is None:
-            _scrape(engine, out_dir / rundir.METRICS_AFTER)
         write_model(out_dir / rundir.BENCH, _bench(recipe, served, suites, rows))
+        if engine.exit_code() is None:
+            try:
+                _scrape(engine, out_dir / rundir.METRICS_AFTER)
+            except httpx.HTTPError as e:
+                fault = fault or f"/metrics after the suite failed: {e}"
         reason = None
         _raise_for(engine, fault, rows)
     except RegistryError as e:
@@ -165,11 +170,6 @@ def _raise_for(engine: Engine, fault: str | None, rows: list[BenchRow]) -> None:
         raise VerificationFailed(
             f"{len(bad)} of {len(rows)} requests failed; first: {bad[0].prompt_id}: {bad[0].error}",
             hint="bench.json keeps every row with its error")
-
-
-def _elapsed(status: RunStatus) -> float:
-    assert status.started_at
-    return (datetime.now(UTC) - datetime.fromisoformat(status.started_at)).total_seconds()
 
 
 def _scrape(engine: Engine, path: Path) -> None:
