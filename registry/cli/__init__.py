@@ -75,6 +75,9 @@ def _register() -> None:
     from registry.cli import resolve
 
     app.command("resolve")(resolve.resolve)
+    from registry.cli import diff
+
+    app.command("diff")(diff.diff)
 
 
 _register()

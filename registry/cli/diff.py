@@ -1,0 +1,89 @@
+"""`registry diff A B`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from registry.cli.store import HomeOpt, Json
+
+if TYPE_CHECKING:
+    from registry.diff import Diff
+
+
+def diff(
+    a: Annotated[str, typer.Argument(show_default=False, help="Record id/prefix or run directory.")],
+    b: Annotated[str, typer.Argument(show_default=False, help="Record id/prefix or run directory.")],
+    all_: Annotated[bool, typer.Option("--all", help="Show unchanged rows too.")] = False,
+    home: HomeOpt = None,
+    json: Json = False,
+) -> None:
+    """Compare two records (or unsealed run directories): identity, sources, metrics,
+    outputs and contract comparability.
+
+    Example: registry diff 3f2a9c 8b1d07
+    """
+    from registry.diff import diff as compare
+    from registry.sides import load_side
+
+    result = compare(load_side(a, home=home), load_side(b, home=home))
+    if json:
+        from registry.cli.output import print_json
+
+        print_json(result)
+    else:
+        render(result, show_all=all_)
+
+
+def _value(field: Any) -> str:
+    if field is None:
+        return "-"
+    shown = field.resolved if field.resolved is not None else f"({field.status})"
+    if field.declared is not None and field.declared != field.resolved:
+        shown = f"{shown}  [declared {field.declared}]"
+    return str(shown)
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:.8g}"
+
+
+def _percent(x: float | None) -> str:
+    return "" if x is None else f"{x * 100:+.3f}%"
+
+
+def render(d: Diff, *, show_all: bool) -> None:
+    from registry.cli.output import console, table
+    from registry.identity import PRECISION_AXES
+
+    console.print(f"a: {d.a}\nb: {d.b}", highlight=False)
+    rows = [[("* " if f.changed else "  ") + f.name, f.kind.value, _value(f.a), _value(f.b)]
+            for f in d.identity if show_all or f.changed or f.name in PRECISION_AXES]
+    console.print(table("identity (changed first; precision axes always shown)",
+                        ["field", "kind", "a", "b"], rows))
+    sources = [[s.role, s.a and s.a.commit, s.b and s.b.commit,
+                f"{s.a and s.a.dirty} / {s.b and s.b.dirty}", s.diff_digests_equal]
+               for s in d.sources if show_all or s.changed]
+    if sources:
+        console.print(table("sources", ["role", "a commit", "b commit", "dirty a / b",
+                                        "same uncommitted diff"], sources))
+    metrics = [[m.suite, m.name, _num(m.a), _num(m.b), _percent(m.relative),
+                f"{m.ratio:.2f}x" if m.ratio is not None else "", m.note or m.formula_a]
+               for m in d.metrics if show_all or m.comparable or m.note]
+    if metrics:
+        console.print(table("metrics", ["suite", "metric", "a", "b", "delta", "ratio",
+                                        "formula"], metrics))
+    outputs = [[o.suite, o.prompt_id, "equal" if o.equal else
+                f"differs at {o.first_diff_index}: {o.a_token} vs {o.b_token}", o.text_equal]
+               for o in d.outputs if show_all or not o.equal]
+    equal = sum(1 for o in d.outputs if o.equal)
+    console.print(f"outputs: {equal}/{len(d.outputs)} prompts token-identical", highlight=False)
+    if outputs:
+        console.print(table(None, ["suite", "prompt", "tokens", "text equal"], outputs))
+    console.print(table("contracts", ["contract", "comparable", "why"], [
+        [c.contract, "yes" if c.comparable else "REFUSED", "; ".join(c.reasons)]
+        for c in d.contracts]))

@@ -1,0 +1,227 @@
+"""`registry diff A B`: a serving-aware comparison of two runs, in sections.
+
+Identity (each field classified as identity / performance / environment, precision
+axes always shown), sources, metrics (by the formula each record names), outputs (per
+prompt, first differing token) and contracts (whether the two are comparable under
+each one, and why not). The inputs are `Side`s: a sealed record or an unsealed run
+directory, loaded by `registry.sides`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from registry.contracts.teacher import AXES as BITWISE_AXES
+from registry.contracts.teacher import SUITE_AXIS
+from registry.identity import PRECISION_AXES, Kind, ResolvedField, ResolvedIdentity, kind_of
+from registry.record import Source, SuiteResult
+from registry.rundir import BenchRow
+
+# Capacity facts compared as figures (ratios), beside the client metrics.
+CAPACITY_FIELDS = ("kv.capacity_tokens", "kv.max_concurrency", "kv.memory_gib")
+FP8_RULE = "Never use BF16 token hashes as an expected FP8 bitwise gate"
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Side(Model):
+    """One side of a diff: everything compared, however it was loaded."""
+
+    label: str = Field(description="record id or run directory")
+    identity: ResolvedIdentity
+    results: list[SuiteResult] = Field(default_factory=list)
+    rows: list[BenchRow] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    suites: dict[str, str | None] = Field(default_factory=dict, description="name -> sha256")
+
+
+class FieldDiff(Model):
+    name: str
+    kind: Kind
+    changed: bool
+    a: ResolvedField | None
+    b: ResolvedField | None
+
+
+class SourceDiff(Model):
+    role: str
+    changed: bool
+    a: Source | None
+    b: Source | None
+    diff_digests_equal: bool | None = Field(None, description="uncommitted diffs equal")
+
+
+class MetricDiff(Model):
+    suite: str
+    name: str
+    unit: str
+    a: float | None
+    b: float | None
+    delta: float | None = Field(None, description="b - a")
+    relative: float | None = Field(None, description="(b - a) / a")
+    ratio: float | None = Field(None, description="b / a")
+    formula_a: str | None
+    formula_b: str | None
+    comparable: bool
+    note: str | None = None
+
+
+class OutputDiff(Model):
+    suite: str
+    prompt_id: str
+    equal: bool
+    first_diff_index: int | None = None
+    a_token: int | None = None
+    b_token: int | None = None
+    text_equal: bool | None = None
+
+
+class Comparability(Model):
+    contract: str
+    comparable: bool
+    reasons: list[str] = Field(default_factory=list)
+
+
+class Diff(Model):
+    schema_: str = Field("registry.diff/v1", alias="schema")
+    a: str
+    b: str
+    identity: list[FieldDiff]
+    sources: list[SourceDiff]
+    metrics: list[MetricDiff]
+    outputs: list[OutputDiff]
+    contracts: list[Comparability]
+    changed: dict[str, list[str]] = Field(description="kind -> changed field names")
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+def _field_changed(a: ResolvedField | None, b: ResolvedField | None) -> bool:
+    values = [f.resolved if f and f.resolved is not None else (f.declared if f else None)
+              for f in (a, b)]
+    return values[0] != values[1]
+
+
+def compare_identity(a: ResolvedIdentity, b: ResolvedIdentity) -> list[FieldDiff]:
+    names = sorted(set(a.fields) | set(b.fields) | set(PRECISION_AXES))
+    out = [FieldDiff(name=n, kind=kind_of(n), a=a.fields.get(n), b=b.fields.get(n),
+                     changed=_field_changed(a.fields.get(n), b.fields.get(n))) for n in names]
+    # changed rows first, then the precision axes, then the rest
+    return sorted(out, key=lambda d: (not d.changed, d.name not in PRECISION_AXES, d.name))
+
+
+def compare_sources(a: list[Source], b: list[Source]) -> list[SourceDiff]:
+    by_a, by_b = {s.role: s for s in a}, {s.role: s for s in b}
+    out = []
+    for role in sorted(set(by_a) | set(by_b)):
+        sa, sb = by_a.get(role), by_b.get(role)
+        digests = (None if not (sa and sb and (sa.dirty or sb.dirty))
+                   else sa.diff_sha256 == sb.diff_sha256)
+        changed = (sa is None or sb is None or sa.commit != sb.commit or sa.dirty != sb.dirty
+                   or digests is False)
+        out.append(SourceDiff(role=role, changed=changed, a=sa, b=sb, diff_digests_equal=digests))
+    return out
+
+
+def _figure(suite: str, name: str, unit: str, a: float | None, b: float | None,
+            fa: str | None, fb: str | None) -> MetricDiff:
+    if fa != fb:
+        return MetricDiff(suite=suite, name=name, unit=unit, a=a, b=b, formula_a=fa,
+                          formula_b=fb, comparable=False,
+                          note="formulas differ: not compared")
+    both = a is not None and b is not None
+    return MetricDiff(
+        suite=suite, name=name, unit=unit, a=a, b=b, formula_a=fa, formula_b=fb,
+        comparable=both,
+        delta=b - a if both else None,  # type: ignore[operator]
+        relative=(b - a) / a if both and a else None,  # type: ignore[operator]
+        ratio=b / a if both and a else None,  # type: ignore[operator]
+        note=None if both else "only one side has it",
+    )
+
+
+def compare_metrics(a: Side, b: Side) -> list[MetricDiff]:
+    out = []
+    results_a, results_b = {r.suite: r for r in a.results}, {r.suite: r for r in b.results}
+    for suite in sorted(set(results_a) & set(results_b)):
+        ma, mb = results_a[suite].metrics, results_b[suite].metrics
+        for name in sorted(set(ma) | set(mb)):
+            x, y = ma.get(name), mb.get(name)
+            unit = (x or y).unit  # type: ignore[union-attr]
+            out.append(_figure(suite, name, unit, x and x.value, y and y.value,
+                               x and x.formula, y and y.formula))
+    for name in CAPACITY_FIELDS:
+        x, y = a.identity.value(name), b.identity.value(name)
+        if x is not None or y is not None:
+            out.append(_figure("engine", name, "", _number(x), _number(y), "engine log",
+                               "engine log"))
+    return out
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def compare_outputs(a: list[BenchRow], b: list[BenchRow]) -> list[OutputDiff]:
+    rows_b = {(r.suite, r.prompt_id): r for r in b}
+    out = []
+    for ra in a:
+        rb = rows_b.get((ra.suite, ra.prompt_id))
+        if rb is None:
+            continue
+        first = next((i for i, (x, y) in enumerate(zip(ra.token_ids, rb.token_ids, strict=False))
+                      if x != y), None)
+        if first is None and len(ra.token_ids) != len(rb.token_ids):
+            first = min(len(ra.token_ids), len(rb.token_ids))
+        texts = ((ra.text_sha256 == rb.text_sha256)
+                 if ra.text_sha256 and rb.text_sha256 else None)
+        token = (lambda ids: ids[first] if first is not None and first < len(ids) else None)
+        out.append(OutputDiff(suite=ra.suite, prompt_id=ra.prompt_id, equal=first is None,
+                              first_diff_index=first, a_token=token(ra.token_ids),
+                              b_token=token(rb.token_ids), text_equal=texts))
+    return out
+
+
+def _axis_value(side: Side, axis: str) -> Any:
+    if axis == SUITE_AXIS:
+        return sorted(v for v in side.suites.values() if v) or None
+    return side.identity.value(axis)
+
+
+def _shown(value: Any) -> str:
+    return "unresolved" if value is None else str(value)
+
+
+def compare_contracts(a: Side, b: Side) -> list[Comparability]:
+    """Bitwise needs every binding axis equal; the others judge each run on its own."""
+    reasons = []
+    for axis in BITWISE_AXES:
+        va, vb = _axis_value(a, axis), _axis_value(b, axis)
+        if va != vb:
+            why = f"{axis} {_shown(va)} vs {_shown(vb)}"
+            if axis == "precision.kv_cache":
+                why += f" — {FP8_RULE}"
+            reasons.append(why)
+    return [
+        Comparability(contract="bitwise-teacher", comparable=not reasons, reasons=reasons),
+        Comparability(contract="self-consistency", comparable=True,
+                      reasons=["each run is judged against its own repeats"]),
+        Comparability(contract="semantic-gates", comparable=True,
+                      reasons=["gates judge each run's outputs on their own"]),
+    ]
+
+
+def diff(a: Side, b: Side) -> Diff:
+    identity = compare_identity(a.identity, b.identity)
+    changed: dict[str, list[str]] = {k.value: [] for k in Kind}
+    for d in identity:
+        if d.changed:
+            changed[d.kind.value].append(d.name)
+    return Diff(a=a.label, b=b.label, identity=identity,
+                sources=compare_sources(a.sources, b.sources),
+                metrics=compare_metrics(a, b), outputs=compare_outputs(a.rows, b.rows),
+                contracts=compare_contracts(a, b), changed=changed)

@@ -1,0 +1,48 @@
+"""Load what `diff` compares from either a sealed record or an unsealed run directory.
+
+A record brings its signed identity, results, sources and rows; a run directory is
+resolved on the spot (no sources: nothing was captured yet).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from registry.diff import Side
+from registry.store.home import Home
+
+
+def load_side(ref: str, *, home: Path | None = None) -> Side:
+    """`ref` is a run directory when one exists at that path, else a record id or prefix."""
+    path = Path(ref)
+    if path.is_dir():
+        return side_from_run_dir(path)
+    from registry.store.home import find_home
+
+    return side_from_record(find_home(home), ref)
+
+
+def side_from_record(home: Home, prefix: str) -> Side:
+    from registry.contracts.sealed import load_sealed
+    from registry.store.query import show_record
+
+    shown = show_record(home, prefix)
+    predicate = shown.statement.predicate
+    sealed = load_sealed(home, shown.id)
+    return Side(label=shown.id, identity=predicate.identity, results=predicate.results,
+                rows=sealed.bench.rows, sources=predicate.sources,
+                suites={s.name: s.sha256 for s in sealed.bench.suites})
+
+
+def side_from_run_dir(run_dir: Path) -> Side:
+    from registry import rundir
+    from registry.resolve import resolve_run
+    from registry.seal import load_run_recipe, suite_results
+
+    recipe = load_run_recipe(run_dir, None)
+    identity = resolve_run(run_dir, recipe=recipe)
+    if not (run_dir / rundir.BENCH).is_file():
+        return Side(label=str(run_dir), identity=identity)
+    bench = rundir.read_model(run_dir / rundir.BENCH, rundir.Bench)
+    return Side(label=str(run_dir), identity=identity, results=suite_results(bench, recipe),
+                rows=bench.rows, suites={s.name: s.sha256 for s in bench.suites})
