@@ -33,7 +33,7 @@ MAX_ERRORS = 20
 MAX_VALUES = 32  # distinct values kept per marker group
 
 STARTUP = msg.startup_scanner()
-EMBEDDED = msg.embedded_scanner()
+EMBEDDED = msg.embedded_scanners()
 ENGINE_START = msg.ENGINE_START.encode()
 KV_USAGE = re.compile(msg.KV_USAGE.encode())
 SPEC_DECODING = re.compile(msg.SPEC_DECODING.encode())
@@ -55,18 +55,22 @@ def scan_stream(stream: BinaryIO, source: str, markers: Mapping[str, str]) -> Lo
     """Each block is scanned up to its last newline (as `bytes`: `re` runs twice as fast
     on bytes as on a bytearray); the unfinished line joins the next block's first line."""
     scanner = _Scanner(source, markers)
-    tail = b""
+    parts: list[bytes] = []  # the unfinished line, joined once (no quadratic copying)
+    held = 0
     while block := stream.read(CHUNK):
         first = block.find(b"\n")
-        if first < 0 and len(tail) + len(block) < MAX_LINE:
-            tail += block  # one very long line: read on until it ends
+        if first < 0 and held + len(block) < MAX_LINE:
+            parts.append(block)  # a very long line: read on until it ends
+            held += len(block)
             continue
         head = first + 1 if first >= 0 else len(block)
-        scanner.chunk(tail + block[:head], 0, len(tail) + head)
+        line = b"".join([*parts, block[:head]])
+        scanner.chunk(line, 0, len(line))
         cut = max(block.rfind(b"\n") + 1, head)
         if cut > head:
             scanner.chunk(block, head, cut)
-        tail = block[cut:]
+        parts, held = ([block[cut:]], len(block) - cut) if cut < len(block) else ([], 0)
+    tail = b"".join(parts)
     if tail:
         scanner.chunk(tail, 0, len(tail))
     return scanner.result(cut_off=bool(tail))
@@ -110,8 +114,9 @@ class _Scanner:
         self.lines.end(buf, start, end)
 
     def _startup(self, buf: bytes, start: int, end: int) -> None:
-        for m in EMBEDDED.finditer(buf, start, end):
-            self._embedded(buf, m, start, end)
+        for kind, pattern in EMBEDDED.items():
+            for m in pattern.finditer(buf, start, end):
+                self._embedded(kind, buf, m, start, end)
         for m in STARTUP.finditer(buf, start, end):
             span = self.lines.span(buf, m.start() + 2, start, end)
             fact = self._detail(msg.Kind(m.lastgroup or ""), span)
@@ -123,8 +128,8 @@ class _Scanner:
                 self._restarts(buf, span.end, end)
                 return
 
-    def _embedded(self, buf: bytes, m: re.Match[bytes], start: int, end: int) -> None:
-        kind = msg.Kind(m.lastgroup or "")
+    def _embedded(self, kind: msg.Kind, buf: bytes, m: re.Match[bytes], start: int,
+                  end: int) -> None:
         span = self.lines.span(buf, m.start(), start, end)
         if (kind, span.pid) in self.seen_embedded:
             return  # a tqdm bar repeats its text with every update

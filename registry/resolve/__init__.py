@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from registry.identity import FIELDS, ResolvedField, ResolvedIdentity
-from registry.logs import LogScan, scan_log
+from registry.logs import Fact, LogScan, scan_log
 from registry.recipe import Recipe
 from registry.resolve.declared import declared_values
 from registry.resolve.engine import EngineLog, evidence
@@ -62,9 +62,15 @@ def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Pat
         spec_decode=spec_stats(before, after, scan.spec, f.out.get(
             "spec.num_tokens", ResolvedField(status="unresolved")).resolved),
         kv_usage_peak=float(peak.values["pct"]) if peak else None,
-        errors=[evidence(e) for e in [*scan.errors, *scan.exceptions]],
+        errors=[evidence(e) for e in _unique_lines([*scan.errors, *scan.exceptions])],
         notes=checkpoints.notes + _log_notes(scan),
     )
+
+
+def _unique_lines(facts: list[Fact]) -> list[Fact]:
+    """ERROR messages and traceback ends, each line once (an exception line is both)."""
+    seen: set[int] = set()
+    return [f for f in facts if not (f.line in seen or seen.add(f.line))]
 
 
 def _ordered(fields: dict[str, ResolvedField]) -> dict[str, ResolvedField]:
