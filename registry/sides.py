@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from registry.diff import Side
+from registry.rundir import BENCH
 from registry.store.home import Home
 
 
@@ -28,10 +29,13 @@ def side_from_record(home: Home, prefix: str) -> Side:
 
     shown = show_record(home, prefix)
     predicate = shown.statement.predicate
-    sealed = load_sealed(home, shown.id)
-    return Side(label=shown.id, identity=predicate.identity, results=predicate.results,
-                rows=sealed.bench.rows, sources=predicate.sources,
-                suites={s.name: s.sha256 for s in sealed.bench.suites})
+    side = Side(label=shown.id, identity=predicate.identity, results=predicate.results,
+                sources=predicate.sources)
+    if shown.statement.subject_named(predicate.artifacts.get(BENCH, BENCH)) is None:
+        return side  # a record without benchmark rows (e.g. an engine-only run)
+    bench = load_sealed(home, shown.id).bench
+    return side.model_copy(update={"rows": bench.rows,
+                                   "suites": {s.name: s.sha256 for s in bench.suites}})
 
 
 def side_from_run_dir(run_dir: Path) -> Side:

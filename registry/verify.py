@@ -10,13 +10,15 @@ sealing (a rewritten history loses that commit). Problems name the part; each is
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from registry.errors import ExitCode, RegistryError, VerificationFailed
-from registry.record import Statement, match_id, parse_statement, record_id
+from registry.record import Subject, match_id, record_id
 from registry.store import dsse, keys
 from registry.store.home import Home
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Event, Ledger, blob_sha
@@ -88,7 +90,7 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
     return VerifyReport(records=checks, exit_code=_worst(p for c in checks for p in c.problems))
 
 
-def _worst(problems: Any) -> int:
+def _worst(problems: Iterable[Problem]) -> int:
     codes = {p.exit_code for p in problems}
     for code in (ExitCode.FAILED, ExitCode.UNVERIFIABLE):
         if code in codes:
@@ -110,13 +112,18 @@ def _check(ctx: _Ledger, rid: str) -> RecordCheck:
         digest = record_id(statement_raw)[:16]
         problems.append(_failed("statement", f"sha256 {digest} is not the record id"))
     signer, payload = _check_envelope(ctx, rid, files[ENVELOPE], problems)
-    trusted_bytes = next((b for b in (statement_raw, payload) if b and record_id(b) == rid), None)
-    statement = parse_statement(trusted_bytes) if trusted_bytes else None
-    if statement:
-        problems += _check_artifacts(ctx, statement)
+    genuine = next((b for b in (statement_raw, payload) if b and record_id(b) == rid), None)
+    subjects = _subjects(genuine) if genuine else []
+    problems += _check_artifacts(ctx, subjects)
     problems += _check_commit(ctx, rid)
-    return RecordCheck(id=rid, verified=not problems, signer=signer,
-                       artifacts=len(statement.subject) if statement else 0, problems=problems)
+    return RecordCheck(id=rid, verified=not problems, signer=signer, artifacts=len(subjects),
+                       problems=problems)
+
+
+def _subjects(statement: bytes) -> list[Subject]:
+    """The artifacts a statement names; only `subject` is read, so a statement from a
+    newer registry with more predicate fields still verifies."""
+    return [Subject.model_validate(s) for s in json.loads(statement)["subject"]]
 
 
 def _ledger_file(ctx: _Ledger, rid: str, name: str, problems: list[Problem]) -> bytes | None:
@@ -150,9 +157,9 @@ def _check_envelope(ctx: _Ledger, rid: str, raw: bytes | None,
         return None, None
 
 
-def _check_artifacts(ctx: _Ledger, statement: Statement) -> list[Problem]:
+def _check_artifacts(ctx: _Ledger, subjects: list[Subject]) -> list[Problem]:
     out = []
-    for subject in statement.subject:
+    for subject in subjects:
         state = ctx.state(subject.sha256)
         if state is ObjectState.missing:
             out.append(Problem(part=f"artifact {subject.name}", exit_code=ExitCode.UNVERIFIABLE,

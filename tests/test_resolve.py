@@ -112,7 +112,8 @@ def test_capacity_cross_check_on_the_real_figures() -> None:
 def test_rules_and_capacity_disagree_is_a_mismatch(tmp_path: Path) -> None:
     """The config line says auto, the checkpoint has a kv_cache_scheme: the rules say FP8,
     the capacity says 2-byte elements. The capacity decides; both are evidence."""
-    run = laguna_run(tmp_path, lambda t: t.replace("kv_cache_dtype=bfloat16", "kv_cache_dtype=auto"))
+    run = laguna_run(tmp_path, lambda t: t.replace("kv_cache_dtype=bfloat16",
+                                                   "kv_cache_dtype=auto"))
     kv = resolve_run(run, checkpoint=TARGET, draft_checkpoint=DRAFT).fields["precision.kv_cache"]
     assert kv.status is Status.mismatch and kv.resolved == "bfloat16"
     assert "not fp8_e4m3" in (kv.rule or "")

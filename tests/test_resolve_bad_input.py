@@ -26,7 +26,7 @@ def run_with_log(tmp_path: Path, data: bytes) -> Path:
 def test_missing_run_dir_and_missing_log(tmp_path: Path, cli) -> None:
     with pytest.raises(InvalidInput, match="not a run directory"):
         resolve_run(tmp_path / "nope")
-    with pytest.raises(InvalidInput, match="no server.log"):
+    with pytest.raises(InvalidInput, match=r"no server\.log"):
         resolve_run(tmp_path)
     result = cli("resolve", tmp_path)
     assert result.exit_code == 4 and "no server.log" in result.stderr
@@ -82,7 +82,7 @@ def test_crashed_engine_log_resolves_what_is_there(tmp_path: Path) -> None:
 def test_a_broken_checkpoint_named_by_the_user_is_their_error(tmp_path: Path) -> None:
     broken = tmp_path / "config.json"
     broken.write_text("{not json")
-    with pytest.raises(InvalidInput, match="config.json"):
+    with pytest.raises(InvalidInput, match=r"config\.json"):
         resolve_run(RUN, checkpoint=broken)
 
 

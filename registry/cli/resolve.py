@@ -50,11 +50,14 @@ def resolve(
 def show(identity: ResolvedIdentity) -> None:
     from registry.cli.output import console, table
 
-    rows = [[name, _text(f.declared), _text(f.resolved) + (" (self-reported)"
-             if f.self_reported else ""), f"[{STATUS_STYLE[f.status.value]}]{f.status.value}[/]",
-             f.rule or ""] for name, f in identity.fields.items()]
-    console.print(table("resolved identity", ["field", "declared", "resolved", "status", "rule"],
-                        rows))
+    rows = [[name, _text(f.declared), _text(f.resolved) + (" *" if f.self_reported else ""),
+             f"[{STATUS_STYLE[f.status.value]}]{f.status.value}[/]", f.rule or ""]
+            for name, f in identity.fields.items()]
+    fields = table("resolved identity", ["field", "declared", "resolved", "status", "rule"], rows)
+    for column in fields.columns[:1] + fields.columns[3:4]:
+        column.no_wrap = True  # names and statuses stay whole; the rule text wraps
+    console.print(fields)
+    console.print("* self-reported: the engine says so about itself", style="dim")
     if identity.expect:
         console.print(table("expect markers", ["marker", "passed", "detail"], [
             [e.name, "yes" if e.passed else "[bold red]NO[/]", e.detail]

@@ -77,7 +77,8 @@ STARTUP: dict[Kind, str] = {
     Kind.cudagraph_change: r"(?P<text>CUDAGraphMode\.\w+ is not supported.*; "
                            r"setting cudagraph_mode=(?P<mode>\w+).*)",
     Kind.eager: r"(?P<text>Enforce eager set|Cudagraph is disabled under eager mode)",
-    Kind.rank_layout: r"rank (?P<rank>\d+) in world size (?P<world>\d+) is assigned as (?P<layout>.*)",
+    Kind.rank_layout: r"rank (?P<rank>\d+) in world size (?P<world>\d+) is assigned as "
+                      r"(?P<layout>.*)",
     Kind.worker_rank: r"world_size=(?P<world>\d+) rank=(?P<rank>\d+) local_rank=",
     Kind.expert_parallel: r"\[EP Rank (?P<rank>\d+)/(?P<size>\d+)\] Expert parallelism is enabled",
     Kind.model_loading: r"Model loading took (?P<gib>[\d.]+) GiB",

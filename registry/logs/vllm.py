@@ -28,7 +28,7 @@ from registry.logs.tracebacks import Tracebacks
 
 CHUNK = 1 << 20  # small enough that the passes over one chunk stay in the CPU cache
 MAX_LINE = 64 << 20  # a longer "line" (binary garbage) is cut, never held whole
-PER_KIND = 64  # startup facts kept per kind (ranks, DP engines): memory stays constant
+PER_KIND = 256  # startup facts kept per kind (ranks, env vars): memory stays constant
 MAX_ERRORS = 20
 MAX_VALUES = 32  # distinct values kept per marker group
 
@@ -178,7 +178,8 @@ class _Scanner:
                 self.spec[1] += int(m.group(1))
                 self.spec[2] += int(m.group(2))
                 if self.spec_first is None:
-                    self.spec_first = self.fact("spec_decoding", self.lines.span(buf, at, start, end))
+                    span = self.lines.span(buf, at, start, end)
+                    self.spec_first = self.fact("spec_decoding", span)
             at = buf.find(SPEC_NEEDLE, at + 1, end)
 
     def _errors(self, buf: bytes, start: int, end: int) -> None:

@@ -6,14 +6,13 @@ evidence supports is `unresolved`, never guessed.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
 from registry.identity import Evidence, ResolvedField, Status, status_for
 from registry.logs.messages import Kind
 from registry.resolve.engine import EngineLog, evidence
-
-
 
 
 def make(declared: Any, resolved: Any, rule: str, ev: list[Evidence | None], *,
@@ -39,15 +38,15 @@ class Fields:
     def setting(self, name: str, key: str, convert: Any = str) -> None:
         """A field taken straight from a `key=value` of the engine config line."""
         raw, ev = self.log.setting(key)
-        value = _convert(raw, convert)
-        self.put(name, value, f"engine config line {key}" if ev else "no engine config line", ev)
+        rule = f"engine config line {key}" if ev else f"no {key} in an engine config line"
+        self.put(name, convert_value(raw, convert), rule, ev)
 
     def engine(self) -> None:
         cfg, banner = self.log.config_fact, self.log.first(Kind.banner)
         fact = cfg or banner
         self.put("engine.name", "vllm" if fact else None, "vLLM banner and config line",
                  evidence(fact) if fact else None)
-        version = (cfg or banner).values.get("version") if fact else None
+        version = fact.values.get("version") if fact else None
         source_build = version is not None and (".dev" in version or "+g" in version)
         self.put("engine.version", version, "version banner (self-reported)",
                  evidence(fact, f"v{version}") if fact else None, self_reported=True,
@@ -84,7 +83,7 @@ class Fields:
         method = spec.get("method") if raw else "none"
         self.put("spec.method", method, "engine config line speculative_config", ev)
         if raw:
-            self.put("spec.num_tokens", _convert(spec.get("num_spec_tokens"), int),
+            self.put("spec.num_tokens", convert_value(spec.get("num_spec_tokens"), int),
                      "engine config line speculative_config.num_spec_tokens", ev)
 
     def parallel(self) -> None:
@@ -129,7 +128,7 @@ class Fields:
         named = next((f for f in facts if f.values.get("name") or f.values.get("cpu")), None)
         xpu = next((f for f in facts if f.values.get("xpu")), None)
         fa = next((f for f in facts if f.values.get("fa")), None)
-        device, _ = self.log.setting("device_config")
+        device, device_ev = self.log.setting("device_config")
         if named:
             value = named.values.get("name") or named.values["cpu"]
             self.put("attention.backend", value, "attention backend log line", evidence(named))
@@ -139,12 +138,13 @@ class Fields:
                      note=f"FlashAttention version {fa.values['fa']}" if fa else None)
         elif device == "cpu":
             self.put("attention.backend", "CPU_ATTN", "vLLM 0.32 CPU platform: CPU_ATTN serves "
-                     "every non-MLA model (it logs no backend line)", self.log.setting("device_config")[1])
+                     "every non-MLA model (it logs no backend line)", device_ev)
         else:
             self.put("attention.backend", None, "no attention backend line")
 
 
-def _convert(raw: Any, convert: Any) -> Any:
+def convert_value(raw: Any, convert: Any) -> Any:
+    """A config-line value as `convert` (str drops `torch.`; bool is `True`); None stays."""
     if raw is None:
         return None
     if convert is bool:
@@ -168,11 +168,5 @@ def _path_status(declared: str | None, resolved: str | None) -> Status:
     if resolved is None or declared is None:
         return status_for(declared, resolved)
     pattern = "".join(".+" if part.startswith("${") else re.escape(part)
-                      for part in re.split(r"(\$\{\w+\})", _expanded(declared)))
+                      for part in re.split(r"(\$\{\w+\})", os.path.expandvars(declared)))
     return Status.confirmed if re.fullmatch(pattern, resolved) else Status.mismatch
-
-
-def _expanded(path: str) -> str:
-    import os
-
-    return os.path.expandvars(path)

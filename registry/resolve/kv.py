@@ -80,7 +80,7 @@ def by_rules(kv: KVInputs) -> Decision:
                                   "kv_cache_scheme", ev)
         if scheme:
             return Decision("fp8_e4m3", "auto + checkpoint kv_cache_scheme (8-bit float) -> "
-                                        "fp8_e4m3", ev + [_scheme_evidence(kv.checkpoint)])
+                                        "fp8_e4m3", [*ev, _scheme_evidence(kv.checkpoint)])
         return Decision(_dtype(kv.model_dtype), "auto = model dtype (the checkpoint has no "
                                                 "kv_cache_scheme)", ev)
     if not scheme:

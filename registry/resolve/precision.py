@@ -72,8 +72,8 @@ def _memory(f: Fields) -> tuple[float | None, list[Evidence]]:
     per_rank = f.log.all(Kind.kv_memory_in_use)
     if per_rank:
         smallest = min(per_rank, key=lambda fact: float(fact.values["gib"]))
-        return float(smallest.values["gib"]), [
-            evidence(fact, f"({fact.proc}) Current kv cache memory in use is {fact.values['gib']} GiB")
+        return float(smallest.values["gib"]), [evidence(
+            fact, f"({fact.proc}) Current kv cache memory in use is {fact.values['gib']} GiB")
             for fact in per_rank]
     field = f.out["kv.memory_gib"]
     return field.resolved, list(field.evidence)

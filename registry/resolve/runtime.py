@@ -6,7 +6,7 @@ from registry.identity import Evidence, Status
 from registry.logs.messages import Kind
 from registry.logs.prometheus import Scrape
 from registry.resolve.engine import evidence
-from registry.resolve.fields import Fields, _convert
+from registry.resolve.fields import Fields, convert_value
 from registry.resolve.inputs import Checkpoints
 
 CACHE_INFO = "vllm:cache_config_info"
@@ -72,14 +72,16 @@ def env_fields(f: Fields) -> None:
 
 def weight_fields(f: Fields, checkpoints: Checkpoints) -> None:
     dtype, dtype_ev = f.log.setting("dtype")
-    dtype = _convert(dtype, str)
+    dtype = convert_value(dtype, str)
     f.put("precision.dtype", dtype, "engine config line dtype", dtype_ev)
     method, ev = f.log.setting("quantization")
     ck = checkpoints.target
     declared = f.declared.get("precision.weights")
     if ck is not None and (method is None or method == ck.quantization.method):
-        f.put("precision.weights", ck.quantization.weights, f"checkpoint quantization_config: "
-              f"{ck.quantization.summary}", ev, Evidence(source=ck.path, text=ck.quantization.summary))
+        summary = ck.quantization.summary
+        f.put("precision.weights", ck.quantization.weights,
+              f"checkpoint quantization_config: {summary}", ev,
+              Evidence(source=ck.path, text=summary))
     elif method is not None and ck is not None and ck.quantization.method is None:
         f.put("precision.weights", method, f"--quantization {method}: the engine quantizes the "
               f"unquantized ({ck.quantization.weights}) checkpoint at load", ev)
@@ -125,7 +127,7 @@ def _from_metrics_or_args(f: Fields, name: str, label: str, convert: type,
     info = after.find(CACHE_INFO) if after else []
     if info and label in info[0].labels:
         raw = info[0].labels[label]
-        f.put(name, _convert(raw, convert), f"/metrics {CACHE_INFO} {label}",
+        f.put(name, convert_value(raw, convert), f"/metrics {CACHE_INFO} {label}",
               Evidence(source=after.source if after else "metrics", line=info[0].line,
                        text=f'{label}="{raw}"'))
         return
