@@ -113,17 +113,21 @@ def _check(ctx: _Ledger, rid: str) -> RecordCheck:
         problems.append(_failed("statement", f"sha256 {digest} is not the record id"))
     signer, payload = _check_envelope(ctx, rid, files[ENVELOPE], problems)
     genuine = next((b for b in (statement_raw, payload) if b and record_id(b) == rid), None)
-    subjects = _subjects(genuine) if genuine else []
+    subjects = _subjects(genuine, problems) if genuine else []
     problems += _check_artifacts(ctx, subjects)
     problems += _check_commit(ctx, rid)
     return RecordCheck(id=rid, verified=not problems, signer=signer, artifacts=len(subjects),
                        problems=problems)
 
 
-def _subjects(statement: bytes) -> list[Subject]:
+def _subjects(statement: bytes, problems: list[Problem]) -> list[Subject]:
     """The artifacts a statement names; only `subject` is read, so a statement from a
     newer registry with more predicate fields still verifies."""
-    return [Subject.model_validate(s) for s in json.loads(statement)["subject"]]
+    try:
+        return [Subject.model_validate(s) for s in json.loads(statement)["subject"]]
+    except (ValueError, KeyError, TypeError):  # pydantic's ValidationError is a ValueError
+        problems.append(_failed("statement", "does not list its artifacts as in-toto subjects"))
+        return []
 
 
 def _ledger_file(ctx: _Ledger, rid: str, name: str, problems: list[Problem]) -> bytes | None:
