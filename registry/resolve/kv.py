@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from registry.checkpoint.models import CheckpointInfo
 from registry.engines.vllm import canonical_kv_dtype
 from registry.identity import Evidence, ResolvedField, Status, status_for
+from registry.kvmath import ELEMENT_BYTES
 from registry.resolve.capacity import CapacityCheck
 
 RELEASE = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:(?:rc|post)\d+)?(?:\+(?!g[0-9a-f]{6})[\w.]+)?$")
@@ -30,8 +31,6 @@ VERSION_RULES = [
     (10**6, "vLLM >= 0.22 (PR #42782): an explicit kv_cache_dtype wins over the checkpoint "
             "kv_cache_scheme"),
 ]
-ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1,
-                 "fp8_inc": 1, "fp8_ds_mla": 1}
 UNQUANTIZED = {"float32", "bfloat16", "float16"}
 
 
@@ -101,9 +100,9 @@ def decide(kv: KVInputs) -> Decision:
     rules = by_rules(kv)
     cap = kv.capacity
     if cap is None or cap.element_bytes is None:
-        note = kv.capacity_note or (cap and "capacity fits no single element size")
+        why = kv.capacity_note if cap is None else "it fits no single element size"
         return Decision(rules.value, rules.rule, rules.evidence + (cap.evidence if cap else []),
-                        note=_join(rules.note, note and f"capacity cross-check: {note}"))
+                        note=_join(rules.note, why and f"capacity cross-check: {why}"))
     size = cap.element_bytes
     evidence = rules.evidence + cap.evidence
     if rules.value is not None and ELEMENT_BYTES.get(rules.value) == size:

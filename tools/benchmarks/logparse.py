@@ -18,7 +18,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import time
+import timeit
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,12 +55,7 @@ def build(path: Path, size: int) -> Path:
 
 def best(fn: Callable[[], object], repeat: int = 3) -> float:
     """Best wall time of `repeat` runs (the least disturbed by the shared machine)."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return min(timeit.repeat(fn, number=1, repeat=repeat))
 
 
 def naive(path: Path) -> int:
