@@ -50,10 +50,11 @@ def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
              progress: Progress | None = None) -> SealedRecord:
     """Resolve, check and seal one run directory; `progress` gets bytes hashed."""
     from registry.resolve import resolve_run
+    from registry.resolve.inputs import load_run_recipe
 
     rundir.require_run_dir(run_dir)
     run = run_info(run_dir)
-    recipe = load_run_recipe(run_dir, recipe_path)
+    recipe = load_run_recipe(run_dir, None, recipe_path)
     identity = resolve_run(run_dir, recipe=recipe, recipe_path=recipe_path)
     overrides = allowed_overrides(identity, allow_mismatch or {})
     sources, source_files = capture_sources(run_dir, recipe, recipe_path)
@@ -103,18 +104,6 @@ def run_info(run_dir: Path) -> RunInfo:
 
 def now_utc() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def load_run_recipe(run_dir: Path, recipe_path: Path | None) -> Recipe | None:
-    from registry.recipe import load_recipe
-
-    if recipe_path is not None:
-        return load_recipe(recipe_path)
-    if (run_dir / rundir.RECIPE_JSON).is_file():
-        return rundir.read_model(run_dir / rundir.RECIPE_JSON, Recipe)  # type: ignore[no-any-return]
-    if (run_dir / rundir.RECIPE_TOML).is_file():
-        return load_recipe(run_dir / rundir.RECIPE_TOML)
-    return None
 
 
 def allowed_overrides(identity: ResolvedIdentity, allow: dict[str, str]) -> list[Override]:
