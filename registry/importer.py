@@ -105,7 +105,7 @@ def check_manifest(capsule: Path) -> tuple[list[str], list[str], list[str]]:
     if not manifest.is_file():
         raise InvalidInput(f"{capsule}: not a lab record capsule (no {MANIFEST})")
     verified, missing = [], []
-    for number, (expected, name) in enumerate(_manifest_lines(manifest), 1):
+    for number, expected, name in _manifest_lines(manifest):
         path = manifest.parent / name
         listed = path.relative_to(capsule).as_posix()
         if not path.is_file():
@@ -121,7 +121,8 @@ def check_manifest(capsule: Path) -> tuple[list[str], list[str], list[str]]:
     return verified, missing, unlisted
 
 
-def _manifest_lines(manifest: Path) -> list[tuple[str, str]]:
+def _manifest_lines(manifest: Path) -> list[tuple[int, str, str]]:
+    """(line number, sha256, path relative to the manifest) per `sha256sum` line."""
     out = []
     for number, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -131,7 +132,7 @@ def _manifest_lines(manifest: Path) -> list[tuple[str, str]]:
         parts = PurePosixPath(name).parts
         if len(digest_) != 64 or not name or name.startswith("/") or ".." in parts:
             raise InvalidInput(f"{manifest}: line {number}: not a `sha256  relative/path` line")
-        out.append((digest_.lower(), name))
+        out.append((number, digest_.lower(), name))
     return out
 
 
