@@ -22,15 +22,15 @@ from typing import BinaryIO
 
 from registry.errors import InvalidInput
 from registry.logs import messages as msg
-from registry.logs.facts import Fact, LogScan, MarkerScan, SpecLogTotals
+from registry.logs.facts import Fact, LogScan, SpecLogTotals
 from registry.logs.lines import Lines, LineSpan
+from registry.logs.markers import Marker
 from registry.logs.tracebacks import Tracebacks
 
 CHUNK = 1 << 20  # small enough that the passes over one chunk stay in the CPU cache
 MAX_LINE = 64 << 20  # a longer "line" (binary garbage) is cut, never held whole
 PER_KIND = 256  # startup facts kept per kind (ranks, env vars): memory stays constant
 MAX_ERRORS = 20
-MAX_VALUES = 32  # distinct values kept per marker group
 
 STARTUP = msg.startup_scanner()
 EMBEDDED = msg.embedded_scanners()
@@ -89,7 +89,7 @@ class _Scanner:
         self.peak: Fact | None = None
         self.spec = [0, 0, 0]  # lines, accepted, drafted
         self.spec_first: Fact | None = None
-        self.markers = [_Marker(name, pattern) for name, pattern in markers.items()]
+        self.markers = [Marker(name, pattern, self.lines) for name, pattern in markers.items()]
         self.errors: list[Fact] = []
         self.error_texts: set[str] = set()
         self.error_lines = 0
@@ -107,7 +107,8 @@ class _Scanner:
         self._kv_usage(buf, start, end)
         self._spec(buf, start, end)
         for marker in self.markers:
-            marker.scan(self, buf, start, end)
+            for key, span in marker.scan(buf, start, end):
+                marker.first[key] = self.fact("marker", span)
         self._errors(buf, start, end)
         for span in self.tracebacks.scan(buf, start, end):
             self.exceptions.append(self.fact("exception", span))
@@ -218,53 +219,4 @@ class _Scanner:
             engine_restarts=self.restarts, kv_usage_peak=self.peak, spec=spec,
             markers=[m.result(self.labels) for m in self.markers], errors=self.errors,
             error_lines=self.error_lines, exceptions=list(self.exceptions),
-        )
-
-
-class _Marker:
-    """A recipe's `[[expect]]` pattern, counted per process (rank) over log messages.
-
-    The hot path keys counts by the raw prefix bytes; labels are decoded once at the end.
-    """
-
-    def __init__(self, name: str, pattern: str) -> None:
-        self.name = name
-        self.pattern = pattern
-        self.anchored = pattern.startswith("^")
-        self.regex = re.compile(pattern.removeprefix("^").encode(), re.MULTILINE)
-        self.groups = list(self.regex.groupindex)
-        self.counts: dict[bytes, int] = defaultdict(int)
-        self.first: dict[bytes, Fact] = {}
-        self.values: dict[str, dict[bytes, None]] = {g: {} for g in self.groups}
-
-    def scan(self, scanner: _Scanner, buf: bytes, start: int, end: int) -> None:
-        for m in self.regex.finditer(buf, start, end):
-            at = m.start()
-            first = max(buf.rfind(b"\n", start, at) + 1, start)
-            prefix = msg.PREFIX.match(buf, first, end)
-            assert prefix is not None  # every part of PREFIX is optional
-            if at < prefix.end() or (self.anchored and at != prefix.end()):
-                continue  # matched the prefix, not the message
-            key = prefix.group("pid") or prefix.group("proc") or b""
-            self.counts[key] += 1
-            if key not in self.first:
-                self.first[key] = scanner.fact("marker", scanner.lines.span(buf, at, start, end))
-            for group in self.groups:
-                value, seen = m.group(group), self.values[group]
-                if value is not None and len(seen) < MAX_VALUES:
-                    seen.setdefault(value)
-
-    def result(self, labels: dict[int, str]) -> MarkerScan:
-        def label(key: bytes) -> str:
-            fact = self.first[key]
-            if fact.pid is not None:
-                return labels.get(fact.pid) or f"{fact.proc or 'process'} pid={fact.pid}"
-            return fact.proc or "(no prefix)"
-
-        return MarkerScan(
-            name=self.name, pattern=self.pattern,
-            counts={label(k): n for k, n in self.counts.items()},
-            values={g: [v.decode("utf-8", "replace") for v in seen]
-                    for g, seen in self.values.items() if seen},
-            first=list(self.first.values()),
         )

@@ -1,0 +1,63 @@
+"""A recipe's `[[expect]]` pattern, counted per process (rank) over log messages.
+
+The pattern is matched against messages only, never the process prefix; a leading
+`^` anchors it at the message start. The hot path keys counts by the raw pid (or
+process name) bytes; labels are decoded once at the end.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+
+from registry.logs.facts import Fact, MarkerScan
+from registry.logs.lines import Lines, LineSpan
+from registry.logs.messages import PREFIX
+
+MAX_VALUES = 32  # distinct values kept per named group
+
+
+class Marker:
+    def __init__(self, name: str, pattern: str, lines: Lines) -> None:
+        self.name = name
+        self.pattern = pattern
+        self.lines = lines
+        self.anchored = pattern.startswith("^")
+        self.regex = re.compile(pattern.removeprefix("^").encode(), re.MULTILINE)
+        self.groups = list(self.regex.groupindex)
+        self.counts: dict[bytes, int] = defaultdict(int)
+        self.first: dict[bytes, Fact] = {}
+        self.values: dict[str, dict[bytes, None]] = {g: {} for g in self.groups}
+
+    def scan(self, buf: bytes, start: int, end: int) -> Iterator[tuple[bytes, LineSpan]]:
+        """Count the matches in buf[start:end]; yield the first line of each new process."""
+        for m in self.regex.finditer(buf, start, end):
+            at = m.start()
+            prefix = PREFIX.match(buf, max(buf.rfind(b"\n", start, at) + 1, start), end)
+            assert prefix is not None  # every part of PREFIX is optional
+            if at < prefix.end() or (self.anchored and at != prefix.end()):
+                continue  # matched the prefix, not the message
+            key = prefix.group("pid") or prefix.group("proc") or b""
+            self.counts[key] += 1
+            for group in self.groups:
+                value, seen = m.group(group), self.values[group]
+                if value is not None and len(seen) < MAX_VALUES:
+                    seen.setdefault(value)
+            if key not in self.first:
+                yield key, self.lines.span(buf, at, start, end)
+
+    def result(self, labels: dict[int, str]) -> MarkerScan:
+        def label(key: bytes) -> str:
+            fact = self.first[key]
+            if fact.pid is not None:
+                return labels.get(fact.pid) or f"{fact.proc or 'process'} pid={fact.pid}"
+            return fact.proc or "(no prefix)"
+
+        return MarkerScan(
+            name=self.name, pattern=self.pattern,
+            counts={label(k): n for k, n in self.counts.items()},
+            values={g: [v.decode("utf-8", "replace") for v in seen]
+                    for g, seen in self.values.items() if seen},
+            first=list(self.first.values()),
+        )
