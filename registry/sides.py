@@ -41,9 +41,10 @@ def side_from_record(home: Home, prefix: str) -> Side:
 def side_from_run_dir(run_dir: Path) -> Side:
     from registry import rundir
     from registry.resolve import resolve_run
-    from registry.seal import load_run_recipe, suite_results
+    from registry.resolve.inputs import load_run_recipe
+    from registry.seal import suite_results
 
-    recipe = load_run_recipe(run_dir, None)
+    recipe = load_run_recipe(run_dir, None, None)
     identity = resolve_run(run_dir, recipe=recipe)
     if not (run_dir / rundir.BENCH).is_file():
         return Side(label=str(run_dir), identity=identity)
