@@ -67,6 +67,7 @@ def test_list_where_errors(cli, make_run, seal_run_dir) -> None:
     assert r.exit_code == ExitCode.INVALID_INPUT and "expected FIELD=VALUE" in r.stderr
     r = cli("list", "--where", "colour=red")
     assert r.exit_code == ExitCode.INVALID_INPUT and "unknown field" in r.stderr
+    assert cli("list", "--limit", "-1").exit_code == ExitCode.USAGE
 
 
 def test_show_accepts_unambiguous_prefixes_only(cli, make_run, seal_run_dir, monkeypatch) -> None:

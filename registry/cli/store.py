@@ -196,7 +196,7 @@ def verify(
 def list_records(
     where: Annotated[list[str] | None, typer.Option(
         "--where", show_default=False, help="FIELD=VALUE: an identity field or a column.")] = None,
-    limit: Annotated[int, typer.Option(help="Most recent N records; 0 for all.")] = 50,
+    limit: Annotated[int, typer.Option(min=0, help="Most recent N records; 0 for all.")] = 50,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
