@@ -11,11 +11,17 @@ from pathlib import Path
 
 from registry.identity import FIELDS, ResolvedField, ResolvedIdentity
 from registry.logs import Fact, LogScan, scan_log
+from registry.logs.prometheus import Scrape
 from registry.recipe import Recipe
 from registry.resolve.declared import declared_values
 from registry.resolve.engine import EngineLog, evidence
 from registry.resolve.fields import Fields
-from registry.resolve.inputs import load_run_recipe, locate_checkpoints, read_metrics
+from registry.resolve.inputs import (
+    Checkpoints,
+    load_run_recipe,
+    locate_checkpoints,
+    read_metrics,
+)
 from registry.resolve.markers import expect_results
 from registry.resolve.precision import kv_fields
 from registry.resolve.runtime import env_fields, kv_report_fields, runtime_fields, weight_fields
@@ -40,7 +46,24 @@ def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Pat
         else (None, None),
         (log.setting("model")[0], log.speculative.get("model")),
     )
-    f = Fields(log, declared_values(recipe))
+    fields = _fields(Fields(log, declared_values(recipe)), checkpoints, after)
+    spec_tokens = fields["spec.num_tokens"].resolved if "spec.num_tokens" in fields else None
+    peak = scan.kv_usage_peak
+    return ResolvedIdentity(
+        fields=fields,
+        expect=expect_results(recipe.expect, scan.markers, recipe.parallel.world_size)
+        if recipe else [],
+        spec_decode=spec_stats(before, after, scan.spec, spec_tokens),
+        kv_usage_peak=float(peak.values["pct"]) if peak else None,
+        errors=[evidence(e) for e in _unique_lines([*scan.errors, *scan.exceptions])],
+        notes=checkpoints.notes + _log_notes(scan),
+    )
+
+
+def _fields(f: Fields, checkpoints: Checkpoints, after: Scrape | None
+            ) -> dict[str, ResolvedField]:
+    """Every field, in the order of `registry.identity.FIELDS` (KV precision last: it
+    reads the dtype, version, parallel and runtime fields)."""
     f.engine()
     f.model()
     f.speculative()
@@ -52,30 +75,14 @@ def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Pat
     env_fields(f)
     weight_fields(f, checkpoints)
     kv_fields(f, checkpoints)
-    world = 1
-    for axis in ("parallel.tensor", "parallel.pipeline", "parallel.data"):
-        world *= f.out[axis].resolved or 1
-    peak = scan.kv_usage_peak
-    return ResolvedIdentity(
-        fields=_ordered(f.out),
-        expect=expect_results(recipe.expect, scan.markers, world) if recipe else [],
-        spec_decode=spec_stats(before, after, scan.spec, f.out.get(
-            "spec.num_tokens", ResolvedField(status="unresolved")).resolved),
-        kv_usage_peak=float(peak.values["pct"]) if peak else None,
-        errors=[evidence(e) for e in _unique_lines([*scan.errors, *scan.exceptions])],
-        notes=checkpoints.notes + _log_notes(scan),
-    )
+    order = {name: i for i, name in enumerate(FIELDS)}
+    return dict(sorted(f.out.items(), key=lambda item: order.get(item[0], len(order))))
 
 
 def _unique_lines(facts: list[Fact]) -> list[Fact]:
     """ERROR messages and traceback ends, each line once (an exception line is both)."""
     seen: set[int] = set()
     return [f for f in facts if not (f.line in seen or seen.add(f.line))]
-
-
-def _ordered(fields: dict[str, ResolvedField]) -> dict[str, ResolvedField]:
-    order = {name: i for i, name in enumerate(FIELDS)}
-    return dict(sorted(fields.items(), key=lambda item: order.get(item[0], len(order))))
 
 
 def _log_notes(scan: LogScan) -> list[str]:
