@@ -26,6 +26,7 @@ from registry.contracts.teacher import (
     teacher_from_rows,
 )
 from registry.errors import InvalidInput, NotFound, Refused
+from registry.rundir import SuiteRef
 from registry.store.home import Home
 
 TEACHERS = "teachers"
@@ -185,11 +186,11 @@ def _last_commit(ledger: Any, path: str) -> str:
     return str(ledger.repo.git.log("-1", "--format=%H", "--", path))
 
 
-def _suite(suites: list[Any], wanted: str | None, rid: str) -> str:
-    names = [s.name for s in suites]
+def _suite(suites: list[SuiteRef], wanted: str | None, rid: str) -> str:
+    names: list[str] = [s.name for s in suites]
     if wanted is None and len(names) == 1:
         return names[0]
-    if wanted in names:
+    if wanted is not None and wanted in names:
         return wanted
     raise InvalidInput(f"record {rid[:16]} has suites {names}: name the teacher's with --suite",
                        hint=f"--suite {names[0]}" if names else None)

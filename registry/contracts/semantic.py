@@ -65,8 +65,8 @@ def _checks(gate: Gate, row: BenchRow) -> Checks:
 
 
 def _json_schema(gate: JsonSchemaGate, row: BenchRow) -> Checks:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import best_match
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+    from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
 
     try:
         value = json.loads((row.text or "").strip())

@@ -235,8 +235,8 @@ class JsonSchemaGate(Model):
     @field_validator("json_schema")
     @classmethod
     def _is_a_json_schema(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import SchemaError
+        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+        from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 
         try:
             Draft202012Validator.check_schema(v)
