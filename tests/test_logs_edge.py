@@ -85,6 +85,7 @@ def test_logger_traceback_error_lines_and_chaining(tmp_path: Path) -> None:
         f'{ERR}  File "/x/core.py", line 12, in run',
         f"{ERR}RuntimeError: worker died",
         f"{HEAD}a message that quotes ERROR 07-26 17:47:14 inside it",
+        "(APIServer pid=1) ERROR:    Exception in ASGI application",
         "",
     ]))
     scan = scan_log(log)
@@ -93,7 +94,7 @@ def test_logger_traceback_error_lines_and_chaining(tmp_path: Path) -> None:
     assert [e.text for e in scan.errors] == [
         "EngineCore failed to start.", "ValueError: head_dim 16 is not supported",
         "During handling of the above exception, another exception occurred:",
-        "RuntimeError: worker died"]
+        "RuntimeError: worker died", "Exception in ASGI application"]
 
 
 def test_traceback_split_across_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

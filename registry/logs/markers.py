@@ -16,6 +16,19 @@ from registry.logs.lines import Lines, LineSpan
 from registry.logs.messages import PREFIX
 
 MAX_VALUES = 32  # distinct values kept per named group
+LITERAL = re.compile(r"(?:[^\\.^$*+?{}\[\]|()]|\\[^\w])+")  # plain or escaped punctuation
+MIN_LITERAL = 8  # a literal start this long is found faster by bytes.find than by `re`
+
+
+def literal_start(pattern: str) -> bytes | None:
+    """The literal text every match starts with, when the pattern begins with one."""
+    found = LITERAL.match(pattern)
+    if not found or re.search(r"(?<!\\)\|", pattern):
+        return None  # an alternation may match without the literal
+    text = re.sub(r"\\(.)", r"\1", found.group())
+    if len(found.group()) < len(pattern) and pattern[found.end()] in "*?{":
+        text = text[:-1]  # the last character is quantified: not always there
+    return text.encode() if len(text) >= MIN_LITERAL else None
 
 
 class Marker:
@@ -25,14 +38,26 @@ class Marker:
         self.lines = lines
         self.anchored = pattern.startswith("^")
         self.regex = re.compile(pattern.removeprefix("^").encode(), re.MULTILINE)
+        self.literal = literal_start(pattern.removeprefix("^"))
         self.groups = list(self.regex.groupindex)
         self.counts: dict[bytes, int] = defaultdict(int)
         self.first: dict[bytes, Fact] = {}
         self.values: dict[str, dict[bytes, None]] = {g: {} for g in self.groups}
 
+    def _matches(self, buf: bytes, start: int, end: int) -> Iterator[re.Match[bytes]]:
+        if self.literal is None:
+            yield from self.regex.finditer(buf, start, end)
+            return
+        at = buf.find(self.literal, start, end)
+        while at >= 0:
+            m = self.regex.match(buf, at, end)
+            if m is not None:
+                yield m
+            at = buf.find(self.literal, m.end() if m and m.end() > at else at + 1, end)
+
     def scan(self, buf: bytes, start: int, end: int) -> Iterator[tuple[bytes, LineSpan]]:
         """Count the matches in buf[start:end]; yield the first line of each new process."""
-        for m in self.regex.finditer(buf, start, end):
+        for m in self._matches(buf, start, end):
             at = m.start()
             prefix = PREFIX.match(buf, max(buf.rfind(b"\n", start, at) + 1, start), end)
             assert prefix is not None  # every part of PREFIX is optional

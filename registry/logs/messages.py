@@ -100,7 +100,8 @@ SPEC_DECODING = (r"SpecDecoding metrics: [^\n]*?Accepted: (?P<accepted>\d+) toke
 SPEC_LINE = (r"SpecDecoding metrics: Mean acceptance length: [^,]*, Accepted throughput: "
              r"[^,]*, Drafted throughput: [^,]*, Accepted: (?P<accepted>\d+) tokens, "
              r"Drafted: (?P<drafted>\d+) tokens")
-ERROR_HEADER = r"RROR \d\d-\d\d \d\d:\d\d:\d\d"  # from the 2nd letter: R is rarer than E
+# vLLM's logger header or uvicorn's `ERROR:    `; from the 2nd letter: R is rarer than E.
+ERROR_HEADER = r"RROR(?: \d\d-\d\d \d\d:\d\d:\d\d|:    )"
 TRACEBACK = "Traceback (most recent call last):"
 
 # `(Process pid=N) LEVEL MM-DD HH:MM:SS [file.py:LINE] message`; both parts optional.

@@ -186,9 +186,11 @@ class _Scanner:
     def _errors(self, buf: bytes, start: int, end: int) -> None:
         for m in ERROR_HEADER.finditer(buf, start, end):
             span = self.lines.span(buf, m.start(), start, end)
-            if span.level != "ERROR":
-                continue  # the words appear inside another message
             text = span.text(buf)
+            if span.level != "ERROR":
+                if not text.startswith("ERROR:    "):
+                    continue  # the words appear inside another message
+                text = text.removeprefix("ERROR:").strip()  # uvicorn's own log line
             if not text or text[0].isspace() or text.startswith(msg.TRACEBACK):
                 continue  # a traceback's body: its final line is found below
             self.error_lines += 1
