@@ -111,3 +111,16 @@ def test_an_over_long_line_is_cut_not_held(tmp_path: Path, monkeypatch: pytest.M
     scan = scan_log(log)
     assert scan.first(Kind.architecture).values["arch"] == "A"
     assert scan.first(Kind.architecture).line == 2
+
+
+def test_marker_ranks_are_named_by_the_rank_the_process_reports(tmp_path: Path) -> None:
+    log = write(tmp_path, "\n".join([
+        "(Worker pid=5) INFO 07-26 17:46:02 [p.py:1] world_size=2 rank=1 local_rank=1 x",
+        "(Worker pid=6) INFO 07-26 17:46:02 [p.py:1] world_size=2 rank=0 local_rank=0 x",
+        "(Worker pid=5) INFO 07-26 17:46:03 [m.py:1] marker here",
+        "(Worker pid=6) INFO 07-26 17:46:03 [m.py:1] marker here",
+        "(Worker_TP0 pid=6) INFO 07-26 17:46:04 [m.py:1] marker here",
+        "",
+    ]))
+    counts = scan_log(log, {"m": "marker here"}).markers[0].counts
+    assert counts == {"rank 1": 1, "Worker_TP0": 2}  # one process, before and after its rename

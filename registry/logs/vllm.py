@@ -202,12 +202,22 @@ class _Scanner:
 
     def fact(self, kind: str, span: LineSpan, values: dict[str, str | None] | None = None,
              text: str | None = None) -> Fact:
-        if span.pid is not None and span.proc and ("Worker_" in span.proc or "rank=" in span.proc):
-            self.labels[span.pid] = span.proc  # the rank-named label of this process
+        self._label(kind, span, values or {})
         return Fact(kind=kind, line=self.lines.number(self.lines.buf, span.start),
                     text=text if text is not None else span.text(self.lines.buf),
                     proc=span.proc, pid=span.pid,
                     values={k: v for k, v in (values or {}).items() if v is not None})
+
+    def _label(self, kind: str, span: LineSpan, values: dict[str, str | None]) -> None:
+        """Name each process by its rank: `Worker_TP1_EP1` once the worker renames itself,
+        else `rank N` from its `world_size=W rank=N` line."""
+        pid, proc = span.pid, span.proc or ""
+        if pid is None:
+            return
+        if "Worker_" in proc or "rank=" in proc:
+            self.labels[pid] = proc
+        elif kind == msg.Kind.worker_rank and values.get("rank"):
+            self.labels.setdefault(pid, f"rank {values['rank']}")
 
     def result(self, cut_off: bool) -> LogScan:
         lines = self.lines.newlines + (1 if cut_off else 0)
