@@ -42,6 +42,7 @@ class Marker:
         self.groups = list(self.regex.groupindex)
         self.counts: dict[bytes, int] = defaultdict(int)
         self.first: dict[bytes, Fact] = {}
+        self.names: dict[bytes, bytes] = {}  # key -> rank-named process label seen with it
         self.values: dict[str, dict[bytes, None]] = {g: {} for g in self.groups}
 
     def _matches(self, buf: bytes, start: int, end: int) -> Iterator[re.Match[bytes]]:
@@ -63,8 +64,11 @@ class Marker:
             assert prefix is not None  # every part of PREFIX is optional
             if at < prefix.end() or (self.anchored and at != prefix.end()):
                 continue  # matched the prefix, not the message
-            key = prefix.group("pid") or prefix.group("proc") or b""
+            proc = prefix.group("proc") or b""
+            key = prefix.group("pid") or proc
             self.counts[key] += 1
+            if b"Worker_" in proc or b"rank=" in proc:
+                self.names[key] = proc
             for group in self.groups:
                 value, seen = m.group(group), self.values[group]
                 if value is not None and len(seen) < MAX_VALUES:
@@ -75,6 +79,8 @@ class Marker:
     def result(self, labels: dict[int, str]) -> MarkerScan:
         def label(key: bytes) -> str:
             fact = self.first[key]
+            if key in self.names:
+                return self.names[key].decode("utf-8", "replace")
             if fact.pid is not None:
                 return labels.get(fact.pid) or f"{fact.proc or 'process'} pid={fact.pid}"
             return fact.proc or "(no prefix)"
