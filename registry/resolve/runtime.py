@@ -86,11 +86,12 @@ def weight_fields(f: Fields, checkpoints: Checkpoints) -> None:
         f.put("precision.weights", method, f"--quantization {method}: the engine quantizes the "
               f"unquantized ({ck.quantization.weights}) checkpoint at load", ev)
     elif method is not None:
-        same = declared == method
+        undecided = declared not in (None, method)  # a declared scheme, a logged method
         f.put("precision.weights", method, "engine config line quantization (the method; its "
-              "scheme needs the checkpoint)", ev, status=None if same or declared is None
-              else Status.unresolved, note=None if same or declared is None else
-              f"the log names the method {method}; the declared scheme needs the checkpoint")
+              "scheme needs the checkpoint)", ev,
+              status=Status.unresolved if undecided else None,
+              note=f"the log names the method {method}; the declared scheme needs the "
+                   "checkpoint" if undecided else None)
     elif ev is not None:
         f.put("precision.weights", dtype, "no quantization: weights run in the model dtype", ev,
               dtype_ev)
