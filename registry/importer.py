@@ -83,7 +83,7 @@ def import_capsule(capsule: Path, *, home: Home, recipe_path: Path | None = None
         recipe=to_jsonable(recipe) if recipe else None,
         recipe_sha256=digest(recipe) if recipe else None,
         identity=identity, sources=lab_sources(capsule), environment=_environment(capsule),
-        results=results, contract=contract_of(recipe), imported=imported,
+        results=results, contract=contract_of(home, recipe, bench, identity), imported=imported,
         overrides=allowed_overrides(identity, allow_mismatch or {}), run=_run(capsule, missing),
         artifacts={role: path for role, path in ROLES.items() if path in files}
         | {"bench.json": "bench.json"},

@@ -71,11 +71,13 @@ def seal_resolved(run_dir: Path, *, home: Home, identity: ResolvedIdentity, reci
     """Gather a run directory whose identity is already resolved, and write the record."""
     artifacts = [*run_artifacts(run_dir), *extra]
     names = {a.name for a in artifacts}
+    bench = read_bench(run_dir)
     predicate = Predicate(
         recipe=to_jsonable(recipe) if recipe else None,
         recipe_sha256=digest(recipe) if recipe else None,
         identity=identity, sources=list(sources), environment=run_environment(run_dir),
-        results=bench_results(run_dir, recipe), contract=contract_of(recipe),
+        results=suite_results(bench, recipe) if bench else [],
+        contract=contract_of(home, recipe, bench, identity),
         parent=_parent(home, parent), imported=imported, overrides=list(overrides),
         run=run or run_info(run_dir),
         artifacts={role: name for role, name in ROLES.items() if name in names},
@@ -185,12 +187,6 @@ def sealed_with() -> dict[str, str]:
     return {"registry": __version__, "python": platform.python_version()}
 
 
-def bench_results(run_dir: Path, recipe: Recipe | None) -> list[SuiteResult]:
-    if not (run_dir / rundir.BENCH).is_file():
-        return []
-    return suite_results(rundir.read_model(run_dir / rundir.BENCH, rundir.Bench), recipe)
-
-
 def suite_results(bench: rundir.Bench, recipe: Recipe | None) -> list[SuiteResult]:
     """Per suite, metrics re-derived from the raw rows with the recipe's formula."""
     formula = recipe.benchmark.metric if recipe else MetricFormula.intervals_99
@@ -205,10 +201,24 @@ def suite_results(bench: rundir.Bench, recipe: Recipe | None) -> list[SuiteResul
     return out
 
 
-def contract_of(recipe: Recipe | None) -> ContractInfo | None:
+def read_bench(run_dir: Path) -> rundir.Bench | None:
+    path = run_dir / rundir.BENCH
+    return rundir.read_model(path, rundir.Bench) if path.is_file() else None
+
+
+def contract_of(home: Home, recipe: Recipe | None, bench: rundir.Bench | None,
+                identity: ResolvedIdentity) -> ContractInfo | None:
+    """The recipe's contract and its verdict on the raw rows, as a report: `registry check`
+    and `reproduce` re-derive it, never read it back."""
     if recipe is None:
         return None
-    return ContractInfo(name=recipe.quality.contract.value, teacher=recipe.quality.teacher)
+    verdict = None
+    if bench is not None:
+        from registry.contracts.check import judge
+
+        verdict = judge(home, recipe, bench, identity)
+    return ContractInfo(name=recipe.quality.contract.value, teacher=recipe.quality.teacher,
+                        verdict=to_jsonable(verdict) if verdict else None)
 
 
 def _parent(home: Home, parent: str | None) -> str | None:

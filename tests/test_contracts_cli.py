@@ -88,7 +88,7 @@ def test_a_tampered_row_fails_though_its_stored_verdict_passed(
     rows[5] = rows[5].model_copy(update={"token_ids": ids})
     forged = ContractInfo(name="bitwise-teacher", teacher=LANE,
                           verdict={"status": "passed", "all_exact": True})
-    monkeypatch.setattr("registry.seal.contract_of", lambda recipe: forged)
+    monkeypatch.setattr("registry.seal.contract_of", lambda *args: forged)
     rid = seal_run_dir(write_run(tmp_path, "tampered", rows)).id
     r = cli("check", rid, "--json")
     assert r.exit_code == 1

@@ -107,14 +107,9 @@ def save_teacher(home: Home, teacher: Teacher) -> TeacherBinding:
     with exclusive(home.lock_file):
         ledger = Ledger(home.ledger)
         ledger.recover()
-        if _committed(ledger, path) != data:
-            (ledger.path / TEACHERS).mkdir(exist_ok=True)
-            (ledger.path / path).write_bytes(data)
-            ledger.repo.git.add("--", path)
-            ledger.repo.git.commit("-q", "--no-verify", "-m",
-                                   f"teacher {teacher.lane}: {teacher.source.kind} "
-                                   f"{teacher.source.ref[:16]}", "--", path)
-        binding = _binding(teacher, _last_commit(ledger, path))
+        ledger.commit_file(path, data, f"teacher {teacher.lane}: {teacher.source.kind} "
+                                       f"{teacher.source.ref[:16]}")
+        binding = _binding(teacher, ledger.last_commit(path))
         _index(home, [binding])
     return binding
 
@@ -138,7 +133,7 @@ def show_teacher(home: Home, lane: str) -> TeacherBinding:
         raise NotFound(f"lane {lane!r} has no teacher",
                        hint=f"lanes with a teacher: {', '.join(known) or 'none'}; "
                             "set one with `registry teacher set RECORD --lane LANE`")
-    return _binding(Teacher.model_validate_json(data), _last_commit(ledger, path))
+    return _binding(Teacher.model_validate_json(data), ledger.last_commit(path))
 
 
 def index_teachers(home: Home) -> int:
@@ -180,10 +175,6 @@ def _binding(teacher: Teacher, commit: str) -> TeacherBinding:
 def _committed(ledger: Any, path: str) -> bytes | None:
     sha = ledger.tree_files(path).get(path)
     return None if sha is None else bytes(ledger.blob(sha))
-
-
-def _last_commit(ledger: Any, path: str) -> str:
-    return str(ledger.repo.git.log("-1", "--format=%H", "--", path))
 
 
 def _suite(suites: list[SuiteRef], wanted: str | None, rid: str) -> str:

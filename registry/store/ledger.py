@@ -70,7 +70,7 @@ class Ledger:
         """Clear what a crashed writer left (call holding the home lock)."""
         (self.path / ".git" / "index.lock").unlink(missing_ok=True)
         self.repo.git.reset("-q")
-        self.repo.git.clean("-fdq", "--", RECORDS, KEYS)
+        self.repo.git.clean("-fdq")  # only the registry writes here: anything untracked is debris
 
     def commit_record(self, record_id: str, statement: bytes, envelope: bytes, message: str) -> str:
         folder = self.record_dir(record_id)
@@ -79,13 +79,25 @@ class Ledger:
         (folder / ENVELOPE).write_bytes(envelope)
         return self._commit(f"{RECORDS}/{record_id}", message)
 
+    def commit_file(self, path: str, data: bytes, message: str) -> str | None:
+        """Commit one file (call holding the home lock); None if it is already committed
+        with these bytes."""
+        sha = self.tree_files(path).get(path)
+        if sha is not None and self.blob(sha) == data:
+            return None
+        (self.path / path).parent.mkdir(parents=True, exist_ok=True)
+        (self.path / path).write_bytes(data)
+        return self._commit(path, message)
+
+    def last_commit(self, path: str) -> str:
+        """The latest commit that touched `path`."""
+        return str(self.repo.git.log("-1", "--format=%H", "--", path))
+
     def trust_key(self, keyid: str, pem: str) -> str | None:
         """Commit `keys/<keyid>.pub`; None if it is already trusted."""
         if f"{KEYS}/{keyid}.pub" in self.tree_files(KEYS):
             return None
-        (self.path / KEYS).mkdir(exist_ok=True)
-        (self.path / KEYS / f"{keyid}.pub").write_text(pem)
-        return self._commit(f"{KEYS}/{keyid}.pub", f"trust key {keyid}")
+        return self.commit_file(f"{KEYS}/{keyid}.pub", pem.encode(), f"trust key {keyid}")
 
     def _commit(self, path: str, message: str) -> str:
         self.repo.git.add("--", path)

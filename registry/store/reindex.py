@@ -46,6 +46,9 @@ def reindex(home: Home) -> ReindexReport:
             rows["records"][0]["ledger_commit"] = added[rid]
             entries.append(rows)
         index.rebuild(entries)
+    from registry.contracts.bindings import index_teachers  # teachers live in the ledger too
+
+    index_teachers(home)
     return ReindexReport(indexed=len(entries), skipped=skipped)
 
 
