@@ -35,7 +35,7 @@ USAGE = {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 4, "t
 class Replay(BaseHTTPRequestHandler):
     """Streams `server.script` (chunks and pauses) for every POST, or an HTTP error."""
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.bodies.append(body)  # type: ignore[attr-defined]
         status = self.server.status  # type: ignore[attr-defined]
@@ -114,7 +114,7 @@ def test_prefix_reuse_marks_the_row(replay) -> None:
 
 def test_http_error_is_a_row_error(replay) -> None:
     replay.status = 400
-    rows, fault = run_suites(_url(replay), "m", BENCH, [_suite(1)], request_timeout=10)
+    rows, _ = run_suites(_url(replay), "m", BENCH, [_suite(1)], request_timeout=10)
     assert rows[0].error.startswith("HTTP 400: bad request")
 
 
@@ -165,7 +165,7 @@ def test_request_body_shapes() -> None:
     assert body["messages"] == [{"role": "user", "content": "hello"}] and "prompt" not in body
     assert body["ignore_eos"] is True and body["max_tokens"] == 9
     clash = BENCH.model_copy(update={"request_extra": {"max_tokens": 5}})
-    with pytest.raises(InvalidInput, match="request_extra.max_tokens: the client sets this key"):
+    with pytest.raises(InvalidInput, match=r"request_extra\.max_tokens: the client sets this key"):
         request_body(clash, "m", "x", 1)
 
 
@@ -188,7 +188,7 @@ def test_suite_path_variables_and_missing_file(tmp_path) -> None:
         update={"suites": [spec]})})
     with pytest.raises(InvalidInput, match=r"\$\{SUITES\} is not set"):
         load_suite(moved, 0, tmp_path, {})
-    with pytest.raises(InvalidInput, match="benchmark.suites.0.path: .*x.jsonl"):
+    with pytest.raises(InvalidInput, match=r"benchmark\.suites\.0\.path: .*x\.jsonl"):
         load_suite(moved, 0, tmp_path, {"SUITES": str(tmp_path)})
 
 

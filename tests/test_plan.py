@@ -103,7 +103,8 @@ def test_models_var_from_the_environment_when_no_models_dir() -> None:
 
 def test_unset_variable_is_a_clear_error() -> None:
     recipe = load_recipe(ROOT / "recipes" / "tiny-bf16-kv.toml")
-    with pytest.raises(InvalidInput, match=r"engine.args.model: \$\{REGISTRY_MODELS\} is not set") as e:
+    unset = r"engine\.args\.model: \$\{REGISTRY_MODELS\} is not set"
+    with pytest.raises(InvalidInput, match=unset) as e:
         plan(recipe, port=1, models_dir=None, cwd=CWD, cache_root=CACHE, environ={})
     assert "--models" in (e.value.hint or "")
 
@@ -112,7 +113,7 @@ def test_a_recipe_may_not_redirect_the_private_caches() -> None:
     recipe = load_recipe(ROOT / "recipes" / "tiny-bf16-kv.toml")
     bad = recipe.model_copy(update={"engine": recipe.engine.model_copy(
         update={"env": {"VLLM_CACHE_ROOT": "/shared/cache"}})})
-    with pytest.raises(InvalidInput, match="engine.env.VLLM_CACHE_ROOT: the executor gives"):
+    with pytest.raises(InvalidInput, match=r"engine\.env\.VLLM_CACHE_ROOT: the executor gives"):
         plan(bad, port=1, models_dir=MODELS, cwd=CWD, cache_root=CACHE, environ={})
 
 

@@ -168,23 +168,27 @@ class Engine:
             return self.cleanup or Cleanup(exit_code=None, stopped_by="never started",
                                            seconds=0.0, port_closed=True, leftover_pids=[])
         start = time.monotonic()
-        pid = self.proc.pid
-        stopped_by = "exited"
+        proc, pid = self.proc, self.proc.pid
         steps: list[tuple[str, Callable[[], None], float]] = [
-            ("TERM server", lambda: self.proc.send_signal(signal.SIGTERM), GRACE_S),  # type: ignore[union-attr]
+            ("TERM server", lambda: proc.send_signal(signal.SIGTERM), GRACE_S),
             ("TERM group", lambda: _killpg(pid, signal.SIGTERM), GROUP_GRACE_S),
             ("KILL group", lambda: _killpg(pid, signal.SIGKILL), GROUP_GRACE_S),
         ]
+
+        def gone() -> bool:
+            return proc.poll() is not None and not session_pids(pid)
+
+        stopped_by = "exited"
         for name, send, grace in steps:
-            if not session_pids(pid) and self.proc.poll() is not None:
+            if gone():
                 break
             stopped_by = name
             send()
-            _wait_until(lambda: self.proc.poll() is not None and not session_pids(pid), grace)  # type: ignore[union-attr]
-        self.proc.wait()
+            _wait_until(gone, grace)
+        proc.wait()
         _LIVE.discard(pid)
         self.cleanup = Cleanup(
-            pid=pid, exit_code=self.proc.returncode, stopped_by=stopped_by,
+            pid=pid, exit_code=proc.returncode, stopped_by=stopped_by,
             seconds=round(time.monotonic() - start, 3),
             port_closed=not port_open(self.plan.host, self.plan.port),
             leftover_pids=session_pids(pid))

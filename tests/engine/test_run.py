@@ -86,8 +86,8 @@ def test_chat_api_and_request_timeout_on_one_engine(tiny_models, tmp_path) -> No
     from registry.executor.plan import plan
     from registry.executor.suite import load_suites
 
-    recipe = load_recipe(variant(tmp_path, "tiny-bf16-kv", **{'api = "completions"': 'api = "chat"',
-                                                             "max_tokens = 128": "max_tokens = 16"}))
+    chat = {'api = "completions"': 'api = "chat"', "max_tokens = 128": "max_tokens = 16"}
+    recipe = load_recipe(variant(tmp_path, "tiny-bf16-kv", **chat))
     suites = load_suites(recipe, tmp_path, {})
     suites = [suites[0].model_copy(update={"prompts": suites[0].prompts[:2]})]
     launch = plan(recipe, port=engine.free_port(), models_dir=tiny_models, cwd=tmp_path,
@@ -128,14 +128,14 @@ def test_engine_binary_missing(tiny_models, tmp_path) -> None:
 
 def test_checkpoint_missing_starts_no_engine(tmp_path) -> None:
     started = len(engine.STARTED)
-    with pytest.raises(InvalidInput, match="checkpoint .*tiny-llama does not exist"):
+    with pytest.raises(InvalidInput, match=r"checkpoint .*tiny-llama does not exist"):
         run_recipe(RECIPES / "tiny-bf16-kv.toml", tmp_path / "run", models_dir=tmp_path / "none")
     assert len(engine.STARTED) == started
     assert "does not exist" in status(tmp_path / "run").reason
 
 
 def test_bad_recipe_writes_nothing(tmp_path) -> None:
-    recipe = variant(tmp_path, "tiny-bf16-kv", **{'"suites/': '"suites/missing-'})
+    recipe = variant(tmp_path, "tiny-bf16-kv", **{"tiny-cold-v1.jsonl": "missing.jsonl"})
     with pytest.raises(InvalidInput):
         run_recipe(recipe, tmp_path / "run", models_dir=tmp_path)
     assert not (tmp_path / "run").exists()
@@ -146,7 +146,8 @@ def test_engine_crash_at_startup_quotes_the_error_line(tiny_models, tmp_path) ->
                      **{'kv_cache = "checkpoint"': 'kv_cache = "fp8_e5m2"'})
     with pytest.raises(EngineFailed) as e:
         run_recipe(recipe, tmp_path / "run", models_dir=tiny_models, timeout=900)
-    assert "during startup: ValueError: fp8_e5m2 kv-cache is not supported with fp8" in e.value.message
+    cause = "ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints."
+    assert f"during startup: {cause}" in e.value.message
     st = status(tmp_path / "run")
     assert st.state is rundir.RunState.failed and "fp8_e5m2" in st.reason
     assert st.cleanup["port_closed"] and st.cleanup["leftover_pids"] == []
