@@ -72,7 +72,7 @@ def import_capsule(capsule: Path, *, home: Home, recipe_path: Path | None = None
             raise InvalidInput(f"{capsule}: {needed} is absent",
                                hint="a capsule needs its engine log and raw rows")
     lab = key_values(capsule / ROLES["identity.txt"])
-    bench = convert_bench(capsule / ROLES["bench.original.json"])
+    bench = convert_bench(capsule / ROLES["bench.original.json"], lab.get("suite_sha256"))
     recipe_path, recipe, identity = resolve_capsule(capsule, lab, recipe_path)
     imported = Imported(capsule=capsule.resolve().name, manifest=MANIFEST,
                         manifest_sha256=_sha256(capsule / MANIFEST), verified=verified,
@@ -144,8 +144,9 @@ def key_values(path: Path) -> dict[str, str]:
     return {k: v for k, sep, v in pairs if sep and k and " " not in k}
 
 
-def convert_bench(path: Path) -> Bench:
-    """The lab's bench.json as registry rows: token ids with their arrival offsets."""
+def convert_bench(path: Path, suite_sha256: str | None = None) -> Bench:
+    """The lab's bench.json as registry rows: token ids with their arrival offsets.
+    `suite_sha256`: the suite file's digest (identity.txt names it; bench.json does not)."""
     data = _json(path)
     run = data.get("run_identity", {})
     suite = run.get("suite", {}).get("suite_id", "suite")
@@ -153,7 +154,8 @@ def convert_bench(path: Path) -> Bench:
         rows = [_row(suite, raw) for raw in data["rows"]]
         params = {k: run[k] for k in ("max_tokens", "seed", "request_extra") if k in run}
         return Bench(api=run.get("api_mode", "completions"), model=run.get("model", "?"),
-                     params=params, suites=[SuiteRef(name=suite, prompts=len(rows))], rows=rows)
+                     params=params, suites=[SuiteRef(name=suite, sha256=suite_sha256, prompts=len(rows))],
+                     rows=rows)
     except (KeyError, TypeError, ValidationError) as e:
         raise InvalidInput(f"{path}: rows are not in the lab's bench format ({e!s:.200})") from None
 

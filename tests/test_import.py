@@ -93,6 +93,10 @@ def test_converted_rows_keep_every_token_and_timestamp(cli, store_home, in_repo)
     statement = json.loads(cli("show", done["record"]["id"], "--json").stdout)["statement"]
     digest = next(s for s in statement["subject"] if s["name"] == "bench.json")["digest"]["sha256"]
     bench = Bench.model_validate_json(ObjectStore(store_home.objects).path(digest).read_bytes())
+    identity = (CAPSULE / "evidence" / "record-run" / "identity.txt").read_text()
+    [suite_sha256] = [line.split("=")[1] for line in identity.splitlines()
+                      if line.startswith("suite_sha256=")]
+    assert bench.suites[0].sha256 == suite_sha256  # the lab's bench.json does not name it
     lab = json.loads((CAPSULE / "evidence" / "record-run" / "bench.json").read_text())["rows"]
     for row, raw in zip(bench.rows, lab, strict=True):
         assert row.token_ids == raw["token_ids"] and row.token_times_s == raw["token_id_offsets_s"]
