@@ -95,11 +95,8 @@ EMBEDDED: dict[Kind, str] = {
 # Always scanned: the same literal pattern finds these in every chunk.
 ENGINE_START = "Initializing a V1 LLM engine ("
 KV_USAGE = r"KV cache usage: (?P<pct>[\d.]+)%"
-SPEC_DECODING = (r"SpecDecoding metrics: [^\n]*?Accepted: (?P<accepted>\d+) tokens, "
-                 r"Drafted: (?P<drafted>\d+) tokens")
-SPEC_LINE = (r"SpecDecoding metrics: Mean acceptance length: [^,]*, Accepted throughput: "
-             r"[^,]*, Drafted throughput: [^,]*, Accepted: (?P<accepted>\d+) tokens, "
-             r"Drafted: (?P<drafted>\d+) tokens")
+# The counts of a `SpecDecoding metrics: ...` line (vLLM prints them in this order).
+SPEC_COUNTS = r"Accepted: (?P<accepted>\d+) tokens, Drafted: (?P<drafted>\d+) tokens"
 # vLLM's logger header or uvicorn's `ERROR:    `; from the 2nd letter: R is rarer than E.
 ERROR_HEADER = r"RROR(?: \d\d-\d\d \d\d:\d\d:\d\d|:    )"
 TRACEBACK = "Traceback (most recent call last):"

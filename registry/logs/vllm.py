@@ -36,8 +36,7 @@ STARTUP = msg.startup_scanner()
 EMBEDDED = msg.embedded_scanners()
 ENGINE_START = msg.ENGINE_START.encode()
 KV_USAGE = re.compile(msg.KV_USAGE.encode())
-SPEC_DECODING = re.compile(msg.SPEC_DECODING.encode())
-SPEC_LINE = re.compile(msg.SPEC_LINE.encode())  # vLLM 0.2x-0.32; SPEC_DECODING: any order
+SPEC_COUNTS = re.compile(msg.SPEC_COUNTS.encode())
 SPEC_NEEDLE = b"SpecDecoding metrics: "
 ERROR_HEADER = re.compile(msg.ERROR_HEADER.encode())
 
@@ -171,17 +170,16 @@ class _Scanner:
             self.peak = self.fact("kv_usage", span, values={"pct": top.decode()})
 
     def _spec(self, buf: bytes, start: int, end: int) -> None:
-        at = buf.find(SPEC_NEEDLE, start, end)  # bytes.find skips; `re` walks every byte
-        while at >= 0:
-            m = SPEC_LINE.match(buf, at, end) or SPEC_DECODING.match(buf, at, end)
-            if m is not None:
-                self.spec[0] += 1
-                self.spec[1] += int(m.group(1))
-                self.spec[2] += int(m.group(2))
-                if self.spec_first is None:
-                    span = self.lines.span(buf, at, start, end)
-                    self.spec_first = self.fact("spec_decoding", span)
-            at = buf.find(SPEC_NEEDLE, at + 1, end)
+        # The totals are all that is kept: one C-level findall of the two counts.
+        found = SPEC_COUNTS.findall(buf, start, end)
+        if not found:
+            return
+        self.spec[0] += len(found)
+        self.spec[1] += sum(int(accepted) for accepted, _ in found)
+        self.spec[2] += sum(int(drafted) for _, drafted in found)
+        if self.spec_first is None:
+            at = buf.find(SPEC_NEEDLE, start, end)
+            self.spec_first = self.fact("spec_decoding", self.lines.span(buf, at, start, end))
 
     def _errors(self, buf: bytes, start: int, end: int) -> None:
         for m in ERROR_HEADER.finditer(buf, start, end):
