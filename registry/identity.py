@@ -43,6 +43,7 @@ FIELDS: dict[str, tuple[Kind, str]] = {
     "model.architecture": (Kind.identity, "target architecture"),
     "draft.architecture": (Kind.identity, "draft architecture"),
     "draft.revision": (Kind.identity, "draft checkpoint revision"),
+    "draft.manifest_sha256": (Kind.identity, "digest of the draft checkpoint's release files"),
     "spec.method": (Kind.identity, "speculative decoding method"),
     "spec.num_tokens": (Kind.identity, "speculative tokens per draft cycle"),
     "precision.dtype": (Kind.identity, "model / activation dtype"),

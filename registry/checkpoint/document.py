@@ -9,15 +9,14 @@ what the inspection showed. The checkpoint's config.json is copied beside it as
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from registry.checkpoint.manifest import Manifest
 from registry.checkpoint.models import CheckpointInfo
 from registry.errors import InvalidInput, NotFound, Refused
+from registry.files import write_bytes
 
 SCHEMA = "registry.identity/v1"
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -78,22 +77,9 @@ def write_identity(name: str, info: CheckpointInfo, manifest: Manifest, source: 
     config = source / "config.json" if source.is_dir() else source
     doc = to_toml(identity_document(name, info, manifest, source))
     toml_path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(config_path, config.read_bytes())
-    _atomic_write(toml_path, doc.encode())
+    write_bytes(config_path, config.read_bytes())
+    write_bytes(toml_path, doc.encode())
     return toml_path
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def to_toml(doc: dict[str, Any], table: str = "") -> str:

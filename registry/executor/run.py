@@ -25,7 +25,7 @@ from registry.errors import EngineFailed, InvalidInput, RegistryError, Verificat
 from registry.executor.client import run_suites
 from registry.executor.engine import Cleanup, Engine, base_env, free_port
 from registry.executor.environment import gather
-from registry.executor.files import write_bytes, write_model
+from registry.files import write_bytes, write_model
 from registry.executor.plan import model_path, plan, variables
 from registry.executor.profiles import PlatformProfile
 from registry.executor.suite import Suite, load_suites

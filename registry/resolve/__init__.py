@@ -13,6 +13,7 @@ from registry.identity import FIELDS, ResolvedField, ResolvedIdentity
 from registry.logs import Fact, LogScan, scan_log
 from registry.logs.prometheus import Scrape
 from registry.recipe import Recipe
+from registry.resolve.content import content_fields
 from registry.resolve.declared import declared_values
 from registry.resolve.engine import EngineLog, evidence
 from registry.resolve.fields import Fields
@@ -74,6 +75,7 @@ def _fields(f: Fields, checkpoints: Checkpoints, after: Scrape | None
     kv_report_fields(f)
     env_fields(f)
     weight_fields(f, checkpoints)
+    content_fields(f, checkpoints)
     kv_fields(f, checkpoints)
     order = {name: i for i, name in enumerate(FIELDS)}
     return dict(sorted(f.out.items(), key=lambda item: order.get(item[0], len(order))))

@@ -25,6 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from registry.errors import InvalidInput
+from registry.files import fsync_dir
 from registry.hashing import Progress
 
 CHUNK = 64 << 20
@@ -119,7 +120,7 @@ class ObjectStore:
         final.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(tmp, 0o444)
         os.replace(tmp, final)  # same content either way if another writer won the race
-        _fsync_dir(final.parent)
+        fsync_dir(final.parent)
 
 
 def _fingerprint(path: Path) -> tuple[int, int, int]:
@@ -151,11 +152,3 @@ def _write_all(fd: int, data: bytes) -> int:
     while view:
         view = view[os.write(fd, view):]
     return len(data)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

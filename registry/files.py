@@ -1,4 +1,11 @@
-"""Atomic writes for the run directory: a file is either whole or absent."""
+"""Atomic file writes: a file is either whole or absent, never half-written.
+
+The bytes go to a temp file in the same directory (so the rename cannot cross
+filesystems), are fsynced, then renamed over the target, and the directory is
+fsynced so the rename itself survives a crash. The object store publishes its
+objects differently (temp files in `objects/tmp/`, read-only, deduplicated, copied
+while hashed): see registry/store/objects.py.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from pydantic import BaseModel
 def write_bytes(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide run files from other readers
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide the file from other readers
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -22,9 +29,19 @@ def write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_dir(path.parent)
 
 
 def write_model(path: Path, model: BaseModel) -> None:
     """Readable, stable JSON: sorted keys, one-space indent, aliases (`schema`)."""
     data = model.model_dump(mode="json", by_alias=True)
     write_bytes(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new entry in `path` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
