@@ -24,16 +24,18 @@ def load_side(ref: str, *, home: Path | None = None) -> Side:
 
 
 def side_from_record(home: Home, prefix: str) -> Side:
-    from registry.contracts.sealed import load_sealed
-    from registry.store.query import show_record
+    from registry.contracts.sealed import sealed_run
+    from registry.record import parse_statement
+    from registry.store.query import statement_bytes_of
 
-    shown = show_record(home, prefix)
-    predicate = shown.statement.predicate
-    side = Side(label=shown.id, identity=predicate.identity, results=predicate.results,
+    rid, data = statement_bytes_of(home, prefix)
+    statement = parse_statement(data)
+    predicate = statement.predicate
+    side = Side(label=rid, identity=predicate.identity, results=predicate.results,
                 sources=predicate.sources)
-    if shown.statement.subject_named(predicate.artifacts.get(BENCH, BENCH)) is None:
+    if statement.subject_named(predicate.artifacts.get(BENCH, BENCH)) is None:
         return side  # a record without benchmark rows (e.g. an engine-only run)
-    bench = load_sealed(home, shown.id).bench
+    bench = sealed_run(home, rid, statement).bench
     return side.model_copy(update={"rows": bench.rows,
                                    "suites": {s.name: s.sha256 for s in bench.suites}})
 

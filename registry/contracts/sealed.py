@@ -16,6 +16,7 @@ from registry import rundir
 from registry.errors import InvalidInput, Unverifiable, VerificationFailed
 from registry.identity import ResolvedIdentity
 from registry.recipe.schema import Recipe
+from registry.record import Statement
 from registry.rundir import Bench
 from registry.store.home import Home
 
@@ -33,25 +34,32 @@ class SealedRun(BaseModel):
 
 def load_sealed(home: Home, prefix: str) -> SealedRun:
     """The record `prefix` (an id or unique prefix) with its raw bench rows."""
-    from registry.store.objects import ObjectStore
-    from registry.store.query import show_record
+    from registry.record import parse_statement
+    from registry.store.query import statement_bytes_of
 
-    shown = show_record(home, prefix)
-    predicate = shown.statement.predicate
+    rid, data = statement_bytes_of(home, prefix)
+    return sealed_run(home, rid, parse_statement(data))
+
+
+def sealed_run(home: Home, rid: str, statement: Statement) -> SealedRun:
+    """A parsed record with its raw bench rows read back from the object store."""
+    from registry.store.objects import ObjectStore
+
+    predicate = statement.predicate
     name = predicate.artifacts.get(rundir.BENCH, rundir.BENCH)
-    subject = shown.statement.subject_named(name)
+    subject = statement.subject_named(name)
     if subject is None:
-        raise InvalidInput(f"record {shown.id[:16]} has no {rundir.BENCH}: no rows to judge",
+        raise InvalidInput(f"record {rid[:16]} has no {rundir.BENCH}: no rows to judge",
                            hint="only records of a benchmark run carry a quality verdict")
     path = ObjectStore(home.objects).path(subject.sha256)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise Unverifiable(f"record {shown.id[:16]}: the {name} object {path} is missing",
-                           hint=f"registry verify {shown.id[:16]}") from None
+        raise Unverifiable(f"record {rid[:16]}: the {name} object {path} is missing",
+                           hint=f"registry verify {rid[:16]}") from None
     intact = hashlib.sha256(data).hexdigest() == subject.sha256
-    return SealedRun(id=shown.id, recipe=_recipe(shown.id, predicate.recipe),
-                     identity=predicate.identity, bench=_bench(shown.id, name, data, intact),
+    return SealedRun(id=rid, recipe=_recipe(rid, predicate.recipe),
+                     identity=predicate.identity, bench=_bench(rid, name, data, intact),
                      bench_intact=intact,
                      stored_verdict=predicate.contract.verdict if predicate.contract else None)
 

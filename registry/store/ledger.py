@@ -9,6 +9,7 @@ Only what is committed counts: a record folder without a commit (a crash before
 from __future__ import annotations
 
 import hashlib
+import subprocess
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -139,6 +140,25 @@ class Ledger:
 
     def commits(self) -> set[str]:
         return set(self.repo.git.rev_list("HEAD").split())
+
+
+def _git(path: Path, *args: str) -> str:
+    """Plain `git` for the read path: importing gitpython costs more than the call."""
+    return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def committed_ids(path: Path, prefix: str = "") -> list[str]:
+    """Ids of the records committed at HEAD that start with `prefix`."""
+    listed = _git(path, "ls-tree", "--name-only", "HEAD", f"{RECORDS}/").splitlines()
+    return sorted(rid for line in listed if (rid := line.split("/", 1)[1]).startswith(prefix))
+
+
+def adding_commit(path: Path, record_id: str) -> str | None:
+    """The commit that added a record's statement."""
+    found = _git(path, "log", "--diff-filter=A", "-1", "--format=%H", "--",
+                 f"{RECORDS}/{record_id}/{STATEMENT}").strip()
+    return found or None
 
 
 def _has_identity(repo: git.Repo) -> bool:

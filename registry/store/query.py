@@ -1,20 +1,24 @@
-"""Reading records back: `list` from the index, `show` from the index and the ledger.
+"""Reading records back: `list` from the index, one record from the ledger.
 
-Both stay light (no git, no torch, no vllm): the index answers queries and id
-prefixes; the statement is read straight from the ledger folder.
+Both stay light (no gitpython, no torch, no vllm): the index answers queries; an id
+prefix is matched against the ledger's committed tree and the statement is read
+straight from the ledger folder.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from registry.errors import InvalidInput, NotFound
+from registry.errors import InvalidInput, NotFound, RegistryError
 from registry.record import Statement, match_id, parse_statement, record_id
 from registry.store.home import Home
-from registry.store.index import Index, RecordRow, open_index
-from registry.store.ledger import RECORDS, STATEMENT
+from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, adding_commit, committed_ids
+
+if TYPE_CHECKING:
+    from registry.store.index import Index, RecordRow
 
 
 class ShownRecord(BaseModel):
@@ -40,6 +44,8 @@ def parse_where(terms: Sequence[str]) -> list[tuple[str, str]]:
 
 def readable_index(home: Home) -> Index:
     """The index, with any row a crashed seal left settled first."""
+    from registry.store.index import open_index
+
     index = open_index(home)
     if index.pending():
         from registry.store.writer import settle_pending
@@ -54,23 +60,38 @@ def find_records(home: Home, where: Sequence[str] = (),
 
 
 def resolve_id(home: Home, prefix: str) -> str:
-    """The full id of the one indexed record starting with `prefix`."""
+    """The full id of the one committed record starting with `prefix` (the ledger decides,
+    as git resolves short hashes; the index is not needed to find one record)."""
     if not prefix or any(c not in "0123456789abcdef" for c in prefix.lower()):
         raise NotFound(f"no record {prefix!r}: a record id is hexadecimal",
                        hint="registry list shows the records")
-    return match_id(prefix, readable_index(home).matching(prefix.lower()))
+    return match_id(prefix, committed_ids(home.ledger, prefix.lower()))
 
 
-def show_record(home: Home, prefix: str) -> ShownRecord:
+def statement_bytes_of(home: Home, prefix: str) -> tuple[str, bytes]:
+    """(full id, the statement's signed bytes) of one committed record."""
     rid = resolve_id(home, prefix)
     path = home.ledger / RECORDS / rid / STATEMENT
     try:
-        data = path.read_bytes()
+        return rid, path.read_bytes()
     except FileNotFoundError:
-        raise NotFound(f"record {rid[:16]} is indexed but {path} is missing",
+        raise NotFound(f"record {rid[:16]} is committed but {path} is missing",
                        hint="registry verify " + rid[:16]) from None
-    row = next(iter(open_index(home).rows([("id", rid)], 1)), None)
-    return ShownRecord(id=rid, ledger_commit=row.ledger_commit if row else None,
-                       signer=row.signer if row else None,
+
+
+def show_record(home: Home, prefix: str) -> ShownRecord:
+    """One record, read from the ledger alone."""
+    rid, data = statement_bytes_of(home, prefix)
+    return ShownRecord(id=rid, ledger_commit=adding_commit(home.ledger, rid),
+                       signer=_signer(home.ledger / RECORDS / rid / ENVELOPE),
                        statement_matches_id=record_id(data) == rid,
                        statement=parse_statement(data))
+
+
+def _signer(envelope: Path) -> str | None:
+    from registry.store import dsse
+
+    try:
+        return dsse.parse_envelope(envelope.read_bytes()).signatures[0].keyid
+    except (OSError, RegistryError, IndexError):
+        return None
