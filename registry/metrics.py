@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from registry.rundir import BenchRow
 from registry.recipe.schema import MetricFormula
+from registry.rundir import BenchRow
 
 
 class Metric(BaseModel):

@@ -25,6 +25,7 @@ METRICS_AFTER = "metrics-after.prom"
 BENCH = "bench.json"  # Bench: raw rows
 OUTPUTS = "outputs.jsonl"  # optional extra outputs
 STATUS = "status.json"  # RunStatus
+SUITES = "suites"  # suites/<name>.jsonl: each prompt suite exactly as sent
 
 
 class Model(BaseModel):
@@ -100,6 +101,8 @@ class RunStatus(Model):
     finished_at: str | None = None
     cleanup: dict[str, Any] = Field(default_factory=dict, description="teardown checks")
     ready_s: float | None = Field(None, description="engine start to serving, seconds")
+    placement: dict[str, Any] | None = Field(
+        None, description="CPUs of the engine's processes once serving (executor placement)")
 
 
 class Environment(Model):

@@ -47,8 +47,11 @@ ROLES = {name: name for name in (
 def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
              allow_mismatch: dict[str, str] | None = None, parent: str | None = None,
              imported: Imported | None = None, signer: Signer | None = None,
-             progress: Progress | None = None) -> SealedRecord:
-    """Resolve, check and seal one run directory; `progress` gets bytes hashed."""
+             progress: Progress | None = None,
+             allowed: Sequence[Override] = ()) -> SealedRecord:
+    """Resolve, check and seal one run directory; `progress` gets bytes hashed;
+    `allowed` records further differences the caller accepted (e.g. environment drift
+    allowed by `reproduce --allow-env-drift`)."""
     from registry.resolve import resolve_run
     from registry.resolve.inputs import load_run_recipe
 
@@ -56,7 +59,7 @@ def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
     run = run_info(run_dir)
     recipe = load_run_recipe(run_dir, None, recipe_path)
     identity = resolve_run(run_dir, recipe=recipe, recipe_path=recipe_path)
-    overrides = allowed_overrides(identity, allow_mismatch or {})
+    overrides = [*allowed_overrides(identity, allow_mismatch or {}), *allowed]
     sources, source_files = capture_sources(run_dir, recipe, recipe_path)
     return seal_resolved(run_dir, home=home, identity=identity, recipe=recipe, run=run,
                          sources=sources, extra=source_files, overrides=overrides,
@@ -134,18 +137,14 @@ def _mismatch_text(identity: ResolvedIdentity, name: str) -> str:
 def capture_sources(run_dir: Path, recipe: Recipe | None,
                     recipe_path: Path | None) -> tuple[list[Source], list[Artifact]]:
     """The recipe's repository, the engine tree and any launcher, each as a Source."""
-    from registry.store.sources import capture, engine_location
+    from registry.store.sources import capture
 
     wanted: list[tuple[str, Path, str | None]] = []
     if recipe_path is not None:
         wanted.append(("recipe", recipe_path.resolve().parent, None))
-    engine_src = (recipe.engine.source if recipe else None) or _host(run_dir).get("engine_source")
-    if engine_src:
-        wanted.append(("engine", Path(os.path.expandvars(engine_src)), None))
-    else:
-        location, version = engine_location()
-        if location is not None:
-            wanted.append(("engine", location, version))
+    location, version = engine_tree(recipe, _host(run_dir).get("engine_source"))
+    if location is not None:
+        wanted.append(("engine", location, version))
     if (run_dir / rundir.LAUNCH).is_file():
         plan: rundir.LaunchPlan = rundir.read_model(run_dir / rundir.LAUNCH, rundir.LaunchPlan)
         if plan.launcher:
@@ -160,6 +159,21 @@ def capture_sources(run_dir: Path, recipe: Recipe | None,
         sources.append(source.model_copy(update={"version": version}) if version else source)
         files += artifacts
     return sources, files
+
+
+def engine_tree(recipe: Recipe | None, direct_url: dict[str, Any] | None
+                ) -> tuple[Path | None, str | None]:
+    """The engine's source tree and distribution version: the recipe's `engine.source`,
+    else the local tree a source build was installed from (its PEP 610 `direct_url`),
+    else the installed package itself (found without importing it)."""
+    from registry.store.sources import engine_location
+
+    if recipe is not None and recipe.engine.source:
+        return Path(os.path.expandvars(recipe.engine.source)), None
+    url = (direct_url or {}).get("url")
+    if isinstance(url, str) and url.startswith("file://"):
+        return Path(url.removeprefix("file://")), None
+    return engine_location()
 
 
 def run_environment(run_dir: Path) -> Environment:

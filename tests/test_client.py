@@ -72,7 +72,7 @@ def replay() -> Iterator[ThreadingHTTPServer]:
 
 
 def _suite(n: int = 2) -> Suite:
-    return Suite(name="s", path="s.jsonl", sha256="0" * 64, max_tokens=4,
+    return Suite(name="s", path="s.jsonl", sha256="0" * 64, max_tokens=4, data=b"",
                  prompts=[Prompt(id=f"p{i}", prompt=f"prompt {i}") for i in range(n)])
 
 

@@ -78,6 +78,9 @@ def _register() -> None:
     from registry.cli import diff
 
     app.command("diff")(diff.diff)
+    from registry.cli import reproduce
+
+    app.command("reproduce")(reproduce.reproduce)
 
 
 _register()

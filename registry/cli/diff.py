@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -14,8 +13,8 @@ if TYPE_CHECKING:
 
 
 def diff(
-    a: Annotated[str, typer.Argument(show_default=False, help="Record id/prefix or run directory.")],
-    b: Annotated[str, typer.Argument(show_default=False, help="Record id/prefix or run directory.")],
+    a: Annotated[str, typer.Argument(show_default=False, help="Record id/prefix or run dir.")],
+    b: Annotated[str, typer.Argument(show_default=False, help="Record id/prefix or run dir.")],
     all_: Annotated[bool, typer.Option("--all", help="Show unchanged rows too.")] = False,
     home: HomeOpt = None,
     json: Json = False,

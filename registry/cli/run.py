@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -11,11 +10,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-if TYPE_CHECKING:
-    from rich.progress import Progress
+from registry.cli.store import HomeOpt
 
-    from registry.executor.run import Hooks, RunResult
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from registry.executor.run import RunResult
     from registry.rundir import LaunchPlan
+    from registry.store.home import Home
+    from registry.store.writer import SealedRecord
 
 
 def command(
@@ -31,35 +34,69 @@ def command(
         "--request-timeout", help="Seconds one benchmark request may take.")] = 600.0,
     port: Annotated[int | None, typer.Option("--port", help="Engine port (default: a free one).")]
     = None,
+    seal: Annotated[bool, typer.Option(
+        "--seal/--no-seal", help="Seal the finished run into the registry home.")] = True,
+    home: HomeOpt = None,
     json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Run a recipe on the real engine and write its run directory.
+    """Run a recipe on the real engine, write its run directory and seal it as a record.
 
     Example: registry run recipes/tiny-bf16-kv.toml --models ~/models --out runs/bf16
     """
-    from registry.cli.output import print_json, quiet
+    from registry.cli.output import print_json
 
     if dry_run:
         launch = _dry_plan(recipe, models, port)
-        print_json(launch) if json else _print_plan(launch)
+        print_json(launch) if json else print_plan(launch)
         return
     from registry.executor.run import run_recipe
 
+    sealing = sealing_home(home) if seal else None  # before the engine: fail fast
     out = out or Path("runs") / f"{recipe.stem}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-    with _term_as_interrupt():
-        if json or quiet():
-            result = run_recipe(recipe, out, models_dir=models, timeout=timeout,
-                                request_timeout=request_timeout, port=port)
-        else:
-            with _progress() as bar:
-                result = run_recipe(recipe, out, models_dir=models, timeout=timeout,
-                                    request_timeout=request_timeout, port=port,
-                                    hooks=_hooks(bar))
-    print_json(result) if json else _print_result(result)
+    with term_as_interrupt(), progress(json) as bars:
+        result = run_recipe(recipe, out, models_dir=models, timeout=timeout,
+                            request_timeout=request_timeout, port=port,
+                            hooks=bars.hooks if bars else None)
+        record = _seal(out, recipe, sealing, bars) if sealing else None
+    if json:
+        print_json({"run": result, "record": record})
+        return
+    _print_result(result)
+    if record:
+        _print_record(record)
+
+
+def sealing_home(home: Path | None) -> Home:
+    """The home a run will be sealed into, with a trusted signing key: checked before
+    the engine starts, so a missing home costs nothing."""
+    from registry.errors import NotFound
+    from registry.store.home import find_home
+    from registry.store.writer import ready_signer
+
+    try:
+        found = find_home(home)
+    except NotFound as e:
+        raise NotFound(e.message, hint="create one with `registry init` (and a key with "
+                                       "`registry keys init`), or run with --no-seal") from None
+    ready_signer(found)
+    return found
+
+
+def _seal(run_dir: Path, recipe: Path, home: Home, bars: Bars | None) -> SealedRecord:
+    from registry.errors import RegistryError
+    from registry.seal import seal_run
+
+    try:
+        return seal_run(run_dir, home=home, recipe_path=recipe,
+                        progress=bars.hashed if bars else None)
+    except RegistryError as e:
+        e.hint = (f"{e.hint}; " if e.hint else "") + (
+            f"the run is complete and kept in {run_dir}: seal it with `registry seal {run_dir}`")
+        raise
 
 
 @contextmanager
-def _term_as_interrupt() -> Iterator[None]:
+def term_as_interrupt() -> Iterator[None]:
     """`kill` (SIGTERM) tears the engine down like Ctrl-C instead of orphaning it."""
     import signal
 
@@ -75,17 +112,14 @@ def _term_as_interrupt() -> Iterator[None]:
 
 def _dry_plan(recipe_path: Path, models: Path | None, port: int | None) -> LaunchPlan:
     from registry.executor.engine import free_port
-    from registry.executor.plan import plan
+    from registry.executor.plan import preview
     from registry.recipe import load_recipe
 
-    recipe = load_recipe(recipe_path)
-    # The real cache root is a fresh temp dir made when the run starts.
-    cache_root = Path(tempfile.gettempdir()) / "registry-run-cache-XXXXXXXX"
-    return plan(recipe, port=port or free_port(), models_dir=models, cwd=Path.cwd(),
-                cache_root=cache_root)
+    return preview(load_recipe(recipe_path), port=port or free_port(), models_dir=models,
+                   cwd=Path.cwd())
 
 
-def _print_plan(launch: LaunchPlan) -> None:
+def print_plan(launch: LaunchPlan) -> None:
     import shlex
 
     from registry.cli.output import console, table
@@ -114,20 +148,51 @@ def _progress() -> Progress:
                     transient=True)
 
 
-def _hooks(bar: Progress) -> Hooks:
-    from registry.executor.run import Hooks
+class Bars:
+    """One set of progress bars for a run and its seal: the engine start, the suite's
+    prompts, then the bytes hashed (whose total is not known in advance)."""
 
-    waiting = bar.add_task("starting the engine", total=None)
-    tasks: dict[str, object] = {}
+    def __init__(self, bar: Progress) -> None:
+        from registry.executor.run import Hooks
 
-    def suite(total: int) -> None:
-        bar.update(waiting, visible=False)
-        tasks["suite"] = bar.add_task("benchmark", total=total)
+        self.bar = bar
+        self.tasks: dict[str, TaskID] = {"waiting": bar.add_task("starting the engine",
+                                                                 total=None)}
+        self.hooks = Hooks(waiting=lambda elapsed: bar.refresh(), suite=self._suite,
+                           row=lambda _: bar.advance(self.tasks["suite"]))
+        self.bytes = 0
 
-    def row(_: object) -> None:
-        bar.advance(tasks["suite"])  # type: ignore[arg-type]
+    def _suite(self, total: int) -> None:
+        self.bar.update(self.tasks["waiting"], visible=False)
+        self.tasks["suite"] = self.bar.add_task("benchmark", total=total)
 
-    return Hooks(waiting=lambda elapsed: bar.refresh(), suite=suite, row=row)
+    def hashed(self, count: int) -> None:
+        if "hashing" not in self.tasks:
+            for task in self.tasks.values():
+                self.bar.update(task, visible=False)
+            self.tasks["hashing"] = self.bar.add_task("hashing", total=None)
+        self.bytes += count
+        self.bar.update(self.tasks["hashing"], description=f"hashing {self.bytes / 1e6:,.1f} MB")
+
+
+@contextmanager
+def progress(quiet: bool) -> Iterator[Bars | None]:
+    """Progress bars on a terminal; none under --json or when stderr is not a TTY."""
+    from registry.cli.output import quiet as not_a_tty
+
+    if quiet or not_a_tty():
+        yield None
+        return
+    with _progress() as bar:
+        yield Bars(bar)
+
+
+def _print_record(record: SealedRecord) -> None:
+    from registry.cli.output import console
+
+    console.print(f"sealed record {record.id}", highlight=False)
+    console.print(f"{record.summary}\n{record.artifacts} artifacts, {record.bytes:,} bytes, "
+                  f"ledger commit {record.ledger_commit[:12]}", highlight=False, style="dim")
 
 
 def _print_result(result: RunResult) -> None:

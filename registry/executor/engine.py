@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from registry.errors import EngineFailed
 from registry.executor.logtail import error_line
+from registry.executor.placement import Placement, colocate_engine_core
 from registry.executor.profiles import profile_for
 from registry.recipe.schema import Platform
 from registry.rundir import LaunchPlan
@@ -111,6 +112,7 @@ class Engine:
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
         self.cleanup: Cleanup | None = None
+        self.placement: Placement | None = None
 
     @property
     def base_url(self) -> str:
@@ -141,7 +143,15 @@ class Engine:
                             hint=f"see {self.log_path}")
 
     def wait_ready(self, timeout: float, tick: Callable[[float], None] | None = None) -> str:
-        """Poll /health, then /v1/models; return the served model name."""
+        """Poll /health, then /v1/models; place the processes as the platform profile
+        says; return the served model name."""
+        name = self._poll_ready(timeout, tick)
+        assert self.proc is not None
+        if profile_for(Platform(self.plan.platform)).colocate_engine_core:
+            self.placement = colocate_engine_core(session_pids(self.proc.pid))
+        return name
+
+    def _poll_ready(self, timeout: float, tick: Callable[[float], None] | None) -> str:
         start = time.monotonic()
         with httpx.Client(base_url=self.base_url, timeout=5.0) as client:
             while True:

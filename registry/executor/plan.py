@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,12 @@ def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
     return LaunchPlan(platform=profile.name.value, argv=argv,
                       env=_env(recipe, profile, found, cache_dirs), cwd=str(cwd), host=HOST,
                       port=port, cache_dirs=cache_dirs)
+
+
+def preview(recipe: Recipe, *, port: int, models_dir: Path | None, cwd: Path) -> LaunchPlan:
+    """The plan a dry run prints: a run makes its own fresh cache root when it starts."""
+    cache_root = Path(tempfile.gettempdir()) / "registry-run-cache-XXXXXXXX"
+    return plan(recipe, port=port, models_dir=models_dir, cwd=cwd, cache_root=cache_root)
 
 
 def model_path(launch: LaunchPlan) -> str | None:

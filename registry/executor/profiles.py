@@ -21,6 +21,9 @@ class PlatformProfile(BaseModel):
     cache_vars: list[str] = Field(description="cache variables pointed at private, cold dirs")
     inherit: list[str] = Field(
         description="variables (or NAME* prefixes) passed on from the caller's environment")
+    colocate_engine_core: bool = Field(
+        False, description="once serving, pin the engine core onto its workers' CPUs "
+        "(registry/executor/placement.py)")
 
 
 # Caches every engine fills; each run gets its own empty copy so it starts cold.
@@ -43,6 +46,9 @@ PROFILES: dict[Platform, PlatformProfile] = {
         env={**COMMON_ENV, "VLLM_LOG_STATS_INTERVAL": "1"},
         cache_vars=COMMON_CACHES,
         inherit=[*BASE_INHERIT, "LD_PRELOAD"],
+        # The engine core's busy wait would otherwise starve the API server on the one
+        # core the workers leave free: streams then arrive in bursts.
+        colocate_engine_core=True,
     ),
     Platform.cuda: PlatformProfile(
         name=Platform.cuda,

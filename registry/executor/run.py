@@ -25,10 +25,10 @@ from registry.errors import EngineFailed, InvalidInput, RegistryError, Verificat
 from registry.executor.client import run_suites
 from registry.executor.engine import Cleanup, Engine, base_env, free_port
 from registry.executor.environment import gather
-from registry.files import write_bytes, write_model
 from registry.executor.plan import model_path, plan, variables
 from registry.executor.profiles import PlatformProfile
 from registry.executor.suite import Suite, load_suites
+from registry.files import write_bytes, write_model
 from registry.metrics import Metric, suite_metrics
 from registry.recipe import load_recipe
 from registry.recipe.schema import Recipe
@@ -83,6 +83,7 @@ def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | 
         write_bytes(out_dir / rundir.RECIPE_JSON, canonical_bytes(recipe))
         if recipe_file is not None:
             write_bytes(out_dir / rundir.RECIPE_TOML, recipe_file.read_bytes())
+        _write_suites(out_dir, suites)
         write_model(out_dir / rundir.LAUNCH, launch)
         write_model(out_dir / rundir.ENVIRONMENT, gather(base_env(launch.platform)))
         return _execute(recipe, launch, suites, out_dir, timeout, request_timeout,
@@ -96,6 +97,14 @@ def _new_run_dir(out_dir: Path) -> None:
         raise InvalidInput(f"{out_dir}: already exists and is not empty",
                            hint="a run never overwrites another; choose a new --out")
     out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _write_suites(out_dir: Path, suites: list[Suite]) -> None:
+    """The prompts exactly as sent: sealed with the run, so a reproduction needs no
+    copy of the recipe's folder."""
+    (out_dir / rundir.SUITES).mkdir()
+    for suite in suites:
+        write_bytes(out_dir / rundir.SUITES / f"{suite.name}.jsonl", suite.data)
 
 
 def _now() -> str:
@@ -149,9 +158,10 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
         if reason is None and not cleanup.clean:
             reason = f"teardown left the port open or processes {cleanup.leftover_pids}"
         state = RunState.complete if reason is None else RunState.failed
+        placement = engine.placement.model_dump() if engine.placement else None
         write_model(out_dir / rundir.STATUS, status.model_copy(update={
             "state": state, "reason": reason, "finished_at": _now(), "ready_s": ready_s,
-            "cleanup": cleanup.model_dump()}))
+            "cleanup": cleanup.model_dump(), "placement": placement}))
     if state is RunState.failed:  # only an unclean teardown fails a run that got here
         raise EngineFailed(f"{reason}", hint=f"run directory {out_dir} is marked failed")
     return RunResult(run_dir=str(out_dir), recipe=recipe.name, state=state, served_model=served,

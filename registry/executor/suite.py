@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from registry.errors import InvalidInput
 from registry.executor.plan import expand
@@ -37,6 +37,7 @@ class Suite(BaseModel):
     sha256: str
     max_tokens: int
     prompts: list[Prompt]
+    data: bytes = Field(exclude=True, repr=False, description="the file's bytes, as pinned")
 
 
 def load_suites(recipe: Recipe, recipe_dir: Path, found: Mapping[str, str]) -> list[Suite]:
@@ -64,7 +65,7 @@ def load_suite(recipe: Recipe, index: int, recipe_dir: Path, found: Mapping[str,
         raise InvalidInput(f"{key}.prompts: {path} holds {len(prompts)} prompts, "
                            f"the recipe expects {spec.prompts}")
     return Suite(name=spec.name, path=spec.path, sha256=actual, prompts=prompts,
-                 max_tokens=_max_tokens(spec, recipe))
+                 max_tokens=_max_tokens(spec, recipe), data=data)
 
 
 def _max_tokens(spec: SuiteSpec, recipe: Recipe) -> int:

@@ -66,11 +66,8 @@ Signer = tuple[str, Ed25519PrivateKey]
 def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
                  signer: Signer | None = None, progress: Progress | None = None) -> SealedRecord:
     """Store, sign, index and commit one record; `progress` gets bytes hashed."""
-    keyid, key = signer or signing_key()
+    keyid, key = ready_signer(home, signer)
     ledger = Ledger(home.ledger)
-    if f"{KEYS}/{keyid}.pub" not in ledger.tree_files(KEYS):
-        raise Refused(f"signing key {keyid[:16]} is not trusted by {home.root}",
-                      hint="registry keys trust (or registry keys init) in this home")
     subjects, size = _store(ObjectStore(home.objects), artifacts, progress)
     _crash_point("objects")
     statement = Statement(subject=subjects, predicate=predicate)
@@ -92,6 +89,16 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
             index.mark_committed(rid, commit)
     return SealedRecord(id=rid, ledger_commit=commit, summary=summary, signer=keyid,
                         artifacts=len(subjects), bytes=size)
+
+
+def ready_signer(home: Home, signer: Signer | None = None) -> Signer:
+    """The signing key (default: the user's), refused unless the home trusts it: checked
+    before long work (a run) as well as when sealing."""
+    keyid, key = signer or signing_key()
+    if f"{KEYS}/{keyid}.pub" not in Ledger(home.ledger).tree_files(KEYS):
+        raise Refused(f"signing key {keyid[:16]} is not trusted by {home.root}",
+                      hint="registry keys trust (or registry keys init) in this home")
+    return keyid, key
 
 
 def _store(store: ObjectStore, artifacts: list[Artifact],

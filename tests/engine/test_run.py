@@ -172,7 +172,7 @@ def test_interrupting_registry_run_tears_the_engine_down(tiny_models, tmp_path, 
     out = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "-m", "registry", "run", str(RECIPES / "tiny-bf16-kv.toml"),
-         "--out", str(out), "--models", str(tiny_models), "--json"],
+         "--out", str(out), "--models", str(tiny_models), "--no-seal", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # CI may ignore it
     log = out / rundir.SERVER_LOG

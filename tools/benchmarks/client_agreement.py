@@ -13,11 +13,13 @@ distribution name breaks the `vllm` command).
   request `99 / sum(ITL[0:99])` from `--save-detailed` (one ITL per chunk, one token
   per chunk here): the same window as the client's.
 
-The machine has two cores and the engine's worker owns one, so any other busy
-process starves the API server and a whole stream arrives as one burst, on both
-sides (docs/engine.md). Bursts (100 tokens within 10 ms) are counted; the headline
-ratio compares the medians over the requests that were not bursts, and the ratio
-over everything is printed beside it. Target: 0.97..1.03. Run alone:
+On two cores the engine's worker owns one; before the cpu profile pinned the engine
+core next to it, the engine core's busy wait starved the API server on the other and
+most streams arrived as one burst, on both sides (docs/engine.md: 37 and 40 of 48
+requests, all-rows ratio 0.434; with the placement 0 and 0, ratios 1.003 and 1.004).
+Bursts (100 tokens within 10 ms) are still counted; the headline ratio compares the
+medians over the requests that were not bursts, and the ratio over everything is
+printed beside it. Target: 0.97..1.03. Run alone:
 
     .venv/bin/python tools/benchmarks/client_agreement.py
 """

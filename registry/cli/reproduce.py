@@ -1,0 +1,109 @@
+"""`registry reproduce ID`: re-run a sealed record and print the verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from registry.cli.store import HomeOpt, Json
+
+if TYPE_CHECKING:
+    from registry.reproduce import Reproduction
+
+
+def reproduce(
+    record: Annotated[str, typer.Argument(show_default=False, help="Record id or prefix.")],
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the plan and the environment check; run nothing.")] = False,
+    allow_env_drift: Annotated[bool, typer.Option(
+        "--allow-env-drift", help="Run despite environment drift (recorded in the new "
+                                  "record).")] = False,
+    recipe: Annotated[Path | None, typer.Option(
+        "--recipe", show_default=False,
+        help="Run this recipe instead of the sealed one (try a change against the record).")]
+    = None,
+    models: Annotated[Path | None, typer.Option(
+        "--models", help="Folder that ${REGISTRY_MODELS} names (default: the variable).")] = None,
+    min_performance: Annotated[float, typer.Option(
+        "--min-performance", help="New median decode rate / sealed median, at least.")] = 0.95,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Run directory (new or empty). Default: runs/<recipe>-reproduce-...")]
+    = None,
+    home: HomeOpt = None,
+    json: Json = False,
+) -> None:
+    """Re-run a sealed record, seal the new run (parent = the record) and judge it.
+
+    Exit 0 when identity, contract and performance all pass; 1 when one fails; 6 when
+    the environment drifted (refused before anything runs).
+
+    Example: registry reproduce 3f2a9c --models ~/models
+    """
+    from registry.cli.output import print_json
+    from registry.cli.run import progress, term_as_interrupt
+    from registry.reproduce import reproduce as reproduce_record
+    from registry.store.home import find_home
+
+    found = find_home(home)
+    with term_as_interrupt(), progress(json or dry_run) as bars:
+        done = reproduce_record(found, record, recipe_path=recipe, models_dir=models,
+                                out_dir=out, allow_env_drift=allow_env_drift,
+                                min_performance=min_performance, dry_run=dry_run,
+                                hooks=bars.hooks if bars else None,
+                                progress=bars.hashed if bars else None)
+    print_json(done) if json else _print(done)
+    if done.exit_code:
+        raise typer.Exit(done.exit_code)
+
+
+def _print(done: Reproduction) -> None:
+    from registry.cli.output import console, table
+
+    console.print(f"[bold]reproducing[/] {done.original}   recipe: {done.recipe}",
+                  highlight=False)
+    if done.dry_run:
+        from registry.cli.run import print_plan
+
+        print_plan(done.plan)
+    env = done.environment
+    rows = [[f.name, _short(f.sealed), _short(f.now), "same" if f.equal else "DRIFT"]
+            for f in env.facts]
+    console.print(table("environment (sealed vs now)", ["fact", "sealed", "now", ""], rows))
+    if env.drift:
+        console.print(f"drift: {', '.join(env.drift)}"
+                      + (" (allowed: recorded in the new record)" if env.allowed else ""))
+    if done.record is None:
+        return
+    console.print(f"new record {done.record} (parent {done.original[:16]}), run {done.run_dir}",
+                  highlight=False)
+    for line in _verdict_lines(done):
+        console.print(line, highlight=False)
+
+
+def _verdict_lines(done: Reproduction) -> list[str]:
+    assert done.identity and done.contract and done.performance
+    i, c, p = done.identity, done.contract, done.performance
+    lines = [f"identity    {_word(i.passed)}: {i.compared} fields compared"
+             + (f", not compared: {', '.join(i.not_compared)}" if i.not_compared else "")]
+    lines += [f"  {d.name}: {d.original!r} -> {d.new!r}" for d in i.differences]
+    lines.append(f"contract    {_word(c.passed)}: {c.contract}"
+                 + (f" ({c.note})" if c.note else ""))
+    for v in c.verdicts:
+        lines.append(f"  {v.status.value} vs {v.reference}: {v.rows_passed}/{v.rows_total} rows")
+        lines += [f"    {reason}" for reason in v.reasons[:5]]
+    lines += [f"  {problem}" for problem in c.problems]
+    lines.append(f"performance {_word(p.passed)}: at least {p.min_ratio} x the sealed median")
+    lines += [f"  {s.suite}: {s.detail} ({s.formula})" for s in p.suites]
+    lines.append("REPRODUCED" if done.passed else "NOT REPRODUCED")
+    return lines
+
+
+def _word(passed: bool) -> str:
+    return "passed" if passed else "FAILED"
+
+
+def _short(value: object) -> str:
+    text = "-" if value is None else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,86 @@
+"""Where the engine's processes run: on the CPU build, the engine core joins its workers.
+
+vLLM 0.32's CPU build binds each worker's compute threads to all cores but the
+reserved ones (`VLLM_CPU_NUM_OF_RESERVED_CPU`, one by default) and leaves the API
+server and the engine core process free to run anywhere. While a request decodes,
+the engine core waits for every step's output by polling shared memory in a
+`sched_yield` loop (`SpinCondition`, 1 s after the last read), so it keeps the
+reserved core about 85% busy, the core the API server needs to stream each token.
+On a two-core host the API server then falls behind and whole streams arrive in one
+burst at their end: a decode rate measured from those timestamps means nothing.
+
+The engine core and its workers alternate (the core schedules a step, the worker
+computes it, the core reads the result), so once the engine serves, the executor
+pins every thread of the engine core onto its workers' cores: the two share them
+without slowing each other much, and the reserved core is left to the API server and
+the benchmark client. Measured with tools/benchmarks/client_agreement.py and
+docs/engine.md ("Timing on a shared two-core host").
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ENGINE_CORE = "VLLM::EngineCore"
+WORKER = "VLLM::Worker"
+
+
+class Placement(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    processes: dict[str, list[int]] = Field(description="'pid title' -> CPUs it may run on")
+    moved: list[str] = Field(default_factory=list, description="processes the executor pinned")
+    note: str | None = None
+
+
+def colocate_engine_core(session: list[int]) -> Placement:
+    """Pin the engine core process(es) of a session onto the union of its workers' CPUs."""
+    titles = {pid: _title(pid) for pid in session}
+    workers = [pid for pid, title in titles.items() if title.startswith(WORKER)]
+    cores = [pid for pid, title in titles.items() if title.startswith(ENGINE_CORE)]
+    cpus = set().union(*(_affinity(pid) for pid in workers)) if workers else set()
+    note = None
+    if not workers or not cores:
+        note = "no separate worker and engine core process: nothing moved"
+    elif cpus == _affinity(cores[0]):
+        note = "the engine core already runs on its workers' CPUs"
+    else:
+        for pid in cores:
+            _pin_threads(pid, cpus)
+    moved = [f"{pid} {titles[pid]}" for pid in cores] if note is None else []
+    return Placement(processes={f"{pid} {title}": sorted(_affinity(pid))
+                                for pid, title in titles.items() if title},
+                     moved=moved, note=note)
+
+
+def _title(pid: int) -> str:
+    """The process title (vLLM renames its processes): the program's name and its first
+    two arguments; '' once it is gone."""
+    try:
+        parts = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return ""
+    return " ".join([os.path.basename(parts[0]), *parts[1:3]]).strip()
+
+
+def _affinity(pid: int) -> set[int]:
+    try:
+        return os.sched_getaffinity(pid)
+    except OSError:
+        return set()
+
+
+def _pin_threads(pid: int, cpus: set[int]) -> None:
+    """Every thread of `pid` (new threads inherit their creator's CPUs)."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return
+    for tid in threads:
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:
+            continue  # the thread ended meanwhile

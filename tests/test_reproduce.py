@@ -1,0 +1,221 @@
+"""`registry reproduce` without an engine: the verdicts on captured CPU runs, the
+environment check, refusals before anything runs, and `registry run`'s seal checks.
+The full path on the real engine is in tests/engine/test_reproduce_engine.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from registry import rundir
+from registry.contracts.sealed import SealedRun
+from registry.executor import engine
+from registry.recipe.schema import MetricFormula
+from registry.reproduce.verdicts import contract_verdict, identity_verdict, performance_verdict
+from registry.resolve import resolve_run
+from registry.resolve.inputs import load_run_recipe
+from registry.rundir import Bench, BenchRow, read_model
+from tests.checkpoints import build, llama_config, weights
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+CAPTURED = ROOT / "tests/data/cpu-runs"
+
+
+def sealed_run(name: str, rid: str = "0" * 64, bench: Bench | None = None) -> SealedRun:
+    """A captured run as `reproduce` reads a record: identity resolved from its evidence."""
+    run_dir = CAPTURED / name
+    return SealedRun(id=rid, recipe=load_run_recipe(run_dir, None, None),
+                     identity=resolve_run(run_dir),
+                     bench=bench or read_model(run_dir / rundir.BENCH, Bench),
+                     bench_intact=True, stored_verdict=None)
+
+
+def with_rows(run: SealedRun, rows: list[BenchRow], rid: str = "1" * 64) -> SealedRun:
+    return run.model_copy(update={"id": rid, "bench": run.bench.model_copy(update={"rows": rows})})
+
+
+def timed(rows: list[BenchRow], step: float) -> list[BenchRow]:
+    """The rows with every token `step` seconds after the previous one."""
+    return [r.model_copy(update={"token_times_s": [0.05 + i * step
+                                                   for i in range(len(r.token_ids))]})
+            for r in rows]
+
+
+# ---- identity ----
+
+def test_the_same_run_reproduces_its_identity(database_url) -> None:
+    run = sealed_run("tiny-bf16-kv")
+    verdict = identity_verdict(run, run)
+    assert verdict.passed and verdict.differences == [] and verdict.compared > 20
+    assert set(verdict.not_compared) == {"kv.capacity_tokens", "kv.memory_gib",
+                                         "kv.max_concurrency"}
+
+
+def test_a_kv_precision_change_fails_identity_and_names_the_field(database_url) -> None:
+    verdict = identity_verdict(sealed_run("tiny-bf16-kv"), sealed_run("tiny-fp8-kv"))
+    assert not verdict.passed
+    changes = {d.name: (d.original, d.new) for d in verdict.differences}
+    assert changes["precision.kv_cache"] == ("bfloat16", "fp8_e4m3")
+    # capacity differs too (the FP8 pool holds twice the tokens) but is not an identity
+    assert not {"kv.capacity_tokens", "kv.memory_gib"} & set(changes)
+
+
+def test_fields_the_original_lacks_are_not_compared(database_url) -> None:
+    original = sealed_run("tiny-bf16-kv")
+    fields = {k: v for k, v in original.identity.fields.items() if k != "model.manifest_sha256"}
+    older = original.model_copy(update={"identity": original.identity.model_copy(
+        update={"fields": fields})})
+    verdict = identity_verdict(older, sealed_run("tiny-bf16-kv"))
+    assert verdict.passed
+    assert verdict.not_compared["model.manifest_sha256"] == \
+        "the original record does not carry this field"
+
+
+# ---- performance ----
+
+def test_performance_is_rederived_from_the_raw_timestamps(database_url) -> None:
+    original = sealed_run("tiny-bf16-kv")
+    rows = original.bench.rows
+    before = with_rows(original, timed(rows, 0.001), "a" * 64)
+    slower = with_rows(original, timed(rows, 0.001 / 0.9))  # 90% of the speed
+    verdict = performance_verdict(before, slower, MetricFormula.intervals_99, 100, 0.95)
+    [suite] = verdict.suites
+    assert not verdict.passed and suite.formula == "99 / (t[99] - t[0])"
+    assert suite.original == pytest.approx(1000.0) and suite.ratio == pytest.approx(0.9)
+    assert performance_verdict(before, slower, MetricFormula.intervals_99, 100, 0.85).passed
+    legacy = performance_verdict(before, slower, MetricFormula.legacy_100, 100, 0.85)
+    assert legacy.suites[0].original == pytest.approx(1000.0 / 0.99)
+
+
+def test_a_new_run_without_a_decode_window_fails_performance(database_url) -> None:
+    original = sealed_run("tiny-bf16-kv")
+    short = [r.model_copy(update={"token_times_s": r.token_times_s[:50]})
+             for r in original.bench.rows]
+    verdict = performance_verdict(original, with_rows(original, short),
+                                  MetricFormula.intervals_99, 100, 0.0)
+    assert not verdict.passed and "no row of the new run reached 100 tokens" in \
+        verdict.suites[0].detail
+
+
+# ---- contract ----
+
+def test_bitwise_against_the_original_rows(store_home) -> None:
+    original = sealed_run("tiny-bf16-kv", "a" * 64)
+    verdict = contract_verdict(store_home, "bitwise-teacher", original,
+                               with_rows(original, original.bench.rows), original.recipe)
+    assert verdict.passed and len(verdict.verdicts) == 1
+    assert verdict.verdicts[0].rows_passed == 8 and "a" * 12 in verdict.verdicts[0].reference
+
+    rows = [r.model_copy(deep=True) for r in original.bench.rows]
+    rows[2].token_ids[7] += 1
+    verdict = contract_verdict(store_home, "bitwise-teacher", original,
+                               with_rows(original, rows), original.recipe)
+    assert not verdict.passed
+    [bad] = [r for r in verdict.verdicts[0].rows if not r.passed]
+    assert (bad.index, bad.first_diff.index) == (2, 7)
+
+
+def test_bitwise_refuses_another_kv_precision(store_home) -> None:
+    fp8 = sealed_run("tiny-fp8-kv")
+    verdict = contract_verdict(store_home, "bitwise-teacher", sealed_run("tiny-bf16-kv"), fp8,
+                               fp8.recipe)
+    assert not verdict.passed and verdict.verdicts[0].status.value == "refused"
+    assert verdict.verdicts[0].reasons[0].startswith("precision.kv_cache bfloat16 vs fp8_e4m3")
+
+
+def test_self_consistency_and_rows_changed_after_sealing(store_home) -> None:
+    original = sealed_run("tiny-fp8-kv")
+    same = with_rows(original, original.bench.rows)
+    assert contract_verdict(store_home, "self-consistency", original, same,
+                            original.recipe).passed
+    tampered = same.model_copy(update={"bench_intact": False})
+    verdict = contract_verdict(store_home, "self-consistency", original, tampered,
+                               original.recipe)
+    assert not verdict.passed and "no longer matches its signed digest" in verdict.problems[0]
+
+
+# ---- the command, before anything runs ----
+
+@pytest.fixture
+def sealed_capture(store_home, tmp_path) -> str:
+    """The captured BF16 run sealed into the home (its checkpoint was not on disk)."""
+    from registry.seal import seal_run
+
+    run = shutil.copytree(CAPTURED / "tiny-bf16-kv", tmp_path / "captured")
+    return seal_run(run, home=store_home).id
+
+
+@pytest.fixture
+def models(tmp_path) -> Path:
+    build(tmp_path / "models" / "tiny-llama", llama_config(), weights())
+    return tmp_path / "models"
+
+
+def test_dry_run_prints_the_plan_and_the_drift(cli, sealed_capture, models, hash_cache) -> None:
+    r = cli("reproduce", sealed_capture[:12], "--dry-run", "--models", models, "--json")
+    assert r.exit_code == 6, r.stderr
+    done = json.loads(r.stdout)
+    assert done["dry_run"] and "record" not in done  # nothing ran, nothing sealed
+    assert done["plan"]["argv"][done["plan"]["argv"].index("--kv-cache-dtype") + 1] == "bfloat16"
+    facts = {f["name"]: f for f in done["environment"]["facts"]}
+    manifest = facts["model.manifest_sha256"]
+    assert "sealed" not in manifest and len(manifest["now"]) == 64 and not manifest["equal"]
+    assert "model.manifest_sha256" in done["environment"]["drift"]
+    assert {"platform.machine", "platform.os", "engine.distribution", "engine.tree"} <= set(facts)
+    text = cli("reproduce", sealed_capture[:12], "--dry-run", "--models", models)
+    assert "vllm.entrypoints.openai.api_server" in text.stdout and "DRIFT" in text.stdout
+
+
+def test_drift_is_refused_before_anything_runs(cli, sealed_capture, models, tmp_path,
+                                               hash_cache) -> None:
+    started = len(engine.STARTED)
+    r = cli("reproduce", sealed_capture, "--models", models, "--out", tmp_path / "again")
+    assert r.exit_code == 6 and "environment drift since record" in r.stderr
+    assert "model.manifest_sha256 was None" in r.stderr and "--allow-env-drift" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert len(engine.STARTED) == started and not (tmp_path / "again").exists()
+
+
+def test_a_record_without_its_prompts_needs_the_recipe(cli, sealed_capture, models, tmp_path,
+                                                      hash_cache) -> None:
+    r = cli("reproduce", sealed_capture, "--models", models, "--allow-env-drift",
+            "--out", tmp_path / "again")
+    assert r.exit_code == 4 and "the record does not carry its prompts" in r.stderr
+    assert "--recipe FILE" in r.stderr and not (tmp_path / "again").exists()
+
+
+def test_unknown_record_and_bad_threshold(cli, store_home) -> None:
+    assert cli("reproduce", "abcdef12").exit_code == 5
+    r = cli("reproduce", "abcdef12", "--min-performance", "-1")
+    assert r.exit_code in (4, 5)
+
+
+# ---- registry run checks its home before the engine starts ----
+
+def test_run_without_a_home_fails_before_the_engine(cli, tmp_path, monkeypatch,
+                                                    database_url) -> None:
+    monkeypatch.delenv("REGISTRY_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    started = len(engine.STARTED)
+    r = cli("run", ROOT / "recipes/tiny-bf16-kv.toml", "--out", tmp_path / "run")
+    assert r.exit_code == 5 and "no registry home" in r.stderr
+    assert "registry init" in r.stderr and "--no-seal" in r.stderr
+    assert len(engine.STARTED) == started and not (tmp_path / "run").exists()
+
+
+def test_run_with_an_untrusted_key_fails_before_the_engine(cli, tmp_path, monkeypatch,
+                                                          database_url) -> None:
+    from registry.store.home import init_home
+    from registry.store.keys import create_key
+
+    monkeypatch.setenv("REGISTRY_KEYS_DIR", str(tmp_path / "keys"))
+    create_key(tmp_path / "keys")
+    home = init_home(tmp_path / ".registry")
+    r = cli("run", ROOT / "recipes/tiny-bf16-kv.toml", "--home", home.root,
+            "--out", tmp_path / "run")
+    assert r.exit_code == 6 and "is not trusted by" in r.stderr
+    assert not (tmp_path / "run").exists()
