@@ -3,6 +3,7 @@ same error handling as the installed `registry` command."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT.parent / "shared" / "fixtures"
+# The lab's captured data lives beside the checkout (../shared/fixtures); a checkout
+# elsewhere (a CI clone) names it with REGISTRY_FIXTURES.
+FIXTURES = Path(os.environ.get("REGISTRY_FIXTURES") or ROOT.parent / "shared" / "fixtures")
 
 
 @dataclass
@@ -49,7 +52,16 @@ def hash_cache(tmp_path_factory, monkeypatch) -> Path:
 
 # ---- registry homes, keys and index databases (store, seal, verify, import tests) ----
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+def _pg_bin() -> Path:
+    """$REGISTRY_PG_BIN, else the newest Debian-layout server (/usr/lib/postgresql/N/bin)."""
+    if explicit := os.environ.get("REGISTRY_PG_BIN"):
+        return Path(explicit)
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+                   key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = _pg_bin()
 
 
 def _as_postgres(*cmd: object) -> None:
@@ -192,3 +204,11 @@ def seal_run_dir(store_home):
                              recipe=recipe, **kwargs)
 
     return seal
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Many tests read the lab's captured data: without it, stop with one clear message
+    rather than dozens of missing-file errors."""
+    if not FIXTURES.is_dir():
+        raise pytest.UsageError(f"lab fixtures not found at {FIXTURES}: set REGISTRY_FIXTURES "
+                                "to the folder holding laguna-b70-record/ and xpu-logs/")
