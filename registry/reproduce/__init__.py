@@ -65,6 +65,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
               progress: Progress | None = None) -> Reproduction:
     """Reproduce record `prefix`; `hooks` are the executor's progress callbacks."""
     from registry.contracts.sealed import load_sealed
+    from registry.executor.run import run
     from registry.store.query import show_record
 
     if min_performance < 0:
@@ -88,7 +89,8 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     run_dir = out_dir or Path("runs") / (f"{recipe.name}-reproduce-{original.id[:12]}-"
                                          f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
     with _suite_folder(home, recipe, recipe_path) as recipe_dir:
-        _run(recipe, run_dir, recipe_dir, recipe_path, models_dir, hooks)
+        run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
+            models_dir=models_dir, hooks=hooks)
     sealed = _seal(home, run_dir, recipe_path, original.id, env, progress)
     new = load_sealed(home, sealed.id)
     return _judged(checked.model_copy(update={"run_dir": str(run_dir), "record": new.id}),
@@ -152,14 +154,6 @@ def _plan(recipe: Recipe, models_dir: Path | None) -> LaunchPlan:
 
 def _drift_text(env: EnvironmentCheck) -> list[str]:
     return [f"{f.name} was {f.sealed!r}, is {f.now!r}" for f in env.facts if not f.equal]
-
-
-def _run(recipe: Recipe, run_dir: Path, recipe_dir: Path, recipe_path: Path | None,
-         models_dir: Path | None, hooks: Hooks | None) -> None:
-    from registry.executor.run import run
-
-    run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path, models_dir=models_dir,
-        hooks=hooks)
 
 
 def _seal(home: Home, run_dir: Path, recipe_path: Path | None, parent: str,
