@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from registry import __version__, rundir
 from registry.canonical import digest, to_jsonable
@@ -172,7 +173,7 @@ def engine_tree(recipe: Recipe | None, direct_url: dict[str, Any] | None
         return Path(os.path.expandvars(recipe.engine.source)), None
     url = (direct_url or {}).get("url")
     if isinstance(url, str) and url.startswith("file://"):
-        return Path(url.removeprefix("file://")), None
+        return Path(unquote(urlparse(url).path)), None
     return engine_location()
 
 

@@ -138,6 +138,21 @@ def test_self_consistency_and_rows_changed_after_sealing(store_home) -> None:
     assert not verdict.passed and "no longer matches its signed digest" in verdict.problems[0]
 
 
+# ---- the engine tree, sealed and checked ----
+
+def test_the_engine_tree_of_a_source_build(database_url) -> None:
+    from registry.seal import engine_tree
+
+    editable = {"url": "file:///src/my%20vllm", "dir_info": {"editable": True}}
+    assert engine_tree(None, editable) == (Path("/src/my vllm"), None)
+    recipe = sealed_run("tiny-bf16-kv").recipe
+    pinned = recipe.model_copy(update={"engine": recipe.engine.model_copy(
+        update={"source": "/opt/vllm"})})
+    assert engine_tree(pinned, editable) == (Path("/opt/vllm"), None)  # the recipe's wins
+    location, version = engine_tree(None, None)  # the installed package, not imported
+    assert location is not None and location.name == "vllm" and version == "0.32.0"
+
+
 # ---- the command, before anything runs ----
 
 @pytest.fixture
