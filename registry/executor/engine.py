@@ -148,7 +148,7 @@ class Engine:
         name = self._poll_ready(timeout, tick)
         assert self.proc is not None
         if profile_for(Platform(self.plan.platform)).colocate_engine_core:
-            self.placement = colocate_engine_core(session_pids(self.proc.pid))
+            self.placement = colocate_engine_core(self.proc.pid, session_pids(self.proc.pid))
         return name
 
     def _poll_ready(self, timeout: float, tick: Callable[[float], None] | None) -> str:

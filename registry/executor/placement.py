@@ -13,8 +13,10 @@ The engine core and its workers alternate (the core schedules a step, the worker
 computes it, the core reads the result), so once the engine serves, the executor
 pins every thread of the engine core onto its workers' cores: the two share them
 without slowing each other much, and the reserved core is left to the API server and
-the benchmark client. Measured with tools/benchmarks/client_agreement.py and
-docs/engine.md ("Timing on a shared two-core host").
+the benchmark client. When the workers leave two or more CPUs to the rest (e.g.
+`VLLM_CPU_NUM_OF_RESERVED_CPU=2` in the recipe's `engine.env`), the engine core and
+the API server can each have one and nothing is moved. Measured with
+tools/benchmarks/client_agreement.py; see docs/engine.md ("Timing on a two-core host").
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ class Placement(BaseModel):
     note: str | None = None
 
 
-def colocate_engine_core(session: list[int]) -> Placement:
-    """Pin the engine core process(es) of a session onto the union of its workers' CPUs."""
+def colocate_engine_core(server: int, session: list[int]) -> Placement:
+    """Pin the engine core process(es) of the `server`'s session onto the union of its
+    workers' CPUs, unless the CPUs the workers leave free are enough for both."""
     titles = {pid: _title(pid) for pid in session}
     workers = [pid for pid, title in titles.items() if title.startswith(WORKER)]
     cores = [pid for pid, title in titles.items() if title.startswith(ENGINE_CORE)]
@@ -45,6 +48,8 @@ def colocate_engine_core(session: list[int]) -> Placement:
     note = None
     if not workers or not cores:
         note = "no separate worker and engine core process: nothing moved"
+    elif len(_affinity(server) - cpus) >= 2:
+        note = "the workers leave a CPU each to the engine core and the API server"
     elif cpus == _affinity(cores[0]):
         note = "the engine core already runs on its workers' CPUs"
     else:
