@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import timeit
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,12 +38,8 @@ RUN = ROOT / "tests/data/cpu-runs/tiny-bf16-kv"
 
 
 def best(fn: Callable[[], object], repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    """Best wall time of `repeat` calls (the least disturbed by the shared machine)."""
+    return min(timeit.repeat(fn, number=1, repeat=repeat))
 
 
 def checkpoint(folder: Path) -> Path:
