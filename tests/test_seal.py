@@ -196,3 +196,16 @@ def test_bad_run_directories(cli, store_home, tmp_path) -> None:
     r = cli("seal", tmp_path / "empty")
     assert r.exit_code == ExitCode.INVALID_INPUT and "no server.log" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_recipe_named_at_seal_must_be_the_one_the_run_used(cli, store_home, make_run) -> None:
+    from registry.canonical import canonical_bytes
+    from registry.recipe import load_recipe
+
+    run = make_run("kept-recipe")
+    ran = ROOT / "recipes" / "tiny-bf16-kv.toml"
+    (run / "recipe.json").write_bytes(canonical_bytes(load_recipe(ran)))
+    r = cli("seal", run, "--recipe", ROOT / "recipes" / "tiny-fp8-kv.toml")
+    assert r.exit_code == ExitCode.REFUSED
+    assert "is not the recipe this run used" in r.stderr
+    assert cli("seal", run, "--recipe", ran).exit_code == 0

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from registry.checkpoint.models import CheckpointInfo
-from registry.errors import InvalidInput
+from registry.canonical import digest
+from registry.errors import InvalidInput, Refused
 from registry.logs.prometheus import Scrape, read_prometheus
 from registry.recipe import Recipe, load_recipe
 from registry.rundir import METRICS_AFTER, METRICS_BEFORE, RECIPE_JSON, RECIPE_TOML, read_model
@@ -30,14 +31,18 @@ class Checkpoints:
 
 def load_run_recipe(run_dir: Path, recipe: Recipe | None, recipe_path: Path | None
                     ) -> Recipe | None:
+    """The recipe a run declares: the given one, else the run directory's own. A recipe
+    named for a run that kept its own must be the same one: declared values are what ran."""
     if recipe is not None:
         return recipe
-    if recipe_path is not None:
-        return load_recipe_any(recipe_path)
-    for name in (RECIPE_JSON, RECIPE_TOML):
-        if (run_dir / name).is_file():
-            return load_recipe_any(run_dir / name)
-    return None
+    kept = next((run_dir / n for n in (RECIPE_JSON, RECIPE_TOML) if (run_dir / n).is_file()), None)
+    if recipe_path is None:
+        return load_recipe_any(kept) if kept else None
+    named = load_recipe_any(recipe_path)
+    if kept is not None and digest(load_recipe_any(kept)) != digest(named):
+        raise Refused(f"{recipe_path} is not the recipe this run used ({kept})",
+                      hint="the file changed since the run: seal without --recipe to use what ran")
+    return named
 
 
 def load_recipe_any(path: Path) -> Recipe:
