@@ -11,9 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
-# The lab's captured data lives beside the checkout (../shared/fixtures); a checkout
-# elsewhere (a CI clone) names it with REGISTRY_FIXTURES.
-FIXTURES = Path(os.environ.get("REGISTRY_FIXTURES") or ROOT.parent / "shared" / "fixtures")
+# Real data from a B70 lab, byte-exact copies (tests/data/lab/README.md).
+FIXTURES = ROOT / "tests" / "data" / "lab"
 
 
 @dataclass
@@ -204,11 +203,3 @@ def seal_run_dir(store_home):
                              recipe=recipe, **kwargs)
 
     return seal
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Many tests read the lab's captured data: without it, stop with one clear message
-    rather than dozens of missing-file errors."""
-    if not FIXTURES.is_dir():
-        raise pytest.UsageError(f"lab fixtures not found at {FIXTURES}: set REGISTRY_FIXTURES "
-                                "to the folder holding laguna-b70-record/ and xpu-logs/")

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from registry.logs import scan_log  # noqa: E402
 from registry.logs.messages import STARTUP  # noqa: E402
 
-SOURCE = ROOT.parent / "shared/fixtures/laguna-b70-record/evidence/record-run/server.log"
+SOURCE = ROOT / "tests/data/lab/laguna-b70-record/evidence/record-run/server.log"
 MARKERS = {
     "projections": r"Prepared Laguna DFlash FP8 W8A16 draft projections: count=(?P<count>\d+)",
     "topology": r"Captured audited breakable cudagraph .*graphs=(?P<graphs>\d+), "
