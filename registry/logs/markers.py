@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from registry.logs.facts import Fact, MarkerScan
 from registry.logs.lines import Lines, LineSpan
@@ -75,6 +75,19 @@ class Marker:
                     seen.setdefault(value)
             if key not in self.first:
                 yield key, self.lines.span(buf, at, start, end)
+
+    def absorb(self, other: Marker, moved: Callable[[Fact], Fact]) -> None:
+        """Add the counts of the part of the log that follows."""
+        for key, count in other.counts.items():
+            self.counts[key] += count
+        for key, fact in other.first.items():
+            if key not in self.first:
+                self.first[key] = moved(fact)
+        self.names.update(other.names)
+        for group, seen in other.values.items():
+            for value in seen:
+                if len(self.values[group]) < MAX_VALUES:
+                    self.values[group].setdefault(value)
 
     def result(self, labels: dict[int, str]) -> MarkerScan:
         def label(key: bytes) -> str:

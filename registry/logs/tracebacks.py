@@ -22,11 +22,13 @@ class Tracebacks:
         self.lines = lines
         self.pending: dict[int | str | None, int] = {}  # process -> lines searched so far
 
-    def scan(self, buf: bytes, start: int, end: int) -> Iterator[LineSpan]:
-        """Exception lines in buf[start:end], including those of tracebacks begun earlier."""
+    def scan(self, buf: bytes, start: int, end: int,
+             follow_only: bool = False) -> Iterator[LineSpan]:
+        """Exception lines in buf[start:end], including those of tracebacks begun earlier
+        (only those with `follow_only`)."""
         for key in list(self.pending):
             yield from self._walk(buf, start, end, key)
-        at = buf.find(NEEDLE, start, end)
+        at = -1 if follow_only else buf.find(NEEDLE, start, end)
         while at >= 0:
             span = self.lines.span(buf, at, start, end)
             self.pending[span.key] = 0

@@ -14,13 +14,17 @@ tracebacks, invalid UTF-8 and a last line cut off mid-way.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
 from collections import defaultdict, deque
 from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
 from registry.errors import InvalidInput
+from registry.hashing import cpu_count
 from registry.logs import messages as msg
 from registry.logs.facts import Fact, LogScan, SpecLogTotals
 from registry.logs.lines import Lines, LineSpan
@@ -31,6 +35,8 @@ CHUNK = 1 << 20  # small enough that the passes over one chunk stay in the CPU c
 MAX_LINE = 64 << 20  # a longer "line" (binary garbage) is cut, never held whole
 PER_KIND = 256  # startup facts kept per kind (ranks, env vars): memory stays constant
 MAX_ERRORS = 20
+SPLIT_MIN = 64 << 20  # a rest of the log smaller than this is scanned in one process
+FOLLOW = 8 << 20  # bytes searched past a part's end for the end of a traceback open there
 
 STARTUP = msg.startup_scanner()
 EMBEDDED = msg.embedded_scanners()
@@ -41,22 +47,38 @@ SPEC_NEEDLE = b"SpecDecoding metrics: "
 ERROR_HEADER = re.compile(msg.ERROR_HEADER.encode())
 
 
-def scan_log(path: Path, markers: Mapping[str, str] | None = None) -> LogScan:
-    """Parse a vLLM server log. `markers`: name -> regex counted per process (rank)."""
+def scan_log(path: Path, markers: Mapping[str, str] | None = None, *,
+             workers: int | None = None) -> LogScan:
+    """Parse a vLLM server log. `markers`: name -> regex counted per process (rank).
+
+    Once the server is ready only aggregates are left to find; when that rest is large
+    (a long-running server), it is split at line starts and scanned on `workers`
+    processes (default: every usable core), then merged as one pass would have seen it.
+    """
+    scanner = _Scanner(str(path), markers or {})
     try:
         with open(path, "rb") as stream:
-            return scan_stream(stream, str(path), markers or {})
+            workers = workers or cpu_count()
+            rest = _feed(scanner, stream, split=workers > 1)
+            if rest is not None:
+                _scan_split(scanner, stream, rest, workers)
     except OSError as e:
         raise InvalidInput(f"{path}: cannot read the log: {e.strerror}") from None
+    return scanner.result()
 
 
-def scan_stream(stream: BinaryIO, source: str, markers: Mapping[str, str]) -> LogScan:
-    """Each block is scanned up to its last newline (as `bytes`: `re` runs twice as fast
+def _feed(scanner: _Scanner, stream: BinaryIO, end: int | None = None,
+          split: bool = False) -> int | None:
+    """Scan the stream's lines up to byte `end` (else to its end, the unfinished last line
+    included). With `split`, stop at the first line start after the server is ready,
+    when at least SPLIT_MIN bytes are left, and return its offset.
+
+    Each block is scanned up to its last newline (as `bytes`: `re` runs twice as fast
     on bytes as on a bytearray); the unfinished line joins the next block's first line."""
-    scanner = _Scanner(source, markers)
     parts: list[bytes] = []  # the unfinished line, joined once (no quadratic copying)
     held = 0
-    while block := stream.read(CHUNK):
+    size = os.fstat(stream.fileno()).st_size if split else 0
+    while block := stream.read(CHUNK if end is None else min(CHUNK, end - stream.tell())):
         first = block.find(b"\n")
         if first < 0 and held + len(block) < MAX_LINE:
             parts.append(block)  # a very long line: read on until it ends
@@ -69,16 +91,61 @@ def scan_stream(stream: BinaryIO, source: str, markers: Mapping[str, str]) -> Lo
         if cut > head:
             scanner.chunk(block, head, cut)
         parts, held = ([block[cut:]], len(block) - cut) if cut < len(block) else ([], 0)
+        if split and not scanner.startup and size - stream.tell() + held >= SPLIT_MIN:
+            return stream.tell() - held
     tail = b"".join(parts)
     if tail:
         scanner.chunk(tail, 0, len(tail))
-    return scanner.result(cut_off=bool(tail))
+    scanner.cut_off = bool(tail)
+    return None
+
+
+def _scan_split(scanner: _Scanner, stream: BinaryIO, start: int, workers: int) -> None:
+    """Scan the log from `start` in `workers` parts at once and merge them in order."""
+    size = os.fstat(stream.fileno()).st_size
+    bounds = sorted({start, *(_line_start(stream, start + i * (size - start) // workers)
+                              for i in range(1, workers))} - {size})
+    ranges = list(zip(bounds, [*bounds[1:], None], strict=True))
+    context = multiprocessing.get_context("fork")  # the children need only this module
+    with ProcessPoolExecutor(max(len(ranges) - 1, 1), mp_context=context) as pool:
+        later = [pool.submit(_scan_part, scanner.source, scanner.patterns, *r) for r in ranges[1:]]
+        stream.seek(start)
+        scanner.follow_tracebacks(stream)
+        parts = [_scan_part(scanner.source, scanner.patterns, *ranges[0]),
+                 *(future.result() for future in later)]
+    for part in parts:
+        scanner.absorb(part)
+
+
+def _line_start(stream: BinaryIO, pos: int) -> int:
+    """The first line start at or after `pos`."""
+    stream.seek(pos - 1 if pos else 0)
+    while block := stream.read(CHUNK):
+        newline = block.find(b"\n")
+        if newline >= 0:
+            return stream.tell() - len(block) + newline + 1
+    return stream.tell()
+
+
+def _scan_part(path: str, markers: Mapping[str, str], start: int, end: int | None) -> _Scanner:
+    """A part after startup, numbered from line 1; tracebacks open at its end are
+    followed into the bytes after it."""
+    scanner = _Scanner(path, markers)
+    scanner.startup = False
+    with open(path, "rb") as stream:
+        stream.seek(start)
+        _feed(scanner, stream, end)
+        scanner.follow_tracebacks(stream)
+    scanner.lines.buf = b""  # sent back to the parent: keep it small
+    return scanner
 
 
 class _Scanner:
     def __init__(self, source: str, markers: Mapping[str, str]) -> None:
         self.source = source
+        self.patterns = dict(markers)
         self.startup = True
+        self.cut_off = False
         self.lines = Lines()
         self.facts: list[Fact] = []  # in log order once sorted
         self.per_kind: dict[str, int] = defaultdict(int)
@@ -192,9 +259,15 @@ class _Scanner:
             if not text or text[0].isspace() or text.startswith(msg.TRACEBACK):
                 continue  # a traceback's body: its final line is found below
             self.error_lines += 1
-            if len(self.errors) < MAX_ERRORS and text not in self.error_texts:
-                self.error_texts.add(text)
-                self.errors.append(self.fact("error", span, text=text))
+            if self._new_error(text):
+                self._add_error(self.fact("error", span, text=text))
+
+    def _new_error(self, text: str) -> bool:
+        return len(self.errors) < MAX_ERRORS and text not in self.error_texts
+
+    def _add_error(self, fact: Fact) -> None:
+        self.error_texts.add(fact.text)
+        self.errors.append(fact)
 
     # -- facts -----------------------------------------------------------------------
 
@@ -217,16 +290,64 @@ class _Scanner:
         elif kind == msg.Kind.worker_rank and values.get("rank"):
             self.labels.setdefault(pid, f"rank {values['rank']}")
 
-    def result(self, cut_off: bool) -> LogScan:
-        lines = self.lines.newlines + (1 if cut_off else 0)
+    # -- a split scan ----------------------------------------------------------------
+
+    def follow_tracebacks(self, stream: BinaryIO) -> None:
+        """Find the final lines of tracebacks still open at the end of this part in the
+        bytes after it, which are not counted as this part's."""
+        first, newlines, size = self.lines.first, self.lines.newlines, self.lines.size
+        stop = stream.tell() + FOLLOW
+        while self.tracebacks.pending and stream.tell() < stop and (block := stream.read(CHUNK)):
+            end = block.rfind(b"\n") + 1 or len(block)
+            stream.seek(end - len(block), os.SEEK_CUR)
+            self.lines.begin(block, 0)
+            for span in self.tracebacks.scan(block, 0, end, follow_only=True):
+                self.exceptions.append(self.fact("exception", span))
+            self.lines.end(block, 0, end)
+        self.tracebacks.pending.clear()
+        self.lines.first, self.lines.newlines, self.lines.size = first, newlines, size
+
+    def absorb(self, part: _Scanner) -> None:
+        """Take in the scan of the part of the log that follows (numbered from line 1)."""
+        shift = self.lines.first - 1
+
+        def moved(fact: Fact) -> Fact:
+            return fact.model_copy(update={"line": fact.line + shift})
+
+        if not self.restarts:
+            for fact in part.facts:  # a part's facts are its first restart, if any
+                self._keep(moved(fact))
+        self.restarts += part.restarts
+        self.labels.update(part.labels)  # a part names processes by their rank only
+        if part.peak and (self.peak is None or
+                          float(part.peak.values["pct"]) > float(self.peak.values["pct"])):
+            self.peak = moved(part.peak)
+        self.spec = [mine + theirs for mine, theirs in zip(self.spec, part.spec, strict=True)]
+        if self.spec_first is None and part.spec_first is not None:
+            self.spec_first = moved(part.spec_first)
+        for marker, theirs in zip(self.markers, part.markers, strict=True):
+            marker.absorb(theirs, moved)
+        for fact in part.errors:
+            if self._new_error(fact.text):
+                self._add_error(moved(fact))
+        self.error_lines += part.error_lines
+        self.exceptions.extend(moved(fact) for fact in part.exceptions)
+        self.lines.first += part.lines.newlines
+        self.lines.newlines = self.lines.first - 1
+        self.lines.size += part.lines.size
+        self.cut_off = part.cut_off
+
+    def result(self) -> LogScan:
+        lines = self.lines.newlines + (1 if self.cut_off else 0)
         spec = None
         if self.spec_first is not None:
             spec = SpecLogTotals(lines=self.spec[0], accepted=self.spec[1], drafted=self.spec[2],
                                  first=self.spec_first)
         return LogScan(
-            source=self.source, bytes=self.lines.size, lines=lines, cut_off=cut_off,
+            source=self.source, bytes=self.lines.size, lines=lines, cut_off=self.cut_off,
             facts=sorted(self.facts, key=lambda fact: fact.line),
             engine_restarts=self.restarts, kv_usage_peak=self.peak, spec=spec,
             markers=[m.result(self.labels) for m in self.markers], errors=self.errors,
-            error_lines=self.error_lines, exceptions=list(self.exceptions),
+            error_lines=self.error_lines,
+            exceptions=sorted(self.exceptions, key=lambda fact: fact.line),
         )
