@@ -133,15 +133,12 @@ def _figure(suite: str, name: str, unit: str, a: float | None, b: float | None,
         return MetricDiff(suite=suite, name=name, unit=unit, a=a, b=b, formula_a=fa,
                           formula_b=fb, comparable=False,
                           note="formulas differ: not compared")
-    both = a is not None and b is not None
-    return MetricDiff(
-        suite=suite, name=name, unit=unit, a=a, b=b, formula_a=fa, formula_b=fb,
-        comparable=both,
-        delta=b - a if both else None,  # type: ignore[operator]
-        relative=(b - a) / a if both and a else None,  # type: ignore[operator]
-        ratio=b / a if both and a else None,  # type: ignore[operator]
-        note=None if both else "only one side has it",
-    )
+    if a is None or b is None:
+        return MetricDiff(suite=suite, name=name, unit=unit, a=a, b=b, formula_a=fa,
+                          formula_b=fb, comparable=False, note="only one side has it")
+    return MetricDiff(suite=suite, name=name, unit=unit, a=a, b=b, formula_a=fa, formula_b=fb,
+                      comparable=True, delta=b - a, relative=(b - a) / a if a else None,
+                      ratio=b / a if a else None)
 
 
 def compare_metrics(a: Side, b: Side) -> list[MetricDiff]:
@@ -151,9 +148,9 @@ def compare_metrics(a: Side, b: Side) -> list[MetricDiff]:
         ma, mb = results_a[suite].metrics, results_b[suite].metrics
         for name in sorted(set(ma) | set(mb)):
             x, y = ma.get(name), mb.get(name)
-            unit = (x or y).unit  # type: ignore[union-attr]
-            out.append(_figure(suite, name, unit, x and x.value, y and y.value,
-                               x and x.formula, y and y.formula))
+            unit = next(m.unit for m in (x, y) if m is not None)
+            out.append(_figure(suite, name, unit, x.value if x else None, y.value if y else None,
+                               x.formula if x else None, y.formula if y else None))
     for name in CAPACITY_FIELDS:
         x, y = a.identity.value(name), b.identity.value(name)
         if x is not None or y is not None:
@@ -179,11 +176,14 @@ def compare_outputs(a: list[BenchRow], b: list[BenchRow]) -> list[OutputDiff]:
             first = min(len(ra.token_ids), len(rb.token_ids))
         texts = ((ra.text_sha256 == rb.text_sha256)
                  if ra.text_sha256 and rb.text_sha256 else None)
-        token = (lambda ids: ids[first] if first is not None and first < len(ids) else None)
         out.append(OutputDiff(suite=ra.suite, prompt_id=ra.prompt_id, equal=first is None,
-                              first_diff_index=first, a_token=token(ra.token_ids),
-                              b_token=token(rb.token_ids), text_equal=texts))
+                              first_diff_index=first, a_token=_token_at(ra.token_ids, first),
+                              b_token=_token_at(rb.token_ids, first), text_equal=texts))
     return out
+
+
+def _token_at(ids: list[int], index: int | None) -> int | None:
+    return ids[index] if index is not None and index < len(ids) else None
 
 
 def _axis_value(side: Side, axis: str) -> Any:

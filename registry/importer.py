@@ -153,9 +153,9 @@ def convert_bench(path: Path, suite_sha256: str | None = None) -> Bench:
     try:
         rows = [_row(suite, raw) for raw in data["rows"]]
         params = {k: run[k] for k in ("max_tokens", "seed", "request_extra") if k in run}
+        suites = [SuiteRef(name=suite, sha256=suite_sha256, prompts=len(rows))]
         return Bench(api=run.get("api_mode", "completions"), model=run.get("model", "?"),
-                     params=params, suites=[SuiteRef(name=suite, sha256=suite_sha256, prompts=len(rows))],
-                     rows=rows)
+                     params=params, suites=suites, rows=rows)
     except (KeyError, TypeError, ValidationError) as e:
         raise InvalidInput(f"{path}: rows are not in the lab's bench format ({e!s:.200})") from None
 

@@ -42,5 +42,6 @@ def test_fixture_is_the_sealed_file() -> None:
 
 def test_decode_rate_needs_the_whole_window() -> None:
     assert decode_rate([0.1 * i for i in range(99)], MetricFormula.intervals_99) is None
-    assert decode_rate([0.01 * i for i in range(100)], MetricFormula.intervals_99) == pytest.approx(100)
-    assert decode_rate([0.01 * i for i in range(100)], MetricFormula.legacy_100) == pytest.approx(100 / 0.99)
+    even = [0.01 * i for i in range(100)]
+    assert decode_rate(even, MetricFormula.intervals_99) == pytest.approx(100)
+    assert decode_rate(even, MetricFormula.legacy_100) == pytest.approx(100 / 0.99)

@@ -152,7 +152,7 @@ def test_identity_document_conflict(tmp_path) -> None:
     (tmp_path / "identities/hardware/h.toml").write_text(
         'schema = "registry.identity/v1"\nkind = "hardware"\n[fields]\nplatform = "xpu"\n')
     text = MINIMAL.replace('platform = "cpu"', 'platform = "cpu"\nidentity = "hardware/h"')
-    with pytest.raises(InvalidRecipe, match="conflicts with h.toml"):
+    with pytest.raises(InvalidRecipe, match=r"conflicts with h\.toml"):
         load_recipe(_write(tmp_path, text))
 
 

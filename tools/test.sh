@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Set up .venv (first run) and run every test, the real-engine ones included.
+# Set up .venv (first run), lint and type-check, and run every test, the real-engine
+# ones included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
+.venv/bin/ruff check --quiet .
+.venv/bin/mypy registry
 exec .venv/bin/python -m pytest "$@"

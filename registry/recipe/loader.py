@@ -105,8 +105,10 @@ def _merge_identities(raw: dict[str, Any], path: Path) -> dict[str, str]:
         (key, key, raw[key]) for key in ("model", "draft", "engine", "hardware")
         if isinstance(raw.get(key), dict)
     ]
-    suites = raw.get("benchmark", {}).get("suites", []) if isinstance(raw.get("benchmark"), dict) else []
-    tables += [(f"benchmark.suites.{i}", "suite", s) for i, s in enumerate(suites) if isinstance(s, dict)]
+    benchmark = raw.get("benchmark")
+    suites = benchmark.get("suites", []) if isinstance(benchmark, dict) else []
+    tables += [(f"benchmark.suites.{i}", "suite", suite) for i, suite in enumerate(suites)
+               if isinstance(suite, dict)]
     for where, role, table in tables:
         ref = table.get("identity")
         if not isinstance(ref, str):
@@ -115,10 +117,9 @@ def _merge_identities(raw: dict[str, Any], path: Path) -> dict[str, str]:
         doc = read_toml(doc_path)
         kind = IDENTITY_KINDS[role]
         if doc.get("schema") != IDENTITY_SCHEMA or doc.get("kind") != kind:
-            raise InvalidRecipe(
-                path, f"{where}.identity",
-                f"{doc_path} is not a {kind} identity document (schema {IDENTITY_SCHEMA}, kind {kind!r})",
-            )
+            raise InvalidRecipe(path, f"{where}.identity",
+                                f"{doc_path} is not a {kind} identity document "
+                                f"(schema {IDENTITY_SCHEMA}, kind {kind!r})")
         for key, value in doc.get("fields", {}).items():
             if key in table and table[key] != value:
                 raise InvalidRecipe(
@@ -178,7 +179,8 @@ def normalize(recipe: Recipe, path: Path) -> Recipe:
     known = set(recipe.engine.custom_args)
     for name in args:
         if "-" in name:
-            raise InvalidRecipe(path, f"engine.args.{name}", "engine args use vLLM's snake_case names",
+            raise InvalidRecipe(path, f"engine.args.{name}",
+                                "engine args use vLLM's snake_case names",
                                 hint=f"write {name.replace('-', '_')!r}")
         if name in EXECUTOR_ARGS:
             raise InvalidRecipe(path, f"engine.args.{name}", "the executor chooses this argument",

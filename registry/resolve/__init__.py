@@ -83,8 +83,10 @@ def _fields(f: Fields, checkpoints: Checkpoints, after: Scrape | None
 
 def _unique_lines(facts: list[Fact]) -> list[Fact]:
     """ERROR messages and traceback ends, each line once (an exception line is both)."""
-    seen: set[int] = set()
-    return [f for f in facts if not (f.line in seen or seen.add(f.line))]
+    first: dict[int, Fact] = {}
+    for fact in facts:
+        first.setdefault(fact.line, fact)
+    return list(first.values())
 
 
 def _log_notes(scan: LogScan) -> list[str]:

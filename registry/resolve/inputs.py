@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from registry.checkpoint.models import CheckpointInfo
 from registry.canonical import digest
+from registry.checkpoint.models import CheckpointInfo
 from registry.errors import InvalidInput, Refused
 from registry.logs.prometheus import Scrape, read_prometheus
 from registry.recipe import Recipe, load_recipe

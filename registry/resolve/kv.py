@@ -171,10 +171,10 @@ def _status(declared: str | None, value: str | None, requested: str | None) -> S
 
 def _format_for(size: int, rules_value: str | None, model_dtype: str | None) -> str:
     if size == 1:
-        return rules_value if ELEMENT_BYTES.get(rules_value or "") == 1 else "fp8_e4m3"
+        return rules_value if rules_value and ELEMENT_BYTES.get(rules_value) == 1 else "fp8_e4m3"
     if size == 2:
-        return _dtype(model_dtype) if _dtype(model_dtype) in ("bfloat16", "float16") \
-            else "bfloat16"
+        dtype = _dtype(model_dtype)
+        return dtype if dtype in ("bfloat16", "float16") else "bfloat16"
     return "float32"
 
 

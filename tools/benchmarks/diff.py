@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def _store_bench():
-    spec = importlib.util.spec_from_file_location("bench_store", Path(__file__).with_name("store.py"))
+    store_py = Path(__file__).with_name("store.py")
+    spec = importlib.util.spec_from_file_location("bench_store", store_py)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -37,7 +38,8 @@ def run() -> list[tuple[str, float, str]]:
     try:
         home = store.new_home(folder)
         store.fill(home, 10_000)
-        ids = [seal_run(make_ab_run(folder / "runs", side), home=home).id for side in ("bf16", "fp8")]
+        ids = [seal_run(make_ab_run(folder / "runs", side), home=home).id
+               for side in ("bf16", "fp8")]
         args = ("diff", ids[0][:12], ids[1][:12], "--json")
         wall = store.best(store.cli(*args), 5)
         python = store.best(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), 5)
