@@ -1,10 +1,11 @@
-"""Atomic file writes: a file is either whole or absent, never half-written.
+"""File helpers: a JSON object read with one clear error; atomic writes.
 
-The bytes go to a temp file in the same directory (so the rename cannot cross
-filesystems), are fsynced, then renamed over the target, and the directory is
-fsynced so the rename itself survives a crash. The object store publishes its
-objects differently (temp files in `objects/tmp/`, read-only, deduplicated, copied
-while hashed): see registry/store/objects.py.
+A write leaves the file whole or absent, never half-written: the bytes go to a temp
+file in the same directory (so the rename cannot cross filesystems), are fsynced,
+then renamed over the target, and the directory is fsynced so the rename itself
+survives a crash. The object store publishes its objects differently (temp files in
+`objects/tmp/`, read-only, deduplicated, copied while hashed): see
+registry/store/objects.py.
 """
 
 from __future__ import annotations
@@ -13,8 +14,25 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
+
+from registry.errors import InvalidInput
+
+
+def read_json(path: Path, what: str = "config") -> dict[str, Any]:
+    """A JSON object from `path`, or one clear error naming the file."""
+    try:
+        value = json.loads(path.read_bytes())
+    except OSError as e:
+        raise InvalidInput(f"{path}: cannot read {what}: {e.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InvalidInput(f"{path}: {what} is not valid JSON ({e})",
+                           hint="fix or replace the file") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{path}: {what} is not a JSON object")
+    return value
 
 
 def write_bytes(path: Path, data: bytes) -> None:

@@ -12,7 +12,6 @@ and whose identity the log confirms without a mismatch.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from registry.canonical import digest, to_jsonable
 from registry.errors import InvalidInput, NotFound, RegistryError, VerificationFailed
+from registry.files import read_json
 from registry.hashing import Progress
 from registry.identity import ResolvedIdentity
 from registry.recipe import Recipe
@@ -249,13 +249,7 @@ def _run(capsule: Path, missing: list[str]) -> RunInfo:
 
 
 def _json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InvalidInput(f"{path}: not valid JSON ({e})") from None
-    return data if isinstance(data, dict) else {}
+    return read_json(path, path.name) if path.is_file() else {}
 
 
 def _sha256(path: Path) -> str:

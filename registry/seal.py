@@ -8,7 +8,6 @@ allows that field explicitly with a reason, which the record keeps.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from urllib.parse import unquote, urlparse
 from registry import __version__, rundir
 from registry.canonical import digest, to_jsonable
 from registry.errors import InvalidInput, Refused
+from registry.files import read_json
 from registry.hashing import Progress
 from registry.identity import ResolvedIdentity
 from registry.metrics import suite_metrics
@@ -187,15 +187,7 @@ def run_environment(run_dir: Path) -> Environment:
 def _host(run_dir: Path) -> dict[str, Any]:
     """environment.json as the executor wrote it (host facts), or {}."""
     path = run_dir / rundir.ENVIRONMENT
-    if not path.is_file():
-        return {}
-    try:
-        host = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InvalidInput(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(host, dict):
-        raise InvalidInput(f"{path}: expected a JSON object")
-    return host
+    return read_json(path, path.name) if path.is_file() else {}
 
 
 def sealed_with() -> dict[str, str]:

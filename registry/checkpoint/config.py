@@ -7,7 +7,6 @@ module follows the conventions the transformers configuration classes apply.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +22,6 @@ NO_KV_TYPES = {"linear_attention", "mamba", "conv", "moe", "sparse", "dense"}
 # Alternating configs that omit `layer_types`: every Nth layer is global.
 DEFAULT_PATTERN = {"gemma2": 2, "gpt_oss": 2, "gemma3": 6, "gemma3_text": 6,
                    "cohere2": 4, "exaone4": 4, "olmo3": 4}
-
-
-def read_json(path: Path, what: str = "config") -> dict[str, Any]:
-    """A JSON object from `path`, or one clear error naming the file."""
-    try:
-        value = json.loads(path.read_bytes())
-    except OSError as e:
-        raise InvalidInput(f"{path}: cannot read {what}: {e.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InvalidInput(f"{path}: {what} is not valid JSON ({e})",
-                           hint="fix or re-download the file") from None
-    if not isinstance(value, dict):
-        raise InvalidInput(f"{path}: {what} is not a JSON object")
-    return value
 
 
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
