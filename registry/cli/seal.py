@@ -94,7 +94,7 @@ def import_(
 ) -> None:
     """Seal a lab record capsule: verify its manifest, re-derive its results, sign.
 
-    Example: registry import ../fixtures/laguna-b70-record
+    Example: registry import tests/data/lab/laguna-b70-record
     """
     from registry.cli.output import console, print_json
     from registry.importer import import_capsule
