@@ -22,8 +22,8 @@ def print_json(value: Any) -> None:
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
     t = Table(title=title, title_justify="left", header_style="bold")
-    for column in columns:
-        t.add_column(column, overflow="fold")
+    for i, column in enumerate(columns):
+        t.add_column(column, overflow="fold", no_wrap=i == 0)  # the key column stays whole
     for row in rows:
         t.add_row(*("" if v is None else str(v) for v in row))
     return t

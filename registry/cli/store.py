@@ -212,7 +212,7 @@ def list_records(
         print_json(rows)
         return
     console.print(table(None, ["id", "sealed", "lane", "model", "weights", "kv cache", "tok/s"], [
-        [r.id[:12], r.created_at[:19], r.lane, r.model, r.weights, r.kv_cache,
+        [r.id[:12], r.created_at[:16].replace("T", " "), r.lane, r.model, r.weights, r.kv_cache,
          f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else None] for r in rows]))
 
 
