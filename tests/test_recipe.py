@@ -175,3 +175,16 @@ def test_normalizing_twice_is_identical(tmp_path, name, kv, tp, args) -> None:
     again = normalize(Recipe.model_validate(json.loads(canonical_bytes(first))), path)
     assert canonical_bytes(again) == canonical_bytes(first)
     assert digest(again) == digest(first)
+
+
+def test_validate_checks_every_file_and_reports_each_failure(cli, tmp_path) -> None:
+    bad = _write(tmp_path, MINIMAL.replace('platform = "cpu"', 'platform = "tpu"'))
+    r = cli("recipe", "validate", bad, BUNDLED[0], tmp_path / "absent.toml", "--json")
+    assert r.exit_code == ExitCode.INVALID_INPUT
+    results = json.loads(r.stdout)
+    assert [(x["path"], x["ok"]) for x in results] == [
+        (str(bad), False), (str(BUNDLED[0]), True), (str(tmp_path / "absent.toml"), False)]
+    assert "hardware.platform" in results[0]["error"] and "no such file" in results[2]["error"]
+    human = cli("recipe", "validate", bad, BUNDLED[0])
+    assert human.exit_code == ExitCode.INVALID_INPUT and human.stdout.startswith("ok  ")
+    assert human.stderr.count("error:") == 1 and str(bad) in human.stderr

@@ -23,11 +23,9 @@ class RegistryGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except RegistryError as e:
-            from registry.cli.output import err_console
+            from registry.cli.output import print_error
 
-            err_console.print(f"[bold red]error:[/] {e.message}", highlight=False, markup=True)
-            if e.hint:
-                err_console.print(f"  hint: {e.hint}", highlight=False)
+            print_error(e)
             raise typer.Exit(int(e.exit_code)) from None
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from registry.canonical import to_jsonable
+from registry.errors import RegistryError
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -18,6 +19,12 @@ err_console = Console(stderr=True, soft_wrap=True)
 def print_json(value: Any) -> None:
     """Stable JSON on stdout: sorted keys, two-space indent."""
     sys.stdout.write(json.dumps(to_jsonable(value), indent=2, sort_keys=True) + "\n")
+
+
+def print_error(e: RegistryError) -> None:
+    err_console.print(f"[bold red]error:[/] {e.message}", highlight=False, markup=True)
+    if e.hint:
+        err_console.print(f"  hint: {e.hint}", highlight=False)
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:

@@ -17,18 +17,38 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 @app.command()
 def validate(
     paths: Annotated[list[Path], typer.Argument(help="Recipe files.", show_default=False)],
+    json: Json = False,
 ) -> None:
-    """Check recipes: schema, identity documents, conflicts, pins.
+    """Check recipes: schema, identity documents, conflicts, pins. Every file is checked;
+    the exit code is the first failure's.
 
     Example: registry recipe validate recipes/*.toml
     """
     from registry.canonical import digest
-    from registry.cli.output import console
+    from registry.cli.output import console, print_error, print_json
+    from registry.errors import RegistryError
     from registry.recipe import load_recipe
 
+    results: list[dict[str, object]] = []
+    failures: list[RegistryError] = []
     for path in paths:
-        recipe = load_recipe(path)
-        console.print(f"ok  {path}  {recipe.lane}  sha256:{digest(recipe)[:16]}", highlight=False)
+        try:
+            recipe = load_recipe(path)
+        except RegistryError as e:
+            failures.append(e)
+            results.append({"path": str(path), "ok": False, "error": e.message, "hint": e.hint})
+            if not json:
+                print_error(e)
+            continue
+        results.append({"path": str(path), "ok": True, "lane": recipe.lane,
+                        "sha256": digest(recipe)})
+        if not json:
+            console.print(f"ok  {path}  {recipe.lane}  sha256:{digest(recipe)[:16]}",
+                          highlight=False)
+    if json:
+        print_json(results)
+    if failures:
+        raise typer.Exit(int(failures[0].exit_code))
 
 
 @app.command()
