@@ -201,7 +201,7 @@ def resolve_capsule(capsule: Path, lab: dict[str, str], recipe_path: Path | None
 def _recipes_for(commit: str | None) -> list[tuple[Path, Recipe]]:
     from registry.recipe import load_recipe
 
-    out = []
+    found: dict[str, tuple[Path, Recipe]] = {}  # by digest: a copy of a recipe is that recipe
     for folder in recipe_dirs():
         for path in sorted(folder.glob("*.toml")):
             try:
@@ -209,8 +209,8 @@ def _recipes_for(commit: str | None) -> list[tuple[Path, Recipe]]:
             except RegistryError:
                 continue
             if commit and recipe.engine.commit == commit:
-                out.append((path, recipe))
-    return out
+                found.setdefault(digest(recipe), (path, recipe))
+    return list(found.values())
 
 
 def recipe_dirs() -> list[Path]:

@@ -148,12 +148,12 @@ def match_id(prefix: str, candidates: list[str]) -> str:
     found = [c for c in candidates if c.startswith(prefix.lower())]
     if not found:
         raise NotFound(f"no record {prefix}", hint="registry list shows the records")
-    if len(found) > 1:
-        listing = ", ".join(c[:16] for c in found[:10])
-        raise NotFound(f"record id {prefix} is ambiguous: {listing}", hint="give more digits")
     if len(prefix) < 4:
         raise NotFound(f"record id prefix {prefix!r} is too short",
                        hint="give at least 4 hex digits")
+    if len(found) > 1:
+        listing = ", ".join(c[:16] for c in found[:10])
+        raise NotFound(f"record id {prefix} is ambiguous: {listing}", hint="give more digits")
     return found[0]
 
 

@@ -178,8 +178,9 @@ def test_import_lab_needs_concrete_axes(store_home, cli) -> None:
     recipe = ROOT / "recipes/laguna-s21-b70-long-context-service.toml"
     r = cli("teacher", "import-lab", CAPSULE, "--recipe", recipe)
     assert r.exit_code == 4
-    assert "precision.kv_cache is not declared as one value" in r.stderr
-    assert "--axis precision.kv_cache=VALUE" in r.stderr
+    missing = ("precision.kv_cache", "precision.kv_scales", "suite.sha256")  # all at once
+    assert f"{', '.join(missing)} are not declared as one value" in r.stderr
+    assert " ".join(f"--axis {axis}=VALUE" for axis in missing) in r.stderr
     bad = cli("teacher", "import-lab", CAPSULE, "--recipe", recipe, "--axis", "kv=fp8")
     assert bad.exit_code == 4 and "unknown binding axis 'kv'" in bad.stderr
 

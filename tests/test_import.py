@@ -157,3 +157,12 @@ def test_no_recipe_found_asks_for_one(cli, store_home, tmp_path, monkeypatch) ->
     monkeypatch.setattr(registry.importer, "recipe_dirs", lambda: [])
     r = cli("import", CAPSULE)
     assert r.exit_code == ExitCode.NOT_FOUND and "--recipe FILE" in r.stderr
+
+
+def test_a_copy_of_the_recipes_is_the_same_recipe(cli, store_home, tmp_path, monkeypatch) -> None:
+    """From another clone: its recipes/ and the installed package's hold the same files."""
+    shutil.copytree(ROOT / "recipes", tmp_path / "recipes")
+    shutil.copytree(ROOT / "identities", tmp_path / "identities")
+    monkeypatch.chdir(tmp_path)
+    r = cli("import", CAPSULE, "--json")
+    assert r.exit_code == 0, r.stderr

@@ -171,7 +171,9 @@ def models(tmp_path) -> Path:
 
 
 def test_dry_run_prints_the_plan_and_the_drift(cli, sealed_capture, models, hash_cache) -> None:
-    r = cli("reproduce", sealed_capture[:12], "--dry-run", "--models", models, "--json")
+    recipe = ROOT / "recipes" / "tiny-bf16-kv.toml"  # the capture predates sealed suites
+    r = cli("reproduce", sealed_capture[:12], "--dry-run", "--models", models, "--json",
+            "--recipe", recipe)
     assert r.exit_code == 6, r.stderr
     done = json.loads(r.stdout)
     assert done["dry_run"] and "record" not in done  # nothing ran, nothing sealed
@@ -181,7 +183,8 @@ def test_dry_run_prints_the_plan_and_the_drift(cli, sealed_capture, models, hash
     assert "sealed" not in manifest and len(manifest["now"]) == 64 and not manifest["equal"]
     assert "model.manifest_sha256" in done["environment"]["drift"]
     assert {"platform.machine", "platform.os", "engine.distribution", "engine.tree"} <= set(facts)
-    text = cli("reproduce", sealed_capture[:12], "--dry-run", "--models", models)
+    text = cli("reproduce", sealed_capture[:12], "--dry-run", "--models", models,
+               "--recipe", recipe)
     assert "vllm.entrypoints.openai.api_server" in text.stdout and "DRIFT" in text.stdout
 
 
@@ -201,6 +204,8 @@ def test_a_record_without_its_prompts_needs_the_recipe(cli, sealed_capture, mode
             "--out", tmp_path / "again")
     assert r.exit_code == 4 and "the record does not carry its prompts" in r.stderr
     assert "--recipe FILE" in r.stderr and not (tmp_path / "again").exists()
+    dry = cli("reproduce", sealed_capture, "--models", models, "--dry-run")
+    assert dry.exit_code == 4 and "the record does not carry its prompts" in dry.stderr
 
 
 def test_unknown_record_and_bad_threshold(cli, store_home) -> None:

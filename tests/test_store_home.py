@@ -138,3 +138,11 @@ def test_cli_without_home_exits_5(cli, tmp_path, monkeypatch, no_env) -> None:
     monkeypatch.chdir(tmp_path)
     r = cli("list")
     assert r.exit_code == ExitCode.NOT_FOUND and "registry init" in r.stderr
+
+
+def test_cli_init_folder_wins_over_the_environment(cli, tmp_path, monkeypatch, no_env) -> None:
+    monkeypatch.setenv("REGISTRY_HOME", str(tmp_path / "env-home"))
+    r = cli("init", tmp_path / "proj")
+    assert r.exit_code == 0 and str(tmp_path / "proj" / ".registry") in r.stdout
+    assert not (tmp_path / "env-home").exists()
+    assert cli("init", tmp_path / "proj", "--home", tmp_path / "h").exit_code == ExitCode.USAGE

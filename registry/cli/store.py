@@ -61,8 +61,13 @@ def init(
     from registry.store.home import DIRNAME, ENV_HOME, init_home
     from registry.store.keys import default_keyid, keys_dir, local_keys, trust
 
-    root = home or (Path(os.environ[ENV_HOME]) if os.environ.get(ENV_HOME) else None)
-    created = init_home(root or (directory or Path.cwd()) / DIRNAME)
+    if home and directory:
+        raise UsageError("give the project folder or --home, not both")
+    if directory is not None:  # named here: it wins over $REGISTRY_HOME
+        root = directory / DIRNAME
+    else:
+        root = home or Path(os.environ.get(ENV_HOME) or Path.cwd() / DIRNAME)
+    created = init_home(root)
     console.print(f"registry home: {created.root}", highlight=False)
     mine = [k for k in local_keys() if k.keyid == default_keyid()]
     if mine:
@@ -202,7 +207,7 @@ def list_records(
 ) -> None:
     """List records, newest first, filtered by identity fields.
 
-    Example: registry list --where precision.kv_cache=fp8_e4m3 --where lane=tiny-fp8
+    Example: registry list --where precision.kv_cache=fp8_e4m3 --where lane=tiny-fp8-kv
     """
     from registry.cli.output import console, print_json, table
     from registry.store.query import find_records

@@ -183,7 +183,9 @@ def _suite(suites: list[SuiteRef], wanted: str | None, rid: str) -> str:
         return names[0]
     if wanted is not None and wanted in names:
         return wanted
-    raise InvalidInput(f"record {rid[:16]} has suites {names}: name the teacher's with --suite",
+    problem = (f"has no suite {wanted!r}" if wanted is not None
+               else "has several: name the teacher's with --suite")
+    raise InvalidInput(f"record {rid[:16]} {problem} (suites: {', '.join(names) or 'none'})",
                        hint=f"--suite {names[0]}" if names else None)
 
 

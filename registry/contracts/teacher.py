@@ -113,8 +113,9 @@ def declared_axes(recipe: Recipe, given: Mapping[str, str | None]) -> Axes:
     missing = [a for a in ("precision.kv_cache", "precision.kv_scales", SUITE_AXIS)
                if axes[a] is None]
     if missing:
-        raise InvalidInput(f"recipe {recipe.name}: {missing[0]} is not declared as one value",
-                           hint=f"give it: --axis {missing[0]}=VALUE")
+        raise InvalidInput(f"recipe {recipe.name}: {', '.join(missing)} "
+                           f"{'is' if len(missing) == 1 else 'are'} not declared as one value",
+                           hint="give " + " ".join(f"--axis {a}=VALUE" for a in missing))
     return axes
 
 

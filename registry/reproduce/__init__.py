@@ -79,16 +79,17 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
                            plan=launch, environment=env, dry_run=dry_run,
                            passed=not env.refused,
                            exit_code=ExitCode.REFUSED if env.refused else ExitCode.OK)
-    if dry_run:
-        return checked
-    if env.refused:
+    if env.refused and not dry_run:
         raise Refused(f"environment drift since record {original.id[:16]}: "
                       + "; ".join(_drift_text(env)),
                       hint="restore the environment, or run anyway with --allow-env-drift "
                            "(recorded in the new record)")
+    suites = _stored_suites(home, recipe) if recipe_path is None else []
+    if dry_run:
+        return checked
     run_dir = out_dir or Path("runs") / (f"{recipe.name}-reproduce-{original.id[:12]}-"
                                          f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
-    with _suite_folder(home, recipe, recipe_path) as recipe_dir:
+    with _suite_folder(suites, recipe_path) as recipe_dir:
         run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
             models_dir=models_dir, hooks=hooks)
     sealed = _seal(home, run_dir, recipe_path, original.id, env, progress)
@@ -120,28 +121,37 @@ def _recipe(rid: str, statement: Statement, recipe_path: Path | None) -> Recipe:
     return Recipe.model_validate(statement.predicate.recipe)
 
 
-@contextmanager
-def _suite_folder(home: Home, recipe: Recipe, recipe_path: Path | None) -> Iterator[Path]:
-    """Where the run reads its suites: beside `--recipe`, else a temp folder holding the
-    suites the record sealed (found in the object store by their pinned digests)."""
-    if recipe_path is not None:
-        yield recipe_path.parent
-        return
+def _stored_suites(home: Home, recipe: Recipe) -> list[tuple[str, Path]]:
+    """(relative path, stored object) of each suite the record sealed, found in the
+    object store by its pinned digest; one clear error when one is not there."""
     from registry.store.objects import ObjectStore
 
     store = ObjectStore(home.objects)
+    out = []
+    for spec in recipe.benchmark.suites:
+        stored = store.path(spec.sha256) if spec.sha256 else None
+        if stored is None or not stored.is_file():
+            raise InvalidInput(f"suite {spec.name}: the record does not carry its prompts "
+                               f"(sha256 {spec.sha256})",
+                               hint="give the recipe with --recipe FILE; its suites are "
+                                    "read beside it and checked against the pin")
+        if spec.path and not Path(spec.path).is_absolute() and "$" not in spec.path:
+            out.append((spec.path, stored))
+    return out
+
+
+@contextmanager
+def _suite_folder(suites: list[tuple[str, Path]], recipe_path: Path | None) -> Iterator[Path]:
+    """Where the run reads its suites: beside `--recipe`, else a temp folder holding the
+    suites the record sealed."""
+    if recipe_path is not None:
+        yield recipe_path.parent
+        return
     with tempfile.TemporaryDirectory(prefix="registry-reproduce-") as tmp:
-        for spec in recipe.benchmark.suites:
-            stored = store.path(spec.sha256) if spec.sha256 else None
-            if stored is None or not stored.is_file():
-                raise InvalidInput(f"suite {spec.name}: the record does not carry its prompts "
-                                   f"(sha256 {spec.sha256})",
-                                   hint="give the recipe with --recipe FILE; its suites are "
-                                        "read beside it and checked against the pin")
-            if spec.path and not Path(spec.path).is_absolute() and "$" not in spec.path:
-                target = Path(tmp) / spec.path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(stored.read_bytes())
+        for path, stored in suites:
+            target = Path(tmp) / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(stored.read_bytes())
         yield Path(tmp)
 
 

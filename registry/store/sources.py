@@ -22,6 +22,8 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 def capture(role: str, path: Path) -> tuple[Source, list[Artifact]]:
     """The source at `path` (a tree or a file in one) and the artifacts to seal with it."""
+    if not path.exists():  # e.g. an unexpanded ${VAR}: GitPython would warn about it
+        return _untracked(role, path)
     try:
         repo = git.Repo(path, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
