@@ -167,12 +167,15 @@ def test_a_marker_with_a_wrong_value_fails(tmp_path: Path) -> None:
     assert not topology.passed and "eager_breaks: expected 145, saw 144, 145" in topology.detail
 
 
-@pytest.mark.parametrize("minor, expected", [(19, "fp8_e4m3"), (32, "bfloat16")])
-def test_engine_version_rule_table(tmp_path: Path, minor: int, expected: str) -> None:
+@pytest.mark.parametrize("version, expected, rule", [
+    ("0.19.1", "fp8_e4m3", "<= 0.21"), ("0.21.0", "fp8_e4m3", "<= 0.21"),
+    ("0.32.1", "bfloat16", ">= 0.22"), ("1.2.0", "bfloat16", ">= 0.22")])
+def test_engine_version_rule_table(tmp_path: Path, version: str, expected: str,
+                                   rule: str) -> None:
     """A release banner applies the rule table: <= 0.21 the checkpoint scheme overrides an
-    explicit value, >= 0.22 the explicit value wins."""
+    explicit value, >= 0.22 (a 1.x release included) the explicit value wins."""
     run = laguna_run(tmp_path, lambda t: t.replace("0.1.dev1267+g6ae34833d.d20260726",
-                                                   f"0.{minor}.1"))
+                                                   version))
     kv = resolve_run(run, checkpoint=TARGET).fields["precision.kv_cache"]
     assert kv.resolved == expected
-    assert f"vLLM {'<= 0.21' if minor < 22 else '>= 0.22'}" in (kv.rule or "")
+    assert f"vLLM {rule}" in (kv.rule or "")

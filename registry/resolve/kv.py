@@ -25,11 +25,13 @@ from registry.kvmath import ELEMENT_BYTES
 from registry.resolve.capacity import CapacityCheck
 
 RELEASE = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:(?:rc|post)\d+)?(?:\+(?!g[0-9a-f]{6})[\w.]+)?$")
-# (last minor with the rule, rule): how an explicit value meets a checkpoint kv_cache_scheme
+# (last release with the rule, rule): how an explicit value meets a checkpoint kv_cache_scheme
+OVERRIDDEN = (0, 21)
 VERSION_RULES = [
-    (21, "vLLM <= 0.21: the checkpoint kv_cache_scheme silently overrides an explicit value"),
-    (10**6, "vLLM >= 0.22 (PR #42782): an explicit kv_cache_dtype wins over the checkpoint "
-            "kv_cache_scheme"),
+    (OVERRIDDEN, "vLLM <= 0.21: the checkpoint kv_cache_scheme silently overrides an "
+                 "explicit value"),
+    ((10**6, 0), "vLLM >= 0.22 (PR #42782): an explicit kv_cache_dtype wins over the "
+                 "checkpoint kv_cache_scheme"),
 ]
 UNQUANTIZED = {"float32", "bfloat16", "float16"}
 
@@ -55,10 +57,10 @@ class Decision:
     note: str | None = None
 
 
-def release_minor(version: str | None) -> int | None:
-    """The minor version of a release banner (0.y); None for source builds."""
+def release(version: str | None) -> tuple[int, int] | None:
+    """(major, minor) of a release banner; None for a source build's."""
     found = RELEASE.match(version or "")
-    return int(found.group(2)) if found and found.group(1) == "0" else None
+    return (int(found.group(1)), int(found.group(2))) if found else None
 
 
 def has_scheme(checkpoint: CheckpointInfo | None) -> bool:
@@ -86,14 +88,14 @@ def by_rules(kv: KVInputs) -> Decision:
         note = None if kv.checkpoint else "checkpoint not inspected"
         return Decision(requested, "explicit kv_cache_dtype in the engine config line", ev,
                         note=note)
-    minor = release_minor(kv.version)
+    version = release(kv.version)
     ev.append(_scheme_evidence(kv.checkpoint))
-    if minor is None:
+    if version is None:
         return Decision(None, f"explicit {requested} vs the checkpoint kv_cache_scheme depends "
                               f"on the engine version, and {kv.version!r} is a self-reported "
                               "source-build banner: the rule table is not applied", ev)
-    limit, rule = next((limit, rule) for limit, rule in VERSION_RULES if minor <= limit)
-    return Decision("fp8_e4m3" if limit == 21 else requested, rule, ev)
+    limit, rule = next((limit, rule) for limit, rule in VERSION_RULES if version <= limit)
+    return Decision("fp8_e4m3" if limit == OVERRIDDEN else requested, rule, ev)
 
 
 def decide(kv: KVInputs) -> Decision:
