@@ -25,14 +25,9 @@ from registry.hashing import Progress
 from registry.identity import ResolvedIdentity
 from registry.recipe import Recipe
 from registry.record import Environment, Imported, Predicate, RunInfo, Source, SuiteResult
+from registry.results import suite_results
 from registry.rundir import Bench, BenchRow, SuiteRef
-from registry.seal import (
-    allowed_overrides,
-    contract_of,
-    now_utc,
-    sealed_with,
-    suite_results,
-)
+from registry.seal import allowed_overrides, contract_of, now_utc, sealed_with
 from registry.store.home import Home
 from registry.store.writer import Artifact, SealedRecord, Signer, write_record
 

@@ -22,8 +22,7 @@ from registry.errors import InvalidInput, Refused
 from registry.files import read_json
 from registry.hashing import Progress
 from registry.identity import ResolvedIdentity
-from registry.metrics import suite_metrics
-from registry.recipe.schema import MetricFormula, Recipe
+from registry.recipe.schema import Recipe
 from registry.record import (
     ContractInfo,
     Environment,
@@ -32,9 +31,9 @@ from registry.record import (
     Predicate,
     RunInfo,
     Source,
-    SuiteResult,
     match_id,
 )
+from registry.results import suite_results
 from registry.store.home import Home
 from registry.store.writer import Artifact, SealedRecord, Signer, write_record
 
@@ -192,20 +191,6 @@ def _host(run_dir: Path) -> dict[str, Any]:
 
 def sealed_with() -> dict[str, str]:
     return {"registry": __version__, "python": platform.python_version()}
-
-
-def suite_results(bench: rundir.Bench, recipe: Recipe | None) -> list[SuiteResult]:
-    """Per suite, metrics re-derived from the raw rows with the recipe's formula."""
-    formula = recipe.benchmark.metric if recipe else MetricFormula.intervals_99
-    window = recipe.benchmark.window if recipe else 100
-    names = [s.name for s in bench.suites] or sorted({r.suite for r in bench.rows})
-    out = []
-    for name in names:
-        rows = [r for r in bench.rows if r.suite == name]
-        out.append(SuiteResult(suite=name, rows=len(rows), errors=sum(1 for r in rows if r.error),
-                               formula=formula.value, window=window,
-                               metrics=suite_metrics(rows, formula, window)))
-    return out
 
 
 def read_bench(run_dir: Path) -> rundir.Bench | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from registry.diff import Side
+from registry.errors import VerificationFailed
 from registry.rundir import BENCH
 from registry.store.home import Home
 
@@ -24,27 +25,30 @@ def load_side(ref: str, *, home: Path | None = None) -> Side:
 
 
 def side_from_record(home: Home, prefix: str) -> Side:
+    """The record's signed identity and sources; its metrics re-derived from its rows."""
     from registry.contracts.sealed import sealed_run
-    from registry.record import parse_statement
-    from registry.store.query import statement_bytes_of
+    from registry.results import suite_results
+    from registry.store.query import sealed_statement
 
-    rid, data = statement_bytes_of(home, prefix)
-    statement = parse_statement(data)
+    rid, statement = sealed_statement(home, prefix)
     predicate = statement.predicate
-    side = Side(label=rid, identity=predicate.identity, results=predicate.results,
-                sources=predicate.sources)
+    side = Side(label=rid, identity=predicate.identity, sources=predicate.sources)
     if statement.subject_named(predicate.artifacts.get(BENCH, BENCH)) is None:
         return side  # a record without benchmark rows (e.g. an engine-only run)
-    bench = sealed_run(home, rid, statement).bench
-    return side.model_copy(update={"rows": bench.rows,
-                                   "suites": {s.name: s.sha256 for s in bench.suites}})
+    run = sealed_run(home, rid, statement)
+    if not run.bench_intact:
+        raise VerificationFailed(f"record {rid[:16]}: its {BENCH} was changed after sealing",
+                                 hint=f"registry verify {rid[:16]}")
+    return side.model_copy(update={"results": suite_results(run.bench, run.recipe),
+                                   "rows": run.bench.rows,
+                                   "suites": {s.name: s.sha256 for s in run.bench.suites}})
 
 
 def side_from_run_dir(run_dir: Path) -> Side:
     from registry import rundir
     from registry.resolve import resolve_run
     from registry.resolve.inputs import load_run_recipe
-    from registry.seal import suite_results
+    from registry.results import suite_results
 
     recipe = load_run_recipe(run_dir, None, None)
     identity = resolve_run(run_dir, recipe=recipe)

@@ -81,6 +81,8 @@ def postgres_server():
     import tempfile
 
     if not (PG_BIN / "initdb").exists():
+        if os.environ.get("REGISTRY_REQUIRE_POSTGRES"):  # CI: never pass by skipping
+            pytest.fail(f"PostgreSQL server binaries are not in {PG_BIN}")
         pytest.skip("PostgreSQL server binaries are not installed")
     base = Path(tempfile.mkdtemp(prefix="registry-pg-"))
     if os.geteuid() == 0:

@@ -119,6 +119,22 @@ def test_rows_changed_after_sealing_fail(teacher_record, tmp_path, seal_run_dir,
     assert result["verdict"]["rows"][2]["first_diff"]["index"] == 7
 
 
+def test_an_fp8_record_relabelled_bf16_is_not_judged(teacher_record, tmp_path, seal_run_dir,
+                                                    store_home, cli) -> None:
+    """Editing the signed identity to pass as the teacher's precision is caught: the
+    statement no longer hashes to the record id."""
+    rid = seal_run_dir(write_run(tmp_path, "fp8"), fp8_identity()).id
+    path = store_home.ledger / "records" / rid / "statement.json"
+    statement = json.loads(path.read_bytes())
+    fields = statement["predicate"]["identity"]["fields"]
+    fields["precision.kv_cache"]["resolved"] = "bfloat16"
+    fields["precision.kv_scales"]["resolved"] = "n/a"
+    path.write_text(json.dumps(statement))
+    r = cli("check", rid)
+    assert r.exit_code == 1 and "statement was changed after sealing" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_fp8_kv_run_is_refused_and_judged_otherwise(teacher_record, tmp_path, seal_run_dir,
                                                     cli) -> None:
     first = seal_run_dir(write_run(tmp_path, "fp8-a"), fp8_identity()).id
@@ -212,3 +228,28 @@ def test_check_and_show_never_import_torch_or_vllm(teacher_record, tmp_path, sea
                          env=env, check=True)
     assert '"status": "passed"' in out.stdout
     assert "HEAVY []" in out.stdout
+
+
+def test_a_teacher_must_verify_and_be_greedy(tmp_path, seal_run_dir, store_home, cli) -> None:
+    from registry.recipe import load_recipe
+    from registry.seal import seal_resolved
+
+    tampered = seal_run_dir(write_run(tmp_path, "tampered")).id
+    statement = json.loads(cli("show", tampered, "--json").stdout)["statement"]
+    [subject] = [s for s in statement["subject"] if s["name"] == "bench.json"]
+    path = ObjectStore(store_home.objects).path(subject["digest"]["sha256"])
+    bench = json.loads(path.read_bytes())
+    bench["rows"][0]["token_ids"][0] += 1
+    path.chmod(0o644)
+    path.write_text(json.dumps(bench))
+    r = cli("teacher", "set", tampered, "--lane", LANE)
+    assert r.exit_code == 6 and f"record {tampered[:16]} does not verify" in r.stderr
+
+    recipe = load_recipe(ROOT / "recipes" / "tiny-bf16-kv.toml")
+    sampled = recipe.model_copy(update={"benchmark": recipe.benchmark.model_copy(
+        update={"temperature": 0.7})})
+    rid = seal_resolved(write_run(tmp_path, "sampled"), home=store_home,
+                        identity=resolved_identity(), recipe=sampled).id
+    r = cli("teacher", "set", rid, "--lane", LANE)
+    assert r.exit_code == 6 and "is not a greedy run" in r.stderr
+    assert cli("teacher", "show", LANE).exit_code == 5  # neither became the teacher

@@ -4,6 +4,7 @@ the KV precision the only identity change, and the bitwise comparison refused.""
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -81,3 +82,46 @@ def test_sealed_records_by_id_prefix(ab, store_home, cli) -> None:
 def test_unknown_record_is_a_clear_error(store_home, cli) -> None:
     r = cli("diff", "deadbeef", "cafebabe")
     assert r.exit_code == 5 and "no record" in r.stderr
+
+
+def _statement(home, rid):
+    return home.ledger / "records" / rid / "statement.json"
+
+
+def test_a_record_whose_statement_was_edited_is_not_compared(ab, store_home, cli) -> None:
+    """A forged median in the statement never reaches the diff: the statement no longer
+    hashes to its id; the figures shown are re-derived from the rows."""
+    from registry.seal import seal_run
+
+    ids = [seal_run(run, home=store_home).id for run in ab]
+    path = _statement(store_home, ids[1])
+    statement = json.loads(path.read_bytes())
+    statement["predicate"]["results"][0]["metrics"]["decode_tok_s.median"]["value"] = 99999.0
+    path.write_text(json.dumps(statement))
+    r = cli("diff", ids[0], ids[1], "--json")
+    assert r.exit_code == 1 and "statement was changed after sealing" in r.stderr
+    assert ids[1][:16] in r.stderr and not r.stdout
+
+
+def test_a_record_whose_rows_were_changed_is_not_compared(ab, store_home, cli) -> None:
+    from registry.seal import seal_run
+    from registry.store.objects import ObjectStore
+
+    ids = [seal_run(run, home=store_home).id for run in ab]
+    subjects = json.loads(_statement(store_home, ids[0]).read_bytes())["subject"]
+    bench = ObjectStore(store_home.objects).path(
+        next(s["digest"]["sha256"] for s in subjects if s["name"] == "bench.json"))
+    bench.chmod(0o644)
+    bench.write_bytes(bench.read_bytes().replace(b'"token_ids":[', b'"token_ids":[7,', 1))
+    r = cli("diff", ids[0], ids[1])
+    assert r.exit_code == 1 and "bench.json was changed after sealing" in r.stderr
+
+
+def test_sealed_figures_are_re_derived_from_the_rows(ab, store_home) -> None:
+    from registry.seal import seal_run
+    from registry.sides import side_from_record
+
+    side = side_from_record(store_home, seal_run(ab[1], home=store_home).id)
+    rates = [99 / (r.token_times_s[99] - r.token_times_s[0]) for r in side.rows]
+    assert side.results[0].metrics["decode_tok_s.median"].value == pytest.approx(
+        statistics.median(rates))

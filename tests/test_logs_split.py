@@ -57,7 +57,16 @@ def test_a_split_scan_equals_the_one_pass_scan(long_log: Path, workers: int,
     assert whole.engine_restarts == 6 and whole.cut_off and whole.error_lines > 400
     assert len(whole.errors) == parser.MAX_ERRORS and len(whole.exceptions) == 5
     split(monkeypatch)
+    calls: list[int] = []
+    real = parser._scan_split
+
+    def spy(scanner, stream, start: int, parts: int) -> None:
+        calls.append(parts)
+        real(scanner, stream, start, parts)
+
+    monkeypatch.setattr(parser, "_scan_split", spy)
     assert scan_log(long_log, MARKERS, workers=workers) == whole
+    assert calls == [workers]  # the split did run
 
 
 def test_a_traceback_open_at_a_part_end_is_followed_into_the_next(

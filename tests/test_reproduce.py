@@ -208,10 +208,10 @@ def test_a_record_without_its_prompts_needs_the_recipe(cli, sealed_capture, mode
     assert dry.exit_code == 4 and "the record does not carry its prompts" in dry.stderr
 
 
-def test_unknown_record_and_bad_threshold(cli, store_home) -> None:
+def test_unknown_record_and_bad_threshold(cli, sealed_capture) -> None:
     assert cli("reproduce", "abcdef12").exit_code == 5
-    r = cli("reproduce", "abcdef12", "--min-performance", "-1")
-    assert r.exit_code in (4, 5)
+    r = cli("reproduce", sealed_capture, "--min-performance", "-1")
+    assert r.exit_code == 4 and "--min-performance -1.0: must be 0 or more" in r.stderr
 
 
 # ---- registry run checks its home before the engine starts ----

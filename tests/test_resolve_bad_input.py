@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,5 +96,11 @@ def test_a_2gb_log_streams_in_constant_memory(tmp_path: Path) -> None:
         f.truncate(2 << 30)
         f.seek(0, 2)
         f.write(b"\n(EngineCore pid=1) INFO 07-26 17:47:13 [x.py:1] Resolved architecture: Tail\n")
-    r = resolve_run(tmp_path)
-    assert r.value("model.architecture") == "Tail"
+    probe = ("import resource, sys\nfrom registry.resolve import resolve_run\n"
+             "r = resolve_run(sys.argv[1])\n"
+             "print(r.value('model.architecture'), resource.getrusage(resource.RUSAGE_SELF)"
+             ".ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[0] == "Tail"
+    assert int(out[1]) < 512 * 1024  # KiB: a quarter of the log, whatever the interpreter

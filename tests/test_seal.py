@@ -118,7 +118,9 @@ def test_sources_clean_trees(cli, store_home, lab_run, recipe_repo) -> None:
         assert sources[role]["branch"] in ("main", "master")
         assert sources[role]["remote"] == "https://example.org/lab.git"
         assert "diff_sha256" not in sources[role]
-    assert sources["engine"]["role"] == "engine"  # the installed vLLM, found without importing it
+    # the recipe names the lab's engine tree, which is not on this machine: said, not hidden
+    assert sources["engine"]["path"] == "${REGISTRY_SOURCES}/laguna-vllm-width12-stack"
+    assert "not set here" in sources["engine"]["note"] and "commit" not in sources["engine"]
 
 
 def test_sources_dirty_tree_diff_is_sealed(cli, store_home, lab_run, recipe_repo) -> None:

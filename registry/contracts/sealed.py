@@ -34,11 +34,9 @@ class SealedRun(BaseModel):
 
 def load_sealed(home: Home, prefix: str) -> SealedRun:
     """The record `prefix` (an id or unique prefix) with its raw bench rows."""
-    from registry.record import parse_statement
-    from registry.store.query import statement_bytes_of
+    from registry.store.query import sealed_statement
 
-    rid, data = statement_bytes_of(home, prefix)
-    return sealed_run(home, rid, parse_statement(data))
+    return sealed_run(home, *sealed_statement(home, prefix))
 
 
 def sealed_run(home: Home, rid: str, statement: Statement) -> SealedRun:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from registry.errors import InvalidInput, NotFound, RegistryError
+from registry.errors import InvalidInput, NotFound, RegistryError, VerificationFailed
 from registry.record import Statement, match_id, parse_statement, record_id
 from registry.store.home import Home
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, adding_commit, committed_ids
@@ -78,6 +78,17 @@ def statement_bytes_of(home: Home, prefix: str) -> tuple[str, bytes]:
     except FileNotFoundError:
         raise NotFound(f"record {rid[:16]} is committed but {path} is missing",
                        hint="registry verify " + rid[:16]) from None
+
+
+def sealed_statement(home: Home, prefix: str) -> tuple[str, Statement]:
+    """(full id, statement) of a committed record whose statement still hashes to its id:
+    what judges and compares records reads (`registry verify` checks the rest)."""
+    rid, data = statement_bytes_of(home, prefix)
+    if record_id(data) != rid:
+        raise VerificationFailed(f"record {rid[:16]}: its statement was changed after sealing "
+                                 "(it no longer hashes to the record id)",
+                                 hint=f"registry verify {rid[:16]}")
+    return rid, parse_statement(data)
 
 
 def show_record(home: Home, prefix: str) -> ShownRecord:

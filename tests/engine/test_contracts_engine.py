@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -90,9 +91,16 @@ def test_checkpoint_fp8_kv_is_refused_and_judged_by_its_own_contracts(
 
     code, result = check(cli, fp8)  # the recipe's own contract: semantic gates
     verdict = result["verdict"]
-    assert verdict["contract"] == "semantic-gates" and verdict["status"] != "refused"
+    assert verdict["contract"] == "semantic-gates"
     assert [r["gate"] for r in verdict["rows"]] == ["no-repetition[0]"] * 8
-    assert code == (0 if verdict["status"] == "passed" else 1)
+    # Re-derived from the raw rows with a plain count: a 16-token span seen > 6 times fails.
+    rows = read_model(cpu_run("tiny-checkpoint-kv") / rundir.BENCH, Bench).rows
+    looping = [max(Counter(tuple(r.token_ids[i:i + 16])
+                           for i in range(len(r.token_ids) - 15)).values(), default=0) > 6
+               for r in rows]
+    assert [not r["passed"] for r in verdict["rows"]] == looping
+    assert verdict["status"] == ("failed" if any(looping) else "passed")
+    assert code == (1 if any(looping) else 0)
 
 
 def test_a_tampered_row_fails_though_a_stored_summary_says_passed(

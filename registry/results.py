@@ -1,0 +1,22 @@
+"""A run's results, re-derived from its raw rows: never copied from a stored summary."""
+
+from __future__ import annotations
+
+from registry.metrics import suite_metrics
+from registry.recipe.schema import MetricFormula, Recipe
+from registry.record import SuiteResult
+from registry.rundir import Bench
+
+
+def suite_results(bench: Bench, recipe: Recipe | None) -> list[SuiteResult]:
+    """Per suite, metrics re-derived from the raw rows with the recipe's formula."""
+    formula = recipe.benchmark.metric if recipe else MetricFormula.intervals_99
+    window = recipe.benchmark.window if recipe else 100
+    names = [s.name for s in bench.suites] or sorted({r.suite for r in bench.rows})
+    out = []
+    for name in names:
+        rows = [r for r in bench.rows if r.suite == name]
+        out.append(SuiteResult(suite=name, rows=len(rows), errors=sum(1 for r in rows if r.error),
+                               formula=formula.value, window=window,
+                               metrics=suite_metrics(rows, formula, window)))
+    return out
