@@ -38,6 +38,17 @@ def write_run(parent: Path, name: str, rows=None) -> Path:
     return run
 
 
+def change_sealed_token(cli, home, rid: str, *, row: int, index: int) -> None:
+    """Add one to a token id in the record's stored bench.json object."""
+    statement = json.loads(cli("show", rid, "--json").stdout)["statement"]
+    [subject] = [s for s in statement["subject"] if s["name"] == "bench.json"]
+    path = ObjectStore(home.objects).path(subject["digest"]["sha256"])
+    bench = json.loads(path.read_bytes())
+    bench["rows"][row]["token_ids"][index] += 1
+    path.chmod(0o644)
+    path.write_text(json.dumps(bench))
+
+
 def fp8_identity() -> ResolvedIdentity:
     base = resolved_identity(kv_cache="fp8_e4m3")
     scales = ResolvedField(resolved="calibrated (8 scalars from checkpoint)",
@@ -106,13 +117,7 @@ def test_a_tampered_row_fails_though_its_stored_verdict_passed(
 def test_rows_changed_after_sealing_fail(teacher_record, tmp_path, seal_run_dir, store_home,
                                          cli) -> None:
     sealed = seal_run_dir(write_run(tmp_path, "second")).id
-    statement = json.loads(cli("show", sealed, "--json").stdout)["statement"]
-    [subject] = [s for s in statement["subject"] if s["name"] == "bench.json"]
-    path = ObjectStore(store_home.objects).path(subject["digest"]["sha256"])
-    bench = json.loads(path.read_bytes())
-    bench["rows"][2]["token_ids"][7] += 1
-    path.chmod(0o644)
-    path.write_text(json.dumps(bench))
+    change_sealed_token(cli, store_home, sealed, row=2, index=7)
     result = json.loads(cli("check", sealed, "--json").stdout)
     assert result["exit_code"] == 1
     assert "bench.json no longer matches the digest the record signed" in result["problems"][0]
@@ -235,13 +240,7 @@ def test_a_teacher_must_verify_and_be_greedy(tmp_path, seal_run_dir, store_home,
     from registry.seal import seal_resolved
 
     tampered = seal_run_dir(write_run(tmp_path, "tampered")).id
-    statement = json.loads(cli("show", tampered, "--json").stdout)["statement"]
-    [subject] = [s for s in statement["subject"] if s["name"] == "bench.json"]
-    path = ObjectStore(store_home.objects).path(subject["digest"]["sha256"])
-    bench = json.loads(path.read_bytes())
-    bench["rows"][0]["token_ids"][0] += 1
-    path.chmod(0o644)
-    path.write_text(json.dumps(bench))
+    change_sealed_token(cli, store_home, tampered, row=0, index=0)
     r = cli("teacher", "set", tampered, "--lane", LANE)
     assert r.exit_code == 6 and f"record {tampered[:16]} does not verify" in r.stderr
 
