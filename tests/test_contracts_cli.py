@@ -30,7 +30,8 @@ def write_run(parent: Path, name: str, rows=None) -> Path:
     run.mkdir()
     (run / "server.log").write_text(f"INFO engine started ({name})\n")
     rows = [r.model_copy(update={"suite": "tiny-cold"}) for r in (rows or capsule_rows())]
-    bench = Bench(api="completions", model="tiny", params={"max_tokens": 128},
+    # `run` keeps two runs' bench objects apart, as their timings would in real runs
+    bench = Bench(api="completions", model="tiny", params={"max_tokens": 128, "run": name},
                   suites=[SuiteRef(name="tiny-cold", sha256=SUITE_SHA, prompts=len(rows))],
                   rows=rows)
     (run / "bench.json").write_text(bench.model_dump_json(by_alias=True))
@@ -252,3 +253,18 @@ def test_a_teacher_must_verify_and_be_greedy(tmp_path, seal_run_dir, store_home,
     r = cli("teacher", "set", rid, "--lane", LANE)
     assert r.exit_code == 6 and "is not a greedy run" in r.stderr
     assert cli("teacher", "show", LANE).exit_code == 5  # neither became the teacher
+
+
+def test_a_teacher_file_edited_in_the_ledger_is_caught(teacher_record, tmp_path, seal_run_dir,
+                                                       store_home, cli) -> None:
+    """The committed teacher file is unsigned: a later commit that moves its reference to
+    fit another run is caught against the signed record it names."""
+    rid = seal_run_dir(write_run(tmp_path, "second")).id
+    assert cli("check", rid).exit_code == 0
+    path = store_home.ledger / "teachers" / f"{LANE}.json"
+    teacher = json.loads(path.read_bytes())
+    teacher["rows"][3]["token_ids"][5] += 1
+    path.write_text(json.dumps(teacher))
+    _git(store_home.ledger, "commit", "-qam", "tweak the reference")
+    r = cli("check", rid)
+    assert r.exit_code == 1 and f"no longer matches record {teacher_record[:16]}" in r.stderr

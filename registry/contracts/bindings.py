@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text, delete
 
 from registry.canonical import canonical_bytes, digest
+from registry.contracts.sealed import SealedRun, load_sealed
 from registry.contracts.teacher import (
+    SUITE_AXIS,
     Axes,
     Teacher,
     TeacherSource,
@@ -25,7 +27,7 @@ from registry.contracts.teacher import (
     teacher_from_lab_oracles,
     teacher_from_rows,
 )
-from registry.errors import InvalidInput, NotFound, Refused
+from registry.errors import InvalidInput, NotFound, Refused, VerificationFailed
 from registry.rundir import SuiteRef
 from registry.store.home import Home
 
@@ -59,7 +61,6 @@ class TeacherBinding(BaseModel):
 
 def set_teacher(home: Home, prefix: str, lane: str, *, suite: str | None = None) -> TeacherBinding:
     """Make the verified, greedy, cold record `prefix` the teacher of `lane`."""
-    from registry.contracts.sealed import load_sealed
     from registry.verify import verify_records
 
     run = load_sealed(home, prefix)
@@ -77,10 +78,15 @@ def set_teacher(home: Home, prefix: str, lane: str, *, suite: str | None = None)
     if warm:
         raise Refused(f"record {run.id[:16]}: rows {warm} were not served cold (cached_tokens)",
                       hint="a teacher is a cold run: prefix caching off, each prompt once")
-    sha256 = next(s.sha256 for s in run.bench.suites if s.name == name)
-    teacher = teacher_from_rows(lane, rows, binding_axes(run.identity, sha256),
-                                TeacherSource(kind="record", ref=run.id))
-    return save_teacher(home, teacher)
+    return save_teacher(home, _record_teacher(run, lane, name))
+
+
+def _record_teacher(run: SealedRun, lane: str, suite: str) -> Teacher:
+    """The teacher a record's rows of `suite` make: set from, and checked against, it."""
+    rows = [r for r in run.bench.rows if r.suite == suite]
+    sha256 = next(s.sha256 for s in run.bench.suites if s.name == suite)
+    return teacher_from_rows(lane, rows, binding_axes(run.identity, sha256),
+                             TeacherSource(kind="record", ref=run.id))
 
 
 def import_lab_teacher(home: Home, capsule: Path, recipe_path: Path, *, lane: str | None = None,
@@ -115,11 +121,25 @@ def save_teacher(home: Home, teacher: Teacher) -> TeacherBinding:
 
 
 def get_teacher(home: Home, lane: str) -> Teacher | None:
-    """The committed teacher of `lane`, or None."""
+    """The committed teacher of `lane`, or None. A teacher set from a record must still be
+    what that (signed, intact) record's rows make: the ledger file itself is unsigned."""
     from registry.store.ledger import Ledger
 
     data = _committed(Ledger(home.ledger), f"{TEACHERS}/{lane}.json")
-    return None if data is None else Teacher.model_validate_json(data)
+    if data is None:
+        return None
+    teacher = Teacher.model_validate_json(data)
+    if teacher.source.kind != "record":
+        return teacher
+    run = load_sealed(home, teacher.source.ref)
+    suite = next((s.name for s in run.bench.suites
+                  if s.sha256 == teacher.axes.get(SUITE_AXIS)), None)
+    if not run.bench_intact or suite is None or _record_teacher(run, lane, suite) != teacher:
+        raise VerificationFailed(f"the teacher of lane {lane} ({TEACHERS}/{lane}.json) no longer "
+                                 f"matches record {run.id[:16]} it was set from",
+                                 hint=f"registry verify {run.id[:16]}; then registry teacher "
+                                      f"set {run.id[:16]} --lane {lane}")
+    return teacher
 
 
 def show_teacher(home: Home, lane: str) -> TeacherBinding:
