@@ -96,10 +96,11 @@ def test_a_2gb_log_streams_in_constant_memory(tmp_path: Path) -> None:
         f.truncate(2 << 30)
         f.seek(0, 2)
         f.write(b"\n(EngineCore pid=1) INFO 07-26 17:47:13 [x.py:1] Resolved architecture: Tail\n")
-    probe = ("import resource, sys\nfrom registry.resolve import resolve_run\n"
+    # VmHWM, not ru_maxrss: the latter keeps the forking parent's peak across exec.
+    probe = ("import re, sys\nfrom pathlib import Path\nfrom registry.resolve import resolve_run\n"
              "r = resolve_run(sys.argv[1])\n"
-             "print(r.value('model.architecture'), resource.getrusage(resource.RUSAGE_SELF)"
-             ".ru_maxrss)")
+             "status = Path('/proc/self/status').read_text()\n"
+             "print(r.value('model.architecture'), re.search(r'VmHWM:\\s+(\\d+)', status)[1])")
     out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
                          text=True, check=True).stdout.split()
     assert out[0] == "Tail"

@@ -42,13 +42,15 @@ SAME_JOB = (r"KV cache usage: |SpecDecoding metrics: |ERROR [0-9]|ERROR:    "
             r"|Traceback \(most recent call last\)|Initializing a V1 LLM engine \(")
 GIB = 1 << 30
 RSS_PROBE = """
-import resource, sys
+import re, resource, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from registry.logs import scan_log
 scan_log(Path(sys.argv[1]))
-print(max(resource.getrusage(who).ru_maxrss  # the parser and its part scanners
-          for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+# VmHWM: this process's own peak (ru_maxrss would keep the spawning benchmark's across
+# exec); the part scanners are forked from it, so their ru_maxrss is theirs alone.
+own = int(re.search(r"VmHWM:\\s+(\\d+)", Path("/proc/self/status").read_text())[1])
+print(max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
 """
 
 
