@@ -120,9 +120,10 @@ def keys_list(home: HomeOpt = None, json: Json = False) -> None:
     if json:
         print_json({"local": mine, "trusted": trusted_ids})
         return
-    rows = [[k.keyid, "yes" if k.default else "", "yes" if k.keyid in trusted_ids else "",
+    # 16 hex digits name a key here as they name records; --json has the full ids
+    rows = [[k.keyid[:16], "yes" if k.default else "", "yes" if k.keyid in trusted_ids else "",
              k.private_path] for k in mine]
-    rows += [[k, "", "yes", ""] for k in trusted_ids if k not in {m.keyid for m in mine}]
+    rows += [[k[:16], "", "yes", ""] for k in trusted_ids if k not in {m.keyid for m in mine}]
     console.print(table("keys", ["key id", "default", "trusted here", "private key"], rows))
 
 
