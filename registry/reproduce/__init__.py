@@ -64,14 +64,14 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
               dry_run: bool = False, hooks: Hooks | None = None,
               progress: Progress | None = None) -> Reproduction:
     """Reproduce record `prefix`; `hooks` are the executor's progress callbacks."""
-    from registry.contracts.sealed import load_sealed
+    from registry.contracts.sealed import load_sealed, sealed_run
     from registry.executor.run import run
-    from registry.store.query import show_record
+    from registry.store.query import sealed_statement
 
     if min_performance < 0:
         raise InvalidInput(f"--min-performance {min_performance}: must be 0 or more")
-    statement = show_record(home, prefix).statement
-    original = load_sealed(home, prefix)
+    rid, statement = sealed_statement(home, prefix)
+    original = sealed_run(home, rid, statement)
     recipe = _recipe(original.id, statement, recipe_path)
     launch = _plan(recipe, models_dir)
     env = check_environment(statement.predicate, recipe, launch, allow_env_drift)
