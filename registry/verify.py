@@ -1,11 +1,17 @@
-"""`registry verify`: is a record exactly what was sealed?
+"""`registry verify`: is the ledger what trusted keys wrote, and each record exactly
+what was sealed?
 
-For each record: the statement's sha256 is its id; the envelope is canonical, its
-payload is that statement and its signature is valid under a key the ledger trusts;
-every artifact's object still hashes to its subject digest; the ledger files equal
-their commit, were added once and never changed, by the commit the index recorded at
-sealing (a rewritten history loses that commit). Problems name the part; each is
+The ledger as a whole: its keyring verifies from this home's pin
+(registry/store/trust.py); its history is signed, linear, append-only and descends from
+the head this home last verified (registry/store/history.py). Each record: the
+statement's sha256 is its id; the envelope signs it under a key that was a signer in
+the keyring in effect when the record was added, and is not revoked since; every
+artifact's object still hashes to its subject digest; the ledger files equal their
+commit; the index row says what the statement says. Problems name the part; each is
 "wrong" (exit 1) or "could not verify" (exit 3: missing object, unknown key).
+
+A clean history moves the home's remembered head forward, so a later rewrite or
+deletion is reported as exactly that.
 """
 
 from __future__ import annotations
@@ -13,16 +19,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from registry.errors import ExitCode, RegistryError, VerificationFailed
-from registry.record import Subject, match_id, record_id
-from registry.store import dsse, keys
+from registry.errors import ExitCode, RegistryError
+from registry.record import Subject, match_id, parse_statement
+from registry.store.history import History, check_history
 from registry.store.home import Home
-from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Event, Ledger, blob_sha
+from registry.store.index import Rows, entry_differences, entry_rows
+from registry.store.keyring import Chain, Role
+from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger, blob_sha
 from registry.store.objects import ObjectState, ObjectStore
+from registry.store.signed import check_signed
 
 
 class Model(BaseModel):
@@ -30,7 +38,7 @@ class Model(BaseModel):
 
 
 class Problem(Model):
-    part: str  # statement | envelope | signature | artifact <name> | ledger | index
+    part: str  # statement | envelope | signature | artifact <name> | ledger | index | keyring
     detail: str
     exit_code: int
 
@@ -38,26 +46,29 @@ class Problem(Model):
 class RecordCheck(Model):
     id: str
     verified: bool
-    signer: str | None
+    signer: str | None  # only when the signature verifies under a trusted key
     artifacts: int
     problems: list[Problem]
 
 
 class VerifyReport(Model):
+    head: str | None
+    keyring_version: int | None
+    ledger: list[Problem]  # the keyring and the history as a whole
     records: list[RecordCheck]
     exit_code: int
 
 
 @dataclass
-class _Ledger:
-    """Everything read from git once, for any number of records."""
+class _Context:
+    """Everything read once, for any number of records."""
 
     ledger: Ledger
+    chain: Chain
+    history: History
     tree: dict[str, str]
-    trusted: dict[str, Any]
-    history: dict[str, list[Event]]
-    commits: set[str]
-    sealed_by: dict[str, str]  # index: record id -> ledger commit recorded at sealing
+    blobs: dict[str, bytes]
+    index: dict[str, Rows] | None  # None when the index cannot be read
     objects: ObjectStore
     states: dict[str, ObjectState] = field(default_factory=dict)
 
@@ -68,26 +79,45 @@ class _Ledger:
 
 
 def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
-    """Verify one record (by id or unambiguous prefix) or, with None, all of them."""
-    from registry.store.query import readable_index
+    """Verify the ledger and one record (by id or unambiguous prefix) or, with None,
+    every record."""
+    from registry.store.keyring import verify_chain
+    from registry.store.trust import advance, keyring_files, load_state
 
     ledger = Ledger(home.ledger)
+    state = load_state(home)
     try:
-        sealed_by = readable_index(home).commits()
-    except RegistryError:
-        sealed_by = {}
+        chain = verify_chain(keyring_files(ledger), state.pin)
+    except RegistryError as e:
+        problem = Problem(part="keyring", detail=e.message.partition(": ")[2] or e.message,
+                          exit_code=int(e.exit_code))
+        return VerifyReport(head=ledger.head(), keyring_version=None, ledger=[problem],
+                            records=[], exit_code=int(e.exit_code))
+    history = check_history(ledger, chain, state.head)
+    ledger_problems = [_failed("ledger", p.detail) for p in history.problems]
     ids = ledger.record_ids()
     wanted = [match_id(prefix, ids)] if prefix else ids
-    ctx = _Ledger(
-        ledger=ledger, tree=ledger.tree_files(RECORDS),
-        trusted=keys.trusted(home),
-        history=ledger.history(prefix and wanted[0]), commits=ledger.commits(),
-        sealed_by=sealed_by, objects=ObjectStore(home.objects),
-    )
+    tree = ledger.tree_files(RECORDS)
+    ctx = _Context(ledger=ledger, chain=chain, history=history, tree=tree,
+                   blobs=ledger.blobs([tree[p] for rid in wanted for name in (STATEMENT, ENVELOPE)
+                                       if (p := f"{RECORDS}/{rid}/{name}") in tree]),
+                   index=_index_entries(home), objects=ObjectStore(home.objects))
     checks = [_check(ctx, rid) for rid in wanted]
-    if prefix is None:
-        checks += [_absent(rid) for rid in sorted(set(sealed_by) - set(ids))]
-    return VerifyReport(records=checks, exit_code=_worst(p for c in checks for p in c.problems))
+    if prefix is None and ctx.index is not None:
+        checks += [_absent(rid) for rid in sorted(set(ctx.index) - set(ids))]
+    advance(home, state, chain, head=None if history.problems else history.head)
+    worst = _worst([*ledger_problems, *(p for c in checks for p in c.problems)])
+    return VerifyReport(head=history.head, keyring_version=max(chain.versions),
+                        ledger=ledger_problems, records=checks, exit_code=worst)
+
+
+def _index_entries(home: Home) -> dict[str, Rows] | None:
+    from registry.store.query import readable_index
+
+    try:
+        return readable_index(home).entries()
+    except RegistryError:
+        return None
 
 
 def _worst(problems: Iterable[Problem]) -> int:
@@ -99,25 +129,38 @@ def _worst(problems: Iterable[Problem]) -> int:
 
 
 def _absent(rid: str) -> RecordCheck:
-    gone = Problem(part="ledger", detail="in the index but not in the ledger (deleted?)",
+    gone = Problem(part="index", detail="in the index but not in the ledger (deleted?)",
                    exit_code=ExitCode.FAILED)
     return RecordCheck(id=rid, verified=False, signer=None, artifacts=0, problems=[gone])
 
 
-def _check(ctx: _Ledger, rid: str) -> RecordCheck:
+def _check(ctx: _Context, rid: str) -> RecordCheck:
     problems: list[Problem] = []
     files = {name: _ledger_file(ctx, rid, name, problems) for name in (STATEMENT, ENVELOPE)}
-    statement_raw = files[STATEMENT]
-    if statement_raw is not None and record_id(statement_raw) != rid:
-        digest = record_id(statement_raw)[:16]
-        problems.append(_failed("statement", f"sha256 {digest} is not the record id"))
-    signer, payload = _check_envelope(ctx, rid, files[ENVELOPE], problems)
-    genuine = next((b for b in (statement_raw, payload) if b and record_id(b) == rid), None)
-    subjects = _subjects(genuine, problems) if genuine else []
-    problems += _check_artifacts(ctx, subjects)
-    problems += _check_commit(ctx, rid)
+    statement = files[STATEMENT]
+    signer = _check_signature(ctx, rid, statement, files[ENVELOPE], problems)
+    subjects: list[Subject] = []
+    if signer is not None and statement is not None:
+        subjects = _subjects(statement, problems)
+        problems += _check_artifacts(ctx, subjects)
+        problems += _check_index(ctx, rid, statement, signer)
     return RecordCheck(id=rid, verified=not problems, signer=signer, artifacts=len(subjects),
                        problems=problems)
+
+
+def _check_signature(ctx: _Context, rid: str, statement: bytes | None, envelope: bytes | None,
+                     problems: list[Problem]) -> str | None:
+    """The signer, when the envelope signs this statement under a key that could sign
+    records when it was added (and is not revoked since)."""
+    version = ctx.history.keyring_at.get(rid)
+    ring = ctx.chain.versions.get(version or 0)
+    keys = ring.with_role(Role.signer) if ring else {}
+    check = check_signed(statement, envelope, expected_id=rid, keyring=ctx.chain.current,
+                         keys=keys)
+    if not check.ok:
+        problems.append(Problem(part=check.part, detail=check.detail or check.trust.value,
+                                exit_code=check.exit_code))
+    return check.signer
 
 
 def _subjects(statement: bytes, problems: list[Problem]) -> list[Subject]:
@@ -125,43 +168,29 @@ def _subjects(statement: bytes, problems: list[Problem]) -> list[Subject]:
     newer registry with more predicate fields still verifies."""
     try:
         return [Subject.model_validate(s) for s in json.loads(statement)["subject"]]
-    except (ValueError, KeyError, TypeError):  # pydantic's ValidationError is a ValueError
+    except (ValueError, KeyError, TypeError, RecursionError):  # ValidationError is a ValueError
         problems.append(_failed("statement", "does not list its artifacts as in-toto subjects"))
         return []
 
 
-def _ledger_file(ctx: _Ledger, rid: str, name: str, problems: list[Problem]) -> bytes | None:
+def _ledger_file(ctx: _Context, rid: str, name: str, problems: list[Problem]) -> bytes | None:
+    """The committed bytes; the working-tree copy readers open must equal them."""
     part = name.removesuffix(".json")
     committed = ctx.tree.get(f"{RECORDS}/{rid}/{name}")
-    try:
-        raw = (ctx.ledger.record_dir(rid) / name).read_bytes()
-    except FileNotFoundError:
-        problems.append(_failed(part, f"{name} is missing from the ledger folder"))
-        return ctx.ledger.blob(committed) if committed else None
     if committed is None:
         problems.append(_failed(part, f"{name} was never committed to the ledger"))
-    elif blob_sha(raw) != committed:
-        problems.append(_failed(part, f"{name} differs from its ledger commit"))
-    return raw
-
-
-def _check_envelope(ctx: _Ledger, rid: str, raw: bytes | None,
-                    problems: list[Problem]) -> tuple[str | None, bytes | None]:
-    if raw is None:
-        return None, None
+        return None
     try:
-        envelope = dsse.parse_envelope(raw)
-        payload = envelope.payload_bytes()
-        if record_id(payload) != rid:
-            raise VerificationFailed("envelope: its payload is not this record's statement")
-        return dsse.verify(envelope, ctx.trusted), payload
-    except RegistryError as e:
-        part, _, detail = e.message.partition(": ")
-        problems.append(Problem(part=part, detail=detail, exit_code=int(e.exit_code)))
-        return None, None
+        raw = (ctx.ledger.record_dir(rid) / name).read_bytes()
+    except OSError:
+        problems.append(_failed(part, f"{name} is missing from the ledger folder"))
+    else:
+        if blob_sha(raw) != committed:
+            problems.append(_failed(part, f"{name} differs from its ledger commit"))
+    return ctx.blobs.get(committed)
 
 
-def _check_artifacts(ctx: _Ledger, subjects: list[Subject]) -> list[Problem]:
+def _check_artifacts(ctx: _Context, subjects: list[Subject]) -> list[Problem]:
     out = []
     for subject in subjects:
         state = ctx.state(subject.sha256)
@@ -174,23 +203,27 @@ def _check_artifacts(ctx: _Ledger, subjects: list[Subject]) -> list[Problem]:
     return out
 
 
-def _check_commit(ctx: _Ledger, rid: str) -> list[Problem]:
-    events = ctx.history.get(rid, [])
-    out = [_failed("ledger", f"{e.file} {'changed' if e.status == 'M' else 'touched'} after "
-                   f"sealing, by commit {e.commit[:12]}") for e in events if e.status != "A"]
-    added = {e.commit for e in events if e.status == "A"}
-    sealed = ctx.sealed_by.get(rid)
-    if sealed is None:
-        out.append(Problem(part="index", exit_code=ExitCode.UNVERIFIABLE,
-                           detail="record not in the index: its sealing commit is unknown "
-                                  "(run registry reindex)"))
-    elif sealed not in ctx.commits:
-        out.append(_failed("ledger", f"sealing commit {sealed[:12]} is no longer in the ledger "
-                                     "history (rewritten)"))
-    elif added != {sealed}:
-        out.append(_failed("ledger", f"record files were added by {sorted(added)}, not by its "
-                                     f"sealing commit {sealed[:12]}"))
-    return out
+def _check_index(ctx: _Context, rid: str, statement: bytes, signer: str) -> list[Problem]:
+    """The index is a cache: its row must say what the signed statement says."""
+    if ctx.index is None:
+        return [Problem(part="index", detail="the index cannot be read (registry reindex)",
+                        exit_code=ExitCode.UNVERIFIABLE)]
+    try:
+        signed = entry_rows(rid, parse_statement(statement), signer)
+    except RegistryError as e:
+        return [_failed("statement", e.message)]
+    indexed = ctx.index.get(rid)
+    if indexed is None:
+        return [Problem(part="index", detail="record not in the index (registry reindex)",
+                        exit_code=ExitCode.UNVERIFIABLE)]
+    differs = entry_differences(indexed, signed)
+    commit = indexed["records"][0].get("ledger_commit")
+    if commit != ctx.history.added.get(rid):
+        differs.append("records.ledger_commit")
+    if differs:
+        return [_failed("index", f"the index row differs from the signed statement in "
+                                 f"{', '.join(differs)} (registry reindex)")]
+    return []
 
 
 def _failed(part: str, detail: str) -> Problem:

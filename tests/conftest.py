@@ -134,13 +134,15 @@ def signing_keys(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def store_home(tmp_path, database_url, signing_keys, monkeypatch):
-    """An initialized home (REGISTRY_HOME points at it) trusting the test key; its
-    index is SQLite or PostgreSQL (the fixture is parametrized over both)."""
+    """An initialized home (REGISTRY_HOME points at it) whose keyring's root and signer
+    is the test key; its index is SQLite or PostgreSQL (the fixture is parametrized over
+    both)."""
     from registry.store.home import init_home
-    from registry.store.keys import local_keys, trust
+    from registry.store.keys import signing_key
+    from registry.store.trust import genesis
 
     home = init_home(tmp_path / "project" / ".registry")
-    trust(home, local_keys(signing_keys)[0].public_pem.encode(), "test key")
+    genesis(home, signing_key(signing_keys))
     monkeypatch.setenv("REGISTRY_HOME", str(home.root))
     return home
 

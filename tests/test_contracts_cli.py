@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from registry.contracts.bindings import index_teachers, teachers
+from registry.store.teachers import index_bindings, teachers
 from registry.identity import ResolvedField, ResolvedIdentity, Status
 from registry.record import ContractInfo
 from registry.rundir import Bench, SuiteRef
@@ -79,7 +79,7 @@ def test_teacher_set_commits_indexes_and_shows(teacher_record, store_home, cli) 
     assert (row.lane, row.sha256, row.rows) == (LANE, shown["sha256"], 13)
     again = cli("teacher", "set", teacher_record, "--lane", LANE, "--json")
     assert json.loads(again.stdout)["ledger_commit"] == shown["ledger_commit"]  # no new commit
-    assert index_teachers(store_home) == 1
+    assert index_bindings(store_home) == 1
 
 
 def test_a_second_bf16_run_is_exact(teacher_record, tmp_path, seal_run_dir, cli) -> None:
@@ -137,7 +137,7 @@ def test_an_fp8_record_relabelled_bf16_is_not_judged(teacher_record, tmp_path, s
     fields["precision.kv_scales"]["resolved"] = "n/a"
     path.write_text(json.dumps(statement))
     r = cli("check", rid)
-    assert r.exit_code == 1 and "statement was changed after sealing" in r.stderr
+    assert r.exit_code == 1 and "statement no longer hashes to its id" in r.stderr
     assert "Traceback" not in r.stderr
 
 
@@ -257,14 +257,18 @@ def test_a_teacher_must_verify_and_be_greedy(tmp_path, seal_run_dir, store_home,
 
 def test_a_teacher_file_edited_in_the_ledger_is_caught(teacher_record, tmp_path, seal_run_dir,
                                                        store_home, cli) -> None:
-    """The committed teacher file is unsigned: a later commit that moves its reference to
-    fit another run is caught against the signed record it names."""
+    """The committed teacher binding is signed: a later plain-git commit that moves its
+    reference to fit another run is refused, its signature no longer verifying."""
+    import base64
+
     rid = seal_run_dir(write_run(tmp_path, "second")).id
     assert cli("check", rid).exit_code == 0
     path = store_home.ledger / "teachers" / f"{LANE}.json"
-    teacher = json.loads(path.read_bytes())
+    envelope = json.loads(path.read_bytes())
+    teacher = json.loads(base64.b64decode(envelope["payload"]))
     teacher["rows"][3]["token_ids"][5] += 1
-    path.write_text(json.dumps(teacher))
+    envelope["payload"] = base64.b64encode(json.dumps(teacher).encode()).decode()
+    path.write_text(json.dumps(envelope))
     _git(store_home.ledger, "commit", "-qam", "tweak the reference")
     r = cli("check", rid)
-    assert r.exit_code == 1 and f"no longer matches record {teacher_record[:16]}" in r.stderr
+    assert r.exit_code == 1 and f"the teacher of lane {LANE}" in r.stderr and "invalid" in r.stderr

@@ -99,7 +99,7 @@ def test_a_record_whose_statement_was_edited_is_not_compared(ab, store_home, cli
     statement["predicate"]["results"][0]["metrics"]["decode_tok_s.median"]["value"] = 99999.0
     path.write_text(json.dumps(statement))
     r = cli("diff", ids[0], ids[1], "--json")
-    assert r.exit_code == 1 and "statement was changed after sealing" in r.stderr
+    assert r.exit_code == 1 and "statement no longer hashes to its id" in r.stderr
     assert ids[1][:16] in r.stderr and not r.stdout
 
 

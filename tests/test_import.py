@@ -71,7 +71,7 @@ def test_import_the_laguna_capsule(cli, store_home, in_repo, signing_keys) -> No
     assert sorted(i["missing"]) == sorted(absent) and "evidence/record-run/status.txt" in absent
     assert i["manifest_sha256"] == hashlib.sha256(MANIFEST.read_bytes()).hexdigest()
     assert i["capsule"] == "laguna-b70-record" and i["unlisted"] == []
-    assert i["importer"] == shown["signer"] and i["lab_identity"]["exact_max_m"] == "12"
+    assert i["importer"] == shown["check"]["signer"] and i["lab_identity"]["exact_max_m"] == "12"
     kv = p["identity"]["fields"]["precision.kv_cache"]
     assert (kv["resolved"], kv["status"]) == ("bfloat16", "confirmed")
     assert {s["role"]: s["commit"] for s in p["sources"]}["vllm"] == (

@@ -230,12 +230,15 @@ def test_run_without_a_home_fails_before_the_engine(cli, tmp_path, monkeypatch,
 def test_run_with_an_untrusted_key_fails_before_the_engine(cli, tmp_path, monkeypatch,
                                                           database_url) -> None:
     from registry.store.home import init_home
-    from registry.store.keys import create_key
+    from registry.store.keys import create_key, signing_key
+    from registry.store.trust import genesis
 
+    create_key(tmp_path / "owner")
+    home = init_home(tmp_path / ".registry")
+    genesis(home, signing_key(tmp_path / "owner"))  # someone else's ledger
     monkeypatch.setenv("REGISTRY_KEYS_DIR", str(tmp_path / "keys"))
     create_key(tmp_path / "keys")
-    home = init_home(tmp_path / ".registry")
     r = cli("run", ROOT / "recipes/tiny-bf16-kv.toml", "--home", home.root,
             "--out", tmp_path / "run")
-    assert r.exit_code == 6 and "is not trusted by" in r.stderr
+    assert r.exit_code == 6 and "is not a signer in the keyring" in r.stderr
     assert not (tmp_path / "run").exists()

@@ -52,7 +52,7 @@ def assert_consistent(cli, home, expected: int) -> None:
     repo = git.Repo(home.ledger)
     assert not repo.is_dirty(untracked_files=True)
     repo.git.fsck("--strict")
-    assert len(list(repo.iter_commits())) == 2 + expected  # init + trust + one per record
+    assert len(list(repo.iter_commits())) == 1 + expected  # keyring v1 + one per record
 
 
 @pytest.mark.parametrize("step, survives", [("objects", False), ("index", False), ("ledger", True)])

@@ -13,7 +13,13 @@ from cryptography.hazmat.primitives import serialization
 
 from registry.errors import ExitCode, NotFound
 from registry.store.home import find_home, init_home
-from registry.store.keys import NoSigningKey, create_key, keys_dir, local_keys, signing_key, trusted
+from registry.store.keyring import Role
+from registry.store.keys import NoSigningKey, create_key, keys_dir, local_keys, signing_key
+from registry.store.trust import current_keyring
+
+
+def trusted(home) -> set[str]:
+    return set(current_keyring(home).current.with_role(Role.signer))
 
 
 @pytest.fixture
@@ -26,12 +32,11 @@ def test_init_creates_the_layout(tmp_path, no_env) -> None:
     home = init_home(tmp_path / ".registry")
     assert (home.objects / "sha256").is_dir() and (home.objects / "tmp").is_dir()
     repo = git.Repo(home.ledger)
-    assert repo.head.commit.message.strip() == "registry ledger"
-    assert (home.ledger / ".gitattributes").read_text() == "* -text\n"
+    assert not repo.head.is_valid()  # empty: the first commit is the keyring's first version
     assert home.database_url == f"sqlite:///{home.root / 'index.sqlite'}"
     assert (home.root / "index.sqlite").is_file()
     init_home(home.root)  # idempotent
-    assert len(list(repo.iter_commits())) == 1
+    assert not repo.head.is_valid()
 
 
 def test_home_is_found_walking_up_like_git(tmp_path, no_env) -> None:
@@ -101,12 +106,12 @@ def test_cli_keys_init_list_export_trust(cli, tmp_path, monkeypatch, no_env) -> 
     monkeypatch.chdir(tmp_path)
     assert cli("init").exit_code == 0
     r = cli("keys", "init")
-    assert r.exit_code == 0 and "trusted in" in r.stdout
+    assert r.exit_code == 0 and "keyring v1: root and signer" in r.stdout
     home = find_home()
     mine = local_keys()[0]
     assert set(trusted(home)) == {mine.keyid}
     assert not (home.ledger / "keys" / f"{mine.keyid}.pem").exists()  # private key stays out
-    assert mine.keyid[:24] in cli("keys", "list").stdout
+    assert mine.keyid[:16] in cli("keys", "list").stdout
     exported = cli("keys", "export")
     assert exported.stdout == mine.public_pem
     # a colleague's key, trusted from their exported PEM
@@ -122,12 +127,14 @@ def test_cli_init_trusts_an_existing_key(cli, tmp_path, monkeypatch, no_env) -> 
     monkeypatch.setenv("REGISTRY_KEYS_DIR", str(tmp_path / "keys"))
     key = create_key(tmp_path / "keys")
     r = cli("init", tmp_path / "proj")
-    assert r.exit_code == 0 and f"trusted key {key.keyid[:16]}" in r.stdout
+    assert r.exit_code == 0 and f"root and signer {key.keyid[:16]}" in r.stdout
     assert set(trusted(find_home(tmp_path / "proj" / ".registry"))) == {key.keyid}
 
 
 def test_cli_trust_rejects_a_non_key(cli, tmp_path, monkeypatch, no_env) -> None:
-    init_home(tmp_path / "h")
+    monkeypatch.setenv("REGISTRY_KEYS_DIR", str(tmp_path / "keys"))
+    create_key(tmp_path / "keys")
+    assert cli("init", "--home", tmp_path / "h").exit_code == 0
     (tmp_path / "bad.pub").write_text("not a key")
     r = cli("keys", "trust", tmp_path / "bad.pub", "--home", tmp_path / "h")
     assert r.exit_code == ExitCode.INVALID_INPUT and "not a PEM public key" in r.stderr

@@ -75,7 +75,7 @@ def test_show_accepts_unambiguous_prefixes_only(cli, make_run, seal_run_dir, mon
     sealed = [seal_run_dir(make_run(f"r{i}")) for i in range(17)]
     first = sealed[0].id
     shown = json.loads(cli("show", first[:10], "--json").stdout)
-    assert shown["id"] == first and shown["statement_matches_id"]
+    assert shown["id"] == first and shown["check"]["trust"] == "verified"
     fields = shown["statement"]["predicate"]["identity"]["fields"]
     assert fields["precision.kv_cache"]["resolved"] == "bfloat16"
     # 17 ids over 16 leading hex digits: at least two share one; under 4 digits is too short

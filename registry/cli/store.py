@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from registry.cli import new_app
 from registry.errors import ExitCode, RegistryError
@@ -17,6 +18,7 @@ from registry.errors import ExitCode, RegistryError
 if TYPE_CHECKING:
     from registry.store.home import Home
     from registry.store.query import ShownRecord
+    from registry.store.signed import Trust
 
 HomeOpt = Annotated[Path | None, typer.Option(
     "--home", show_default=False,
@@ -51,7 +53,8 @@ def init(
         help="Project folder; the home is DIR/.registry (default: here).")] = None,
     home: HomeOpt = None,
 ) -> None:
-    """Create a registry home: objects/, ledger/ (git) and the index; trust your key.
+    """Create a registry home: objects/, ledger/ (git) and the index. With a signing key,
+    the ledger's first keyring makes it the root, and the home pins it.
 
     Example: registry init
     """
@@ -59,7 +62,6 @@ def init(
 
     from registry.cli.output import console
     from registry.store.home import DIRNAME, ENV_HOME, init_home
-    from registry.store.keys import default_keyid, keys_dir, local_keys, trust
 
     if home and directory:
         raise UsageError("give the project folder or --home, not both")
@@ -69,62 +71,87 @@ def init(
         root = home or Path(os.environ.get(ENV_HOME) or Path.cwd() / DIRNAME)
     created = init_home(root)
     console.print(f"registry home: {created.root}", highlight=False)
-    mine = [k for k in local_keys() if k.keyid == default_keyid()]
-    if mine:
-        keyid, new = trust(created, mine[0].public_pem.encode(), keys_dir())
-        state = "trusted" if new else "already trusted"
-        console.print(f"{state} key {keyid[:16]}", highlight=False)
-    else:
-        console.print("no signing key yet: registry keys init", highlight=False)
+    console.print(_start_keyring(created), highlight=False)
+
+
+def _start_keyring(home: Home) -> str:
+    """Make the default key the root of an empty ledger; say where trust stands."""
+    from registry.store.keys import signing_key
+    from registry.store.ledger import Ledger
+    from registry.store.trust import current_keyring, genesis
+
+    try:
+        signer = signing_key()
+    except RegistryError:
+        return "no signing key yet: registry keys init"
+    if Ledger(home.ledger).head() is None:
+        genesis(home, signer)
+        return f"keyring v1: root and signer {signer[0][:16]} (pinned by this home)"
+    try:
+        ring = current_keyring(home).current
+    except RegistryError as e:
+        return f"ledger keyring not trusted here: {e.message}"
+    role = ring.entry(signer[0])
+    if role is None:
+        return (f"key {signer[0][:16]} is not in this ledger's keyring: a root holder runs "
+                "`registry keys trust KEY.pub`")
+    return f"key {signer[0][:16]} is {' and '.join(role.roles)} in keyring v{ring.version}"
 
 
 @keys_app.command("init")
 def keys_init(home: HomeOpt = None, json: Json = False) -> None:
-    """Create an Ed25519 signing key (private key 0600, outside the ledger) and trust it.
+    """Create an Ed25519 signing key (private key 0600, outside the ledger); in a home
+    with an empty ledger it becomes the keyring's root.
 
     Example: registry keys init
     """
     from registry.cli.output import console, print_json
-    from registry.store.keys import create_key, trust
+    from registry.store.keys import create_key
 
     key = create_key()
-    trusted_in = None
     try:
-        target = _home(home)
-        trust(target, key.public_pem.encode(), key.private_path)
-        trusted_in = str(target.root)
+        status = _start_keyring(_home(home))
     except RegistryError:
-        pass  # no home yet: `registry init` trusts the default key
+        status = "no registry home here yet: registry init"
     if json:
-        print_json({"key": key, "trusted_in": trusted_in})
+        print_json({"key": key, "status": status})
         return
-    console.print(f"key {key.keyid}\nprivate key: {key.private_path}", highlight=False)
-    console.print(f"trusted in {trusted_in}" if trusted_in else "not trusted by any home yet: "
-                  "registry init", highlight=False)
+    console.print(f"key {key.keyid}\nprivate key: {escape(str(key.private_path))}\n"
+                  f"{escape(status)}", highlight=False)
 
 
 @keys_app.command("list")
 def keys_list(home: HomeOpt = None, json: Json = False) -> None:
-    """List your signing keys and the keys this home's ledger trusts.
+    """List your signing keys and this home's verified keyring.
 
     Example: registry keys list --json
     """
     from registry.cli.output import console, print_json, table
-    from registry.store.keys import local_keys, trusted
+    from registry.store.keys import local_keys
+    from registry.store.trust import current_keyring
 
     mine = local_keys()
     try:
-        trusted_ids = sorted(trusted(_home(home)))
+        ring = current_keyring(_home(home)).current
     except RegistryError:
-        trusted_ids = []
+        ring = None
     if json:
-        print_json({"local": mine, "trusted": trusted_ids})
+        print_json({"local": mine, "keyring": ring and ring.model_dump(mode="json", by_alias=True),
+                    "version": ring and ring.version})
         return
+    ids = {k.keyid for k in mine}
     # 16 hex digits name a key here as they name records; --json has the full ids
-    rows = [[k.keyid[:16], "yes" if k.default else "", "yes" if k.keyid in trusted_ids else "",
-             k.private_path] for k in mine]
-    rows += [[k[:16], "", "yes", ""] for k in trusted_ids if k not in {m.keyid for m in mine}]
-    console.print(table("keys", ["key id", "default", "trusted here", "private key"], rows))
+    rows = [[k.keyid[:16], ", ".join(k.roles) or "-", "active",
+             "yes (default)" if any(m.default and m.keyid == k.keyid for m in mine)
+             else "yes" if k.keyid in ids else ""] for k in (ring.keys if ring else [])]
+    rows += [[d.keyid[:16], "-", f"{state} v{d.version}", "yes" if d.keyid in ids else ""]
+             for state, gone in (("retired", ring.retired if ring else []),
+                                 ("revoked", ring.revoked if ring else [])) for d in gone]
+    known = {r[0] for r in rows}
+    rows += [[k.keyid[:16], "-", "not in keyring", "yes (default)" if k.default else "yes"]
+             for k in mine if k.keyid[:16] not in known]
+    title = f"keyring v{ring.version}" if ring else "keys (no verified keyring)"
+    console.print(table(title, ["key id", "roles", "state", "local"], rows))
 
 
 @keys_app.command("export")
@@ -148,22 +175,94 @@ def keys_export(
 @keys_app.command("trust")
 def keys_trust(
     pem: Annotated[Path, typer.Argument(show_default=False, help="Public key PEM file.")],
+    root: Annotated[bool, typer.Option("--root", help="Also a root: may sign keyring "
+                                                      "versions.")] = False,
     home: HomeOpt = None,
 ) -> None:
-    """Trust a public key: commit it to the ledger's keys/.
+    """Trust a public key as a signer: a new keyring version, signed by your root key.
 
     Example: registry keys trust colleague.pub
     """
     from registry.cli.output import console
     from registry.errors import InvalidInput
-    from registry.store.keys import trust
+    from registry.store.keyring import Role
+    from registry.store.trust import add_key
 
     try:
         data = pem.read_bytes()
     except OSError as e:
         raise InvalidInput(f"{pem}: cannot read ({e.strerror})") from None
-    keyid, new = trust(_home(home), data, pem)
+    roles = [Role.signer, Role.root] if root else [Role.signer]
+    keyid, new = add_key(_home(home), data, pem, roles)
     console.print(f"{'trusted' if new else 'already trusted'} key {keyid}", highlight=False)
+
+
+ReasonOpt = Annotated[str, typer.Option("--reason", help="Why (kept in the keyring).")]
+KeyArg = Annotated[str, typer.Argument(show_default=False, help="Key id or prefix.")]
+
+
+@keys_app.command("retire")
+def keys_retire(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None) -> None:
+    """Retire a key: it signs nothing new; records it signed while trusted stay valid.
+
+    Example: registry keys retire 3f2a9c41 --reason "left the team"
+    """
+    from registry.cli.output import console
+    from registry.store.trust import remove_key
+
+    gone = remove_key(_home(home), keyid, reason, revoke=False)
+    console.print(f"retired key {gone}", highlight=False)
+
+
+@keys_app.command("revoke")
+def keys_revoke(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None) -> None:
+    """Revoke a compromised key: nothing it ever signed is trusted any more.
+
+    Example: registry keys revoke 3f2a9c41 --reason "laptop stolen"
+    """
+    from registry.cli.output import console
+    from registry.store.trust import remove_key
+
+    gone = remove_key(_home(home), keyid, reason, revoke=True)
+    console.print(f"revoked key {gone}: its records are untrusted from now on", highlight=False)
+
+
+@keys_app.command("rotate")
+def keys_rotate(home: HomeOpt = None) -> None:
+    """Make a new default key with your key's roles and retire the old one.
+
+    Example: registry keys rotate
+    """
+    from registry.cli.output import console
+    from registry.store.trust import rotate_key
+
+    new = rotate_key(_home(home))
+    console.print(f"new default key {new}; the old key is retired", highlight=False)
+
+
+@keys_app.command("pin")
+def keys_pin(
+    keyids: Annotated[list[str], typer.Argument(show_default=False,
+                                                help="Full key ids of the ledger's roots.")],
+    threshold: Annotated[int, typer.Option(min=1, help="Root signatures needed.")] = 1,
+    home: HomeOpt = None,
+) -> None:
+    """Pin the root keys this home trusts for a ledger it did not start (a clone).
+
+    Example: registry keys pin 3f2a9c41...e0 --home team/.registry
+    """
+    from registry.cli.output import console
+    from registry.errors import InvalidInput
+    from registry.store.trust import current_keyring, pin_roots
+
+    bad = [k for k in keyids if len(k) != 64 or any(c not in "0123456789abcdef" for c in k)]
+    if bad:
+        raise InvalidInput(f"{escape(bad[0])!r}: a root is pinned by its full 64-digit key id")
+    target = _home(home)
+    pin_roots(target, keyids, threshold)
+    ring = current_keyring(target).current
+    console.print(f"pinned {len(keyids)} root key(s); keyring v{ring.version} verifies",
+                  highlight=False)
 
 
 def verify(
@@ -173,9 +272,10 @@ def verify(
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
-    """Re-hash artifacts, check the signature, the id and the ledger commit.
+    """Check the keyring and the whole signed history, then each record: id, signature
+    by a trusted key, artifacts, ledger files and index row.
 
-    Exit 0 verified, 1 a record is wrong (the part is named), 3 could not verify.
+    Exit 0 verified, 1 something is wrong (the part is named), 3 could not verify.
 
     Example: registry verify 3f2a9c --json
     """
@@ -188,13 +288,19 @@ def verify(
     if json:
         print_json(report)
     else:
+        for problem in report.ledger:
+            console.print(f"[red]FAILED[/] {problem.part}: {escape(problem.detail)}",
+                          highlight=False)
         for check in report.records:
-            status = "ok" if check.verified else "FAILED"
-            console.print(f"{status:6} {check.id[:16]}  {check.artifacts} artifacts  "
-                          f"signer {(check.signer or '?')[:16]}", highlight=False)
+            status = "ok    " if check.verified else "[red]FAILED[/]"
+            signer = f"signer {check.signer[:16]}" if check.signer else "[red]no trusted signer[/]"
+            console.print(f"{status} {check.id[:16]}  {check.artifacts} artifacts  {signer}",
+                          highlight=False)
             for p in check.problems:
-                console.print(f"       {p.part}: {p.detail}", highlight=False)
-        console.print(f"{sum(c.verified for c in report.records)}/{len(report.records)} verified",
+                console.print(f"       {escape(p.part)}: {escape(p.detail)}", highlight=False)
+        history = "history ok" if not report.ledger else "[red]history FAILED[/]"
+        console.print(f"{sum(c.verified for c in report.records)}/{len(report.records)} records "
+                      f"verified; keyring v{report.keyring_version or '?'}; {history}",
                       highlight=False)
     raise typer.Exit(report.exit_code)
 
@@ -218,8 +324,18 @@ def list_records(
         print_json(rows)
         return
     console.print(table(None, ["id", "sealed", "lane", "model", "weights", "kv cache", "tok/s"], [
-        [r.id[:12], r.created_at[:16].replace("T", " "), r.lane, r.model, r.weights, r.kv_cache,
-         f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else None] for r in rows]))
+        [_marked_id(r.id, r.trust), r.created_at[:16].replace("T", " "), r.lane, r.model,
+         r.weights, r.kv_cache, f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else None]
+        for r in rows]))
+    for r in rows:
+        if r.trust != "verified" or r.trust_detail:
+            console.print(f"[red]{r.id[:12]} {(r.trust or 'unchecked').upper()}[/]: "
+                          f"{escape(r.trust_detail or '')}", highlight=False)
+
+
+def _marked_id(rid: str, trust: Trust | None) -> str:
+    """An id as a table cell; a record no trusted key signed is marked in red."""
+    return rid[:12] if trust == "verified" else f"[red]{rid[:12]} {trust or '?'}[/]"
 
 
 def show(
@@ -245,10 +361,14 @@ def _render(shown: ShownRecord) -> None:
     from registry.cli.output import console, table
 
     p = shown.statement.predicate
+    check = shown.check
+    signer = f"signer {check.signer}" if check.signer else "[red]no trusted signer[/]"
     console.print(f"[bold]record {shown.id}[/]\nledger commit {shown.ledger_commit}  "
-                  f"signer {shown.signer}  sealed {p.run.sealed_at}", highlight=False)
-    if not shown.statement_matches_id:
-        console.print("[red]the statement file does not hash to this id: registry verify[/]")
+                  f"{signer}  sealed {escape(p.run.sealed_at)}", highlight=False)
+    if not check.ok:
+        console.print(f"[bold red]{check.trust.value.upper()}: {escape(check.detail or '')}; "
+                      f"nothing below is vouched for (registry verify {shown.id[:16]})[/]",
+                      highlight=False)
     console.print(table("identity", ["field", "declared", "resolved", "status", "evidence"], [
         [name, f.declared, f.resolved, f.status.value,
          f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else None]

@@ -1,21 +1,18 @@
-"""The teacher of each lane, kept in the ledger as `teachers/<lane>.json` (canonical
-JSON, one commit per change, so `git log` is the lane's history of references) and
-in the index's `teachers` table, which `index_teachers` rebuilds from the ledger.
+"""The teacher of each lane: when a record may become one, and reading one back.
 
-Only what is committed counts: readers take the file at the ledger's HEAD.
+Storage (a signed `teachers/<lane>.json` in the ledger and the index's `teachers`
+table) is registry/store/teachers.py; only what a trusted key signed and committed
+counts.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Column, Integer, MetaData, String, Table, Text, delete
 
-from registry.canonical import canonical_bytes, digest
+from registry.canonical import canonical_bytes
 from registry.contracts.sealed import SealedRun, load_sealed
 from registry.contracts.teacher import (
     SUITE_AXIS,
@@ -30,20 +27,7 @@ from registry.contracts.teacher import (
 from registry.errors import InvalidInput, NotFound, Refused, VerificationFailed
 from registry.rundir import SuiteRef
 from registry.store.home import Home
-
-TEACHERS = "teachers"
-
-metadata = MetaData()
-teachers = Table(
-    "teachers", metadata,
-    Column("lane", String(200), primary_key=True),
-    Column("sha256", String(64), nullable=False),
-    Column("source_kind", String(20), nullable=False),
-    Column("source_ref", String(64), nullable=False),
-    Column("axes", Text, nullable=False, doc="canonical JSON"),
-    Column("rows", Integer, nullable=False),
-    Column("ledger_commit", String(40), nullable=False),
-)
+from registry.store.teachers import TEACHERS, StoredBinding, lanes, read_binding, save_binding
 
 
 class TeacherBinding(BaseModel):
@@ -54,6 +38,7 @@ class TeacherBinding(BaseModel):
     lane: str
     sha256: str
     ledger_commit: str
+    signer: str
     source: TeacherSource
     axes: Axes
     prompts: list[str]
@@ -104,31 +89,29 @@ def import_lab_teacher(home: Home, capsule: Path, recipe_path: Path, *, lane: st
 
 
 def save_teacher(home: Home, teacher: Teacher) -> TeacherBinding:
-    """Commit `teachers/<lane>.json` under the home lock, then index it."""
-    from registry.store.ledger import Ledger
-    from registry.store.lock import exclusive
+    """Sign and commit `teachers/<lane>.json` with the user's key, then index it."""
+    from registry.store.writer import ready_signer
 
-    data = canonical_bytes(teacher)
-    path = f"{TEACHERS}/{teacher.lane}.json"
-    with exclusive(home.lock_file):
-        ledger = Ledger(home.ledger)
-        ledger.recover()
-        ledger.commit_file(path, data, f"teacher {teacher.lane}: {teacher.source.kind} "
-                                       f"{teacher.source.ref[:16]}")
-        binding = _binding(teacher, ledger.last_commit(path))
-        _index(home, [binding])
-    return binding
+    message = f"teacher {teacher.lane}: {teacher.source.kind} {teacher.source.ref[:16]}"
+    stored = save_binding(home, teacher.lane, canonical_bytes(teacher), message,
+                          ready_signer(home))
+    return _binding(teacher, stored)
+
+
+def _stored_teacher(home: Home, lane: str) -> tuple[Teacher, StoredBinding] | None:
+    stored = read_binding(home, lane)
+    if stored is None:
+        return None
+    return Teacher.model_validate_json(stored.payload), stored
 
 
 def get_teacher(home: Home, lane: str) -> Teacher | None:
-    """The committed teacher of `lane`, or None. A teacher set from a record must still be
-    what that (signed, intact) record's rows make: the ledger file itself is unsigned."""
-    from registry.store.ledger import Ledger
-
-    data = _committed(Ledger(home.ledger), f"{TEACHERS}/{lane}.json")
-    if data is None:
+    """The committed, trusted teacher of `lane`, or None. A teacher set from a record must
+    still be what that (signed, intact) record's rows make."""
+    found = _stored_teacher(home, lane)
+    if found is None:
         return None
-    teacher = Teacher.model_validate_json(data)
+    teacher = found[0]
     if teacher.source.kind != "record":
         return teacher
     run = load_sealed(home, teacher.source.ref)
@@ -143,58 +126,19 @@ def get_teacher(home: Home, lane: str) -> Teacher | None:
 
 
 def show_teacher(home: Home, lane: str) -> TeacherBinding:
-    from registry.store.ledger import Ledger
-
-    ledger = Ledger(home.ledger)
-    path = f"{TEACHERS}/{lane}.json"
-    data = _committed(ledger, path)
-    if data is None:
-        known = sorted(Path(p).stem for p in ledger.tree_files(TEACHERS))
+    found = _stored_teacher(home, lane)
+    if found is None:
         raise NotFound(f"lane {lane!r} has no teacher",
-                       hint=f"lanes with a teacher: {', '.join(known) or 'none'}; "
+                       hint=f"lanes with a teacher: {', '.join(lanes(home)) or 'none'}; "
                             "set one with `registry teacher set RECORD --lane LANE`")
-    return _binding(Teacher.model_validate_json(data), ledger.last_commit(path))
+    return _binding(*found)
 
 
-def index_teachers(home: Home) -> int:
-    """Rebuild the index's teachers table from the ledger; returns the count."""
-    from registry.store.ledger import Ledger
-
-    ledger = Ledger(home.ledger)
-    lanes = [Path(p).stem for p in ledger.tree_files(TEACHERS) if p.endswith(".json")]
-    bindings = [show_teacher(home, lane) for lane in lanes]
-    _index(home, bindings, replace_all=True)
-    return len(bindings)
-
-
-def _index(home: Home, bindings: list[TeacherBinding], *, replace_all: bool = False) -> None:
-    from registry.store.index import open_index
-
-    engine = open_index(home).engine
-    metadata.create_all(engine)
-    with engine.begin() as db:
-        lanes = [b.lane for b in bindings]
-        db.execute(delete(teachers) if replace_all else
-                   delete(teachers).where(teachers.c.lane.in_(lanes)))
-        if bindings:
-            db.execute(teachers.insert(), [_index_row(b) for b in bindings])
-
-
-def _index_row(b: TeacherBinding) -> dict[str, Any]:
-    return {"lane": b.lane, "sha256": b.sha256, "source_kind": b.source.kind,
-            "source_ref": b.source.ref, "axes": json.dumps(b.axes, sort_keys=True),
-            "rows": len(b.prompts), "ledger_commit": b.ledger_commit}
-
-
-def _binding(teacher: Teacher, commit: str) -> TeacherBinding:
-    return TeacherBinding(lane=teacher.lane, sha256=digest(teacher), ledger_commit=commit,
+def _binding(teacher: Teacher, stored: StoredBinding) -> TeacherBinding:
+    return TeacherBinding(lane=teacher.lane, sha256=stored.sha256,
+                          ledger_commit=stored.ledger_commit, signer=stored.signer,
                           source=teacher.source, axes=teacher.axes,
                           prompts=[r.prompt_id for r in teacher.rows])
-
-
-def _committed(ledger: Any, path: str) -> bytes | None:
-    sha = ledger.tree_files(path).get(path)
-    return None if sha is None else bytes(ledger.blob(sha))
 
 
 def _suite(suites: list[SuiteRef], wanted: str | None, rid: str) -> str:

@@ -92,6 +92,10 @@ def verify(envelope: Envelope, trusted: dict[str, Ed25519PublicKey]) -> str:
     raise VerificationFailed(f"signature: invalid for key {known[0].keyid[:16]}")
 
 
+def decode_sig(text: str) -> bytes:
+    return _b64(text, "signature")
+
+
 def _b64(text: str, what: str) -> bytes:
     try:
         return base64.b64decode(text, validate=True)

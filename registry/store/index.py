@@ -40,6 +40,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 from registry.errors import InvalidInput, NotFound
 from registry.record import Statement, summary_line
 from registry.store.home import Home
+from registry.store.signed import Trust
 
 metadata = MetaData()
 records = Table(
@@ -97,6 +98,8 @@ class RecordRow(BaseModel):
     kv_cache: str | None
     decode_tok_s: float | None
     ledger_commit: str | None
+    trust: Trust | None = None  # set by the reader that checked the signed statement
+    trust_detail: str | None = None
 
 
 def value_text(value: Any) -> str | None:
@@ -185,6 +188,21 @@ class Index:
         with self._guard(), self.engine.connect() as db:
             return [RecordRow(**r._mapping) for r in db.execute(query)]
 
+    def entries(self, ids: Sequence[str] | None = None) -> dict[str, Rows]:
+        """record id -> its rows in every table (all visible records when `ids` is None),
+        to compare with what the record's signed statement gives."""
+        out: dict[str, Rows] = {}
+        with self._guard(), self.engine.connect() as db:
+            for table in (records, identity, results):
+                key = table.c.id if table is records else table.c.record_id
+                query = select(table) if ids is None else select(table).where(key.in_(ids))
+                for row in db.execute(query):
+                    values = dict(row._mapping)
+                    rid = values["id" if table is records else "record_id"]
+                    entry = out.setdefault(rid, {"records": [], "identity": [], "results": []})
+                    entry[table.name].append(values)
+        return out
+
     def rebuild(self, entries: list[Rows]) -> None:
         """Replace every row in one transaction."""
         with self._guard():
@@ -235,3 +253,22 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
 
 def open_index(home: Home) -> Index:
     return Index(home.database_url)
+
+
+def entry_differences(indexed: Rows | None, signed: Rows) -> list[str]:
+    """What an index entry says that the signed statement does not (table.column),
+    the ledger commit aside (history decides that)."""
+    if indexed is None:
+        return ["missing"]
+    found = []
+    keys = {"records": ("id",), "identity": ("name",), "results": ("suite", "metric")}
+    for table, key in keys.items():
+        ours = {tuple(r[k] for k in key): r for r in indexed.get(table, [])}
+        theirs = {tuple(r[k] for k in key): r for r in signed[table]}
+        if ours.keys() != theirs.keys():
+            found.append(f"{table} rows")
+            continue
+        for k, row in theirs.items():
+            found += [f"{table}.{c}" for c, v in row.items()
+                      if c != "ledger_commit" and ours[k].get(c) != v]
+    return sorted(set(found))

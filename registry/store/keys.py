@@ -3,8 +3,9 @@
 Private keys live outside the ledger, one PEM per key (mode 0600) in the keys
 directory: `$REGISTRY_KEYS_DIR`, else `$XDG_CONFIG_HOME/registry/keys`, else
 `~/.config/registry/keys`. The file `default` there names the key that signs.
-A key id is the sha256 (hex) of the raw 32-byte public key. Trust lives in the
-ledger (`keys/<keyid>.pub`), not here.
+A key id is the sha256 (hex) of the raw 32-byte public key. Which keys a ledger
+trusts is its signed keyring (registry/store/keyring.py), checked against the root of
+trust the home pins (registry/store/trust.py).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import BaseModel, ConfigDict
 
 from registry.errors import InvalidInput, Refused
-from registry.store.home import Home
 
 ENV_KEYS_DIR = "REGISTRY_KEYS_DIR"
 DEFAULT = "default"
 KEYS_HINT = "run `registry keys init` to create a signing key"
+
+
+Signer = tuple[str, Ed25519PrivateKey]  # (key id, private key)
 
 
 class KeyInfo(BaseModel):
@@ -98,7 +101,7 @@ def default_keyid(directory: Path | None = None) -> str | None:
     return marker.read_text().strip() if marker.is_file() else None
 
 
-def signing_key(directory: Path | None = None) -> tuple[str, Ed25519PrivateKey]:
+def signing_key(directory: Path | None = None) -> Signer:
     """The default signing key and its id, or NoSigningKey with the fix."""
     directory = directory or keys_dir()
     keyid = default_keyid(directory)
@@ -127,22 +130,15 @@ def local_keys(directory: Path | None = None) -> list[KeyInfo]:
     return out
 
 
-def trust(home: Home, pem: bytes, source: object) -> tuple[str, bool]:
-    """Add a public key to the home's ledger; (key id, newly trusted)."""
-    from registry.store.ledger import Ledger
-    from registry.store.lock import exclusive
-
-    keyid = key_id(load_public_pem(pem, source))
-    with exclusive(home.lock_file):
-        ledger = Ledger(home.ledger)
-        ledger.recover()
-        added = ledger.trust_key(keyid, public_pem(load_public_pem(pem, source)))
-    return keyid, added is not None
-
-
-def trusted(home: Home) -> dict[str, Ed25519PublicKey]:
-    """key id -> public key, as committed in the home's ledger."""
-    from registry.store.ledger import Ledger
-
-    pems = Ledger(home.ledger).trusted_keys_pem()
-    return {k: load_public_pem(pem, f"keys/{k}.pub") for k, pem in pems.items()}
+def local_signers(directory: Path | None = None) -> list[Signer]:
+    """Every local private key, the default first (for keyring versions that need
+    several root signatures)."""
+    directory = directory or keys_dir()
+    default = default_keyid(directory)
+    out: list[Signer] = []
+    for info in local_keys(directory):
+        key = serialization.load_pem_private_key(Path(info.private_path or "").read_bytes(),
+                                                 password=None)
+        if isinstance(key, Ed25519PrivateKey):
+            out.append((info.keyid, key))
+    return sorted(out, key=lambda s: s[0] != default)

@@ -1,38 +1,35 @@
 """The ledger: a git repository holding, per record, `records/<id>/statement.json`
-(the exact signed canonical bytes) and `records/<id>/envelope.json`, plus the
-trusted public keys `keys/<keyid>.pub`. Each seal is one commit, made last.
+(the exact signed canonical bytes) and `records/<id>/envelope.json`, every version of
+the keyring (`keyring/<N>.json`) and the lanes' teacher bindings (`teachers/`).
+Each change is one signed commit (registry/store/commits.py), made last; history is
+linear and only appended to (registry/store/history.py checks it).
+
+Writing uses git plumbing only, through registry/store/git.py: blobs hashed with
+`--no-filters` into a private index, a tree, a signed commit, then `update-ref` with
+the old head as a compare-and-swap. No hook, filter or repository config runs. The
+working tree gets the same bytes so readers can open a record without git.
 
 Only what is committed counts: a record folder without a commit (a crash before
-`git commit`) is debris, removed by `recover()` under the home lock.
+`update-ref`) is debris, removed by `recover()` under the home lock.
 """
 
 from __future__ import annotations
 
 import hashlib
-import subprocess
-from collections import defaultdict
+import tempfile
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
-
-if TYPE_CHECKING:
-    import git
+from registry.errors import InvalidInput
+from registry.files import write_bytes
+from registry.store.commits import PERSON, signed_message
+from registry.store.git import git_text, read_objects, run_git
+from registry.store.keys import Signer
 
 RECORDS = "records"
-KEYS = "keys"
 STATEMENT = "statement.json"
 ENVELOPE = "envelope.json"
-
-
-class Event(BaseModel):
-    """One commit touching one file of a record."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    commit: str
-    status: str  # git's A, M, D
-    file: str
+BRANCH = "refs/heads/main"
 
 
 def blob_sha(data: bytes) -> str:
@@ -42,129 +39,114 @@ def blob_sha(data: bytes) -> str:
 
 class Ledger:
     def __init__(self, path: Path) -> None:
-        import git  # here, not at the top: reading records never needs git
-
+        if not (path / ".git").is_dir():
+            raise InvalidInput(f"{path}: not a ledger (no .git)", hint="registry init")
         self.path = path
-        self.repo = git.Repo(path)
 
     @classmethod
     def init(cls, path: Path) -> Ledger:
-        import git
-
+        """An empty ledger; its first commit is the keyring's first version."""
         if not (path / ".git").is_dir():
-            repo = git.Repo.init(path)
-            with repo.config_writer() as cfg:
-                cfg.set_value("commit", "gpgsign", "false")  # records are signed by DSSE
-                cfg.set_value("core", "autocrlf", "false")
-                if not _has_identity(repo):
-                    cfg.set_value("user", "name", "registry")
-                    cfg.set_value("user", "email", "registry@localhost")
-            (path / ".gitattributes").write_text("* -text\n")  # bytes exactly as signed
-            repo.git.add(".gitattributes")
-            repo.git.commit("-q", "--no-verify", "-m", "registry ledger")
+            path.mkdir(parents=True, exist_ok=True)
+            run_git(path, "init", "-q")
+            run_git(path, "symbolic-ref", "HEAD", BRANCH)
         return cls(path)
+
+    def head(self) -> str | None:
+        found = run_git(self.path, "for-each-ref", "--format=%(objectname)", BRANCH)
+        return found.decode().strip() or None
 
     def record_dir(self, record_id: str) -> Path:
         return self.path / RECORDS / record_id
 
     def recover(self) -> None:
-        """Clear what a crashed writer left (call holding the home lock)."""
+        """Clear what a crashed writer left (call holding the home lock): the index
+        back to HEAD, untracked files removed (only the registry writes here)."""
         (self.path / ".git" / "index.lock").unlink(missing_ok=True)
-        self.repo.git.reset("-q")
-        self.repo.git.clean("-fdq")  # only the registry writes here: anything untracked is debris
+        if self.head():
+            run_git(self.path, "read-tree", BRANCH)
+        run_git(self.path, "clean", "-fdqx")
 
-    def commit_record(self, record_id: str, statement: bytes, envelope: bytes, message: str) -> str:
-        folder = self.record_dir(record_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / STATEMENT).write_bytes(statement)
-        (folder / ENVELOPE).write_bytes(envelope)
-        return self._commit(f"{RECORDS}/{record_id}", message)
+    def commit(self, files: dict[str, bytes], message: str, signer: Signer) -> str:
+        """Commit `files` (path -> bytes) in one signed commit; returns its id."""
+        parent = self.head()
+        for path, data in files.items():  # readers open these; a crash leaves debris
+            target = self.path / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_bytes(target, data)
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            if parent:
+                run_git(self.path, "read-tree", parent, env=env)
+            entries = "".join(f"100644 {self._hash(data)}\t{path}\n"
+                              for path, data in files.items())
+            run_git(self.path, "update-index", "--index-info", input=entries.encode(), env=env)
+            tree = git_text(self.path, "write-tree", env=env).strip()
+        parents = [parent] if parent else []
+        stamp = f"{int(time.time())} +0000"
+        person = f"{PERSON} {stamp}"
+        text = signed_message(message, tree, parents, person, signer)
+        dates = {"GIT_AUTHOR_DATE": f"@{stamp}", "GIT_COMMITTER_DATE": f"@{stamp}"}
+        args = [x for p in parents for x in ("-p", p)]
+        sha = run_git(self.path, "commit-tree", tree, *args, "-F", "-", input=text.encode(),
+                      env=dates).decode().strip()
+        run_git(self.path, "update-ref", BRANCH, sha, parent or "0" * 40)
+        run_git(self.path, "read-tree", BRANCH)
+        return sha
 
-    def commit_file(self, path: str, data: bytes, message: str) -> str | None:
-        """Commit one file (call holding the home lock); None if it is already committed
-        with these bytes."""
+    def _hash(self, data: bytes) -> str:
+        return run_git(self.path, "hash-object", "-w", "--no-filters", "--stdin",
+                       input=data).decode().strip()
+
+    def commit_record(self, record_id: str, statement: bytes, envelope: bytes, message: str,
+                      signer: Signer) -> str:
+        folder = f"{RECORDS}/{record_id}"
+        return self.commit({f"{folder}/{STATEMENT}": statement, f"{folder}/{ENVELOPE}": envelope},
+                           message, signer)
+
+    def commit_file(self, path: str, data: bytes, message: str, signer: Signer) -> str | None:
+        """Commit one file; None if it is already committed with these bytes."""
         sha = self.tree_files(path).get(path)
-        if sha is not None and self.blob(sha) == data:
+        if sha is not None and sha == blob_sha(data):
             return None
-        (self.path / path).parent.mkdir(parents=True, exist_ok=True)
-        (self.path / path).write_bytes(data)
-        return self._commit(path, message)
+        return self.commit({path: data}, message, signer)
 
     def last_commit(self, path: str) -> str:
         """The latest commit that touched `path`."""
-        return str(self.repo.git.log("-1", "--format=%H", "--", path))
-
-    def trust_key(self, keyid: str, pem: str) -> str | None:
-        """Commit `keys/<keyid>.pub`; None if it is already trusted."""
-        if f"{KEYS}/{keyid}.pub" in self.tree_files(KEYS):
-            return None
-        return self.commit_file(f"{KEYS}/{keyid}.pub", pem.encode(), f"trust key {keyid}")
-
-    def _commit(self, path: str, message: str) -> str:
-        self.repo.git.add("--", path)
-        self.repo.git.commit("-q", "--no-verify", "-m", message, "--", path)
-        return str(self.repo.git.rev_parse("HEAD"))
+        return git_text(self.path, "log", "-1", "--format=%H", BRANCH, "--", path).strip()
 
     def tree_files(self, prefix: str) -> dict[str, str]:
         """Committed files under `prefix` at HEAD: path -> blob sha."""
+        if not self.head():
+            return {}
+        listed = run_git(self.path, "ls-tree", "-r", "-z", BRANCH, "--", prefix)
         out: dict[str, str] = {}
-        for line in self.repo.git.ls_tree("-r", "HEAD", "--", prefix).splitlines():
-            meta, path = line.split("\t", 1)
-            out[path] = meta.split()[2]
+        for entry in filter(None, listed.split(b"\0")):
+            meta, _, path = entry.partition(b"\t")
+            out[path.decode("utf-8", errors="surrogateescape")] = meta.split()[2].decode()
         return out
 
     def record_ids(self) -> list[str]:
         return sorted({p.split("/")[1] for p in self.tree_files(RECORDS) if p.endswith(STATEMENT)})
 
     def blob(self, sha: str) -> bytes:
-        return bytes(self.repo.odb.stream(bytes.fromhex(sha)).read())
+        return self.blobs([sha]).get(sha, b"")
 
-    def trusted_keys_pem(self) -> dict[str, bytes]:
-        """keyid -> committed public key PEM."""
-        return {Path(p).stem: self.blob(sha) for p, sha in self.tree_files(KEYS).items()
-                if p.endswith(".pub")}
-
-    def history(self, record_id: str | None = None) -> dict[str, list[Event]]:
-        """record id -> the commits that touched its files, oldest first."""
-        where = f"{RECORDS}/{record_id}" if record_id else RECORDS
-        log = self.repo.git.log("--reverse", "--format=%x00%H", "--name-status", "--no-renames",
-                                "--", where)
-        events: dict[str, list[Event]] = defaultdict(list)
-        for chunk in log.split("\x00")[1:]:
-            sha, *changes = chunk.strip().splitlines()
-            for change in filter(None, changes):
-                status, path = change.split("\t", 1)
-                parts = path.split("/")
-                events[parts[1]].append(Event(commit=sha, status=status[0], file=parts[-1]))
-        return dict(events)
-
-    def commits(self) -> set[str]:
-        return set(self.repo.git.rev_list("HEAD").split())
-
-
-def _git(path: Path, *args: str) -> str:
-    """Plain `git` for the read path: importing gitpython costs more than the call."""
-    return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                          check=True).stdout
+    def blobs(self, shas: list[str]) -> dict[str, bytes]:
+        return {sha: data for sha, (_, data) in read_objects(self.path, shas).items()}
 
 
 def committed_ids(path: Path, prefix: str = "") -> list[str]:
     """Ids of the records committed at HEAD that start with `prefix`."""
-    listed = _git(path, "ls-tree", "--name-only", "HEAD", f"{RECORDS}/").splitlines()
-    return sorted(rid for line in listed if (rid := line.split("/", 1)[1]).startswith(prefix))
+    if not Ledger(path).head():
+        return []
+    listed = run_git(path, "ls-tree", "-z", "--name-only", BRANCH, f"{RECORDS}/")
+    names = [e.decode(errors="replace") for e in listed.split(b"\0") if e]
+    return sorted(rid for line in names if (rid := line.split("/", 1)[-1]).startswith(prefix))
 
 
 def adding_commit(path: Path, record_id: str) -> str | None:
     """The commit that added a record's statement."""
-    found = _git(path, "log", "--diff-filter=A", "-1", "--format=%H", "--",
-                 f"{RECORDS}/{record_id}/{STATEMENT}").strip()
+    found = git_text(path, "log", "--diff-filter=A", "-1", "--format=%H", BRANCH, "--",
+                     f"{RECORDS}/{record_id}/{STATEMENT}").strip()
     return found or None
-
-
-def _has_identity(repo: git.Repo) -> bool:
-    import git
-
-    try:
-        return bool(repo.git.config("--get", "user.email"))
-    except git.GitCommandError:
-        return False

@@ -2,24 +2,27 @@
 
 Both stay light (no gitpython, no torch, no vllm): the index answers queries; an id
 prefix is matched against the ledger's committed tree and the statement is read
-straight from the ledger folder.
+straight from the ledger folder. The index is a cache, never a source: every record
+a reader returns was checked against its signed statement and the verified keyring
+(registry/store/signed.py), and carries the result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from registry.errors import InvalidInput, NotFound, RegistryError, VerificationFailed
-from registry.record import Statement, match_id, parse_statement, record_id
+from registry.errors import InvalidInput, NotFound
+from registry.record import Statement, match_id, parse_statement
 from registry.store.home import Home
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, adding_commit, committed_ids
+from registry.store.signed import SignatureCheck, Trust, check_signed
 
 if TYPE_CHECKING:
-    from registry.store.index import Index, RecordRow
+    from registry.store.index import Index, RecordRow, Rows
+    from registry.store.keyring import Keyring
 
 
 class ShownRecord(BaseModel):
@@ -27,8 +30,7 @@ class ShownRecord(BaseModel):
 
     id: str
     ledger_commit: str | None
-    signer: str | None
-    statement_matches_id: bool
+    check: SignatureCheck  # the signer is named only when it is trusted
     statement: Statement
 
 
@@ -57,7 +59,44 @@ def readable_index(home: Home) -> Index:
 
 def find_records(home: Home, where: Sequence[str] = (),
                  limit: int | None = None) -> list[RecordRow]:
-    return readable_index(home).rows(parse_where(where), limit)
+    """Records from the index, newest first, each checked against its signed statement:
+    a row shows the signed values, with its trust, never what the index alone says."""
+    from registry.store.trust import current_keyring
+
+    index = readable_index(home)
+    rows = index.rows(parse_where(where), limit)
+    keyring = current_keyring(home).current
+    entries = index.entries([r.id for r in rows]) if rows else {}
+    return [_checked(home, row, entries.get(row.id), keyring) for row in rows]
+
+
+def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring) -> RecordRow:
+    from registry.store.index import RecordRow, entry_differences, entry_rows
+
+    statement, envelope = _ledger_files(home, row.id)
+    check = check_signed(statement, envelope, expected_id=row.id, keyring=keyring)
+    if not check.ok or statement is None:
+        return row.model_copy(update={"trust": check.trust, "trust_detail": check.detail,
+                                      "signer": None})
+    signed = entry_rows(row.id, parse_statement(statement), check.signer)
+    differs = entry_differences(indexed, signed)
+    if not differs:
+        return row.model_copy(update={"trust": Trust.verified})
+    values = {**signed["records"][0], "ledger_commit": row.ledger_commit}
+    return RecordRow(**values, trust=Trust.verified,
+                     trust_detail=f"the index differed in {', '.join(differs)}: shown as "
+                                  "signed (registry reindex)")
+
+
+def _ledger_files(home: Home, rid: str) -> tuple[bytes | None, bytes | None]:
+    folder = home.ledger / RECORDS / rid
+    out: list[bytes | None] = []
+    for name in (STATEMENT, ENVELOPE):
+        try:
+            out.append((folder / name).read_bytes())
+        except OSError:
+            out.append(None)
+    return out[0], out[1]
 
 
 def resolve_id(home: Home, prefix: str) -> str:
@@ -69,41 +108,31 @@ def resolve_id(home: Home, prefix: str) -> str:
     return match_id(prefix, committed_ids(home.ledger, prefix.lower()))
 
 
-def statement_bytes_of(home: Home, prefix: str) -> tuple[str, bytes]:
-    """(full id, the statement's signed bytes) of one committed record."""
+def checked_statement(home: Home, prefix: str) -> tuple[str, SignatureCheck, bytes]:
+    """(full id, signature check, statement bytes) of one committed record."""
+    from registry.store.trust import current_keyring
+
     rid = resolve_id(home, prefix)
-    path = home.ledger / RECORDS / rid / STATEMENT
-    try:
-        return rid, path.read_bytes()
-    except FileNotFoundError:
-        raise NotFound(f"record {rid[:16]} is committed but {path} is missing",
-                       hint="registry verify " + rid[:16]) from None
+    statement, envelope = _ledger_files(home, rid)
+    if statement is None:
+        raise NotFound(f"record {rid[:16]} is committed but its statement file is missing",
+                       hint="registry verify " + rid[:16])
+    check = check_signed(statement, envelope, expected_id=rid,
+                         keyring=current_keyring(home).current)
+    return rid, check, statement
 
 
 def sealed_statement(home: Home, prefix: str) -> tuple[str, Statement]:
-    """(full id, statement) of a committed record whose statement still hashes to its id:
-    what judges and compares records reads (`registry verify` checks the rest)."""
-    rid, data = statement_bytes_of(home, prefix)
-    if record_id(data) != rid:
-        raise VerificationFailed(f"record {rid[:16]}: its statement was changed after sealing "
-                                 "(it no longer hashes to the record id)",
-                                 hint=f"registry verify {rid[:16]}")
+    """(full id, statement) of a record a trusted key signed, as signed: what judges and
+    compares records reads (`registry verify` checks the rest)."""
+    rid, check, data = checked_statement(home, prefix)
+    if not check.ok:
+        raise check.error(f"record {rid[:16]}")
     return rid, parse_statement(data)
 
 
 def show_record(home: Home, prefix: str) -> ShownRecord:
-    """One record, read from the ledger alone."""
-    rid, data = statement_bytes_of(home, prefix)
-    return ShownRecord(id=rid, ledger_commit=adding_commit(home.ledger, rid),
-                       signer=_signer(home.ledger / RECORDS / rid / ENVELOPE),
-                       statement_matches_id=record_id(data) == rid,
+    """One record, read from the ledger alone, with whether a trusted key signed it."""
+    rid, check, data = checked_statement(home, prefix)
+    return ShownRecord(id=rid, ledger_commit=adding_commit(home.ledger, rid), check=check,
                        statement=parse_statement(data))
-
-
-def _signer(envelope: Path) -> str | None:
-    from registry.store import dsse
-
-    try:
-        return dsse.parse_envelope(envelope.read_bytes()).signatures[0].keyid
-    except (OSError, RegistryError, IndexError):
-        return None

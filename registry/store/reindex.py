@@ -1,21 +1,27 @@
 """Rebuild the index from the ledger alone (`registry reindex`).
 
-Every committed record is indexed with the commit that added it; a record whose
-statement does not hash to its id, or does not parse, is skipped and reported
-(`registry verify` names what is wrong with it).
+Nothing unverified becomes a clean index: the keyring must verify from this home's
+pin and the history must be signed, linear, append-only and descend from the head the
+home last verified, or nothing is rebuilt. Each record is then indexed only if its
+signature verifies under a key that could sign records when it was added; the others
+are skipped and reported (`registry verify` names what is wrong with them).
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from registry.errors import RegistryError
-from registry.record import parse_statement, record_id
-from registry.store import dsse
+from registry.errors import RegistryError, VerificationFailed
+from registry.record import parse_statement
+from registry.store.history import check_history
 from registry.store.home import Home
 from registry.store.index import entry_rows, open_index
+from registry.store.keyring import Role, verify_chain
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger
 from registry.store.lock import exclusive
+from registry.store.signed import check_signed
+from registry.store.teachers import index_bindings
+from registry.store.trust import advance, keyring_files, load_state
 
 
 class ReindexReport(BaseModel):
@@ -30,33 +36,36 @@ def reindex(home: Home) -> ReindexReport:
     with exclusive(home.lock_file):
         ledger = Ledger(home.ledger)
         ledger.recover()
+        state = load_state(home)
+        chain = verify_chain(keyring_files(ledger), state.pin)
+        history = check_history(ledger, chain, state.head)
+        if history.problems:
+            first = history.problems[0].detail
+            more = len(history.problems) - 1
+            raise VerificationFailed(f"the ledger's history does not verify: {first}"
+                                     + (f" (and {more} more)" if more else ""),
+                                     hint="registry verify --all shows every problem; "
+                                          "the index is not rebuilt from it")
         tree = ledger.tree_files(RECORDS)
-        added = {rid: next((e.commit for e in events if e.status == "A"), None)
-                 for rid, events in ledger.history().items()}
+        blobs = ledger.blobs(list(tree.values()))
         entries, skipped = [], {}
         for rid in ledger.record_ids():
-            try:
-                data = ledger.blob(tree[f"{RECORDS}/{rid}/{STATEMENT}"])
-                if record_id(data) != rid:
-                    raise RegistryError("statement does not hash to the record id")
-                rows = entry_rows(rid, parse_statement(data), _signer(ledger, tree, rid))
-            except (RegistryError, KeyError) as e:
-                skipped[rid] = str(e)
+            statement, envelope = (blobs.get(tree.get(f"{RECORDS}/{rid}/{name}", ""))
+                                   for name in (STATEMENT, ENVELOPE))
+            ring = chain.versions.get(history.keyring_at.get(rid) or 0)
+            check = check_signed(statement, envelope, expected_id=rid, keyring=chain.current,
+                                 keys=ring.with_role(Role.signer) if ring else {})
+            if not check.ok or statement is None:
+                skipped[rid] = check.detail or check.trust.value
                 continue
-            rows["records"][0]["ledger_commit"] = added[rid]
+            try:
+                rows = entry_rows(rid, parse_statement(statement), check.signer)
+            except RegistryError as e:
+                skipped[rid] = e.message
+                continue
+            rows["records"][0]["ledger_commit"] = history.added[rid]
             entries.append(rows)
         index.rebuild(entries)
-    from registry.contracts.bindings import index_teachers  # teachers live in the ledger too
-
-    index_teachers(home)
+        advance(home, state, chain, head=history.head)
+    index_bindings(home)
     return ReindexReport(indexed=len(entries), skipped=skipped)
-
-
-def _signer(ledger: Ledger, tree: dict[str, str], rid: str) -> str | None:
-    sha = tree.get(f"{RECORDS}/{rid}/{ENVELOPE}")
-    if sha is None:
-        return None
-    try:
-        return dsse.parse_envelope(ledger.blob(sha)).signatures[0].keyid
-    except RegistryError:
-        return None

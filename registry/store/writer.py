@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from registry.errors import Refused
@@ -25,10 +24,13 @@ from registry.record import Predicate, Statement, Subject, record_id, statement_
 from registry.store import dsse
 from registry.store.home import Home
 from registry.store.index import Index, entry_rows, open_index
+from registry.store.keyring import Role
+from registry.store.keys import Signer as Signer
 from registry.store.keys import signing_key
-from registry.store.ledger import KEYS, STATEMENT, Ledger
+from registry.store.ledger import STATEMENT, Ledger, adding_commit
 from registry.store.lock import exclusive
 from registry.store.objects import ObjectStore
+from registry.store.trust import appended
 
 CRASH_ENV = "REGISTRY_TEST_CRASH_AT"
 
@@ -60,9 +62,6 @@ class SealedRecord(BaseModel):
     bytes: int
 
 
-Signer = tuple[str, Ed25519PrivateKey]
-
-
 def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
                  signer: Signer | None = None, progress: Progress | None = None) -> SealedRecord:
     """Store, sign, index and commit one record; `progress` gets bytes hashed."""
@@ -84,7 +83,10 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
         if commit is None:
             index.add(entry_rows(rid, statement, keyid))
             _crash_point("index")
-            commit = ledger.commit_record(rid, data, envelope, f"{rid}\n\n{summary}\n")
+            before = ledger.head()
+            commit = ledger.commit_record(rid, data, envelope, f"{rid}\n\n{summary}",
+                                          (keyid, key))
+            appended(home, before, commit)
             _crash_point("ledger")
             index.mark_committed(rid, commit)
     return SealedRecord(id=rid, ledger_commit=commit, summary=summary, signer=keyid,
@@ -94,10 +96,13 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
 def ready_signer(home: Home, signer: Signer | None = None) -> Signer:
     """The signing key (default: the user's), refused unless the home trusts it: checked
     before long work (a run) as well as when sealing."""
+    from registry.store.trust import current_keyring
+
     keyid, key = signer or signing_key()
-    if f"{KEYS}/{keyid}.pub" not in Ledger(home.ledger).tree_files(KEYS):
-        raise Refused(f"signing key {keyid[:16]} is not trusted by {home.root}",
-                      hint="registry keys trust (or registry keys init) in this home")
+    if keyid not in current_keyring(home).current.with_role(Role.signer):
+        raise Refused(f"signing key {keyid[:16]} is not a signer in the keyring of {home.root}",
+                      hint=f"a root holder runs `registry keys trust KEY.pub` for it "
+                           f"(registry keys export {keyid[:16]} > KEY.pub)")
     return keyid, key
 
 
@@ -121,8 +126,7 @@ def sealing_commit(ledger: Ledger, rid: str) -> str | None:
     """The ledger commit that added the record, if it is in the ledger."""
     if not (ledger.record_dir(rid) / STATEMENT).exists():
         return None
-    events = ledger.history(rid).get(rid, [])
-    return next((e.commit for e in events if e.file == STATEMENT and e.status == "A"), None)
+    return adding_commit(ledger.path, rid)
 
 
 def settle(index: Index, ledger: Ledger) -> None:

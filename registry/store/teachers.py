@@ -1,0 +1,150 @@
+"""Teacher bindings as stored: `teachers/<lane>.json` in the ledger, a DSSE envelope
+signed by the key that set it (one signed commit per change, so `git log` is the
+lane's history of references), and the index's `teachers` table, rebuilt from the
+ledger at will.
+
+The store reads only a binding's summary fields (lane, source, axes, row count);
+what a teacher means and when one may be set is registry/contracts. Readers get a
+binding only if a trusted key signed it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from sqlalchemy import Column, Integer, MetaData, String, Table, Text, delete
+
+from registry.canonical import sha256_hex
+from registry.errors import InvalidInput, RegistryError
+from registry.store import dsse
+from registry.store.home import Home
+from registry.store.keys import Signer
+from registry.store.ledger import Ledger
+from registry.store.lock import exclusive
+
+TEACHERS = "teachers"
+PAYLOAD_TYPE = "application/vnd.registry.teacher+json"
+
+metadata = MetaData()
+teachers = Table(
+    "teachers", metadata,
+    Column("lane", String(200), primary_key=True),
+    Column("sha256", String(64), nullable=False),
+    Column("source_kind", String(20), nullable=False),
+    Column("source_ref", String(64), nullable=False),
+    Column("axes", Text, nullable=False, doc="canonical JSON"),
+    Column("rows", Integer, nullable=False),
+    Column("ledger_commit", String(40), nullable=False),
+)
+
+
+class _Source(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    kind: str
+    ref: str
+
+
+class _Summary(BaseModel):
+    """The fields of a binding the index keeps."""
+
+    model_config = ConfigDict(extra="ignore")
+    lane: str
+    source: _Source
+    axes: dict[str, str | None]
+    rows: list[object]
+
+
+class StoredBinding(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    lane: str
+    sha256: str  # of the payload
+    ledger_commit: str
+    signer: str
+    payload: bytes
+
+
+def path_of(lane: str) -> str:
+    return f"{TEACHERS}/{lane}.json"
+
+
+def save_binding(home: Home, lane: str, payload: bytes, message: str,
+                 signer: Signer) -> StoredBinding:
+    """Sign and commit a lane's binding under the home lock, then index it."""
+    from registry.store.trust import appended
+
+    keyid, key = signer
+    envelope = dsse.envelope_bytes(dsse.sign(payload, keyid, key, PAYLOAD_TYPE))
+    with exclusive(home.lock_file):
+        ledger = Ledger(home.ledger)
+        ledger.recover()
+        before = ledger.head()
+        commit = ledger.commit_file(path_of(lane), envelope, message, signer)
+        if commit is not None:
+            appended(home, before, commit)
+        stored = StoredBinding(lane=lane, sha256=sha256_hex(payload),
+                               ledger_commit=ledger.last_commit(path_of(lane)), signer=keyid,
+                               payload=payload)
+        _index(home, [stored])
+    return stored
+
+
+def lanes(home: Home) -> list[str]:
+    files = Ledger(home.ledger).tree_files(TEACHERS)
+    return sorted(Path(p).stem for p in files if p.endswith(".json"))
+
+
+def read_binding(home: Home, lane: str) -> StoredBinding | None:
+    """The committed binding of `lane` as a trusted key signed it; None when the lane
+    has none; refused when its signature does not verify."""
+    from registry.store.signed import check_signed
+    from registry.store.trust import current_keyring
+
+    ledger = Ledger(home.ledger)
+    sha = ledger.tree_files(path_of(lane)).get(path_of(lane))
+    if sha is None:
+        return None
+    envelope = ledger.blob(sha)
+    try:
+        payload = dsse.parse_envelope(envelope).payload_bytes()
+    except RegistryError:
+        payload = None
+    check = check_signed(payload, envelope, expected_id=None, payload_type=PAYLOAD_TYPE,
+                         keyring=current_keyring(home).current)
+    if not check.ok or payload is None or check.signer is None:
+        raise check.error(f"the teacher of lane {lane} ({path_of(lane)})")
+    return StoredBinding(lane=lane, sha256=sha256_hex(payload), signer=check.signer,
+                         ledger_commit=ledger.last_commit(path_of(lane)), payload=payload)
+
+
+def index_bindings(home: Home) -> int:
+    """Rebuild the index's teachers table from the ledger's verified bindings."""
+    stored = [b for lane in lanes(home) if (b := read_binding(home, lane)) is not None]
+    _index(home, stored, replace_all=True)
+    return len(stored)
+
+
+def _index(home: Home, bindings: list[StoredBinding], *, replace_all: bool = False) -> None:
+    from registry.store.index import open_index
+
+    engine = open_index(home).engine
+    metadata.create_all(engine)
+    rows = [_row(b) for b in bindings]
+    with engine.begin() as db:
+        db.execute(delete(teachers) if replace_all else
+                   delete(teachers).where(teachers.c.lane.in_([b.lane for b in bindings])))
+        if rows:
+            db.execute(teachers.insert(), rows)
+
+
+def _row(b: StoredBinding) -> dict[str, object]:
+    try:
+        s = _Summary.model_validate_json(b.payload)
+    except ValidationError as e:
+        raise InvalidInput(f"{path_of(b.lane)}: not a teacher binding "
+                           f"({e.errors()[0]['msg']})") from None
+    return {"lane": b.lane, "sha256": b.sha256, "source_kind": s.source.kind,
+            "source_ref": s.source.ref, "axes": json.dumps(s.axes, sort_keys=True),
+            "rows": len(s.rows), "ledger_commit": b.ledger_commit}
