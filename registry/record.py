@@ -48,6 +48,7 @@ class Source(Model):
     diff_sha256: str | None = Field(None, description="sha256 of the uncommitted diff")
     diff_artifact: str | None = Field(None, description="subject holding that diff")
     version: str | None = Field(None, description="installed distribution version, if any")
+    sha256: str | None = Field(None, description="a lone file outside any git tree: its digest")
     note: str | None = None
 
 

@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlparse
 
 from registry import __version__, rundir
 from registry.canonical import digest, to_jsonable
+from registry.confine import regular_files
 from registry.errors import InvalidInput, Refused
 from registry.files import read_json
 from registry.hashing import Progress
@@ -56,11 +57,12 @@ def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
     from registry.resolve.inputs import load_run_recipe
 
     rundir.require_run_dir(run_dir)
+    regular_files(run_dir)  # refused before anything in it is read
     run = run_info(run_dir)
     recipe = load_run_recipe(run_dir, None, recipe_path)
     identity = resolve_run(run_dir, recipe=recipe, recipe_path=recipe_path)
     overrides = [*allowed_overrides(identity, allow_mismatch or {}), *allowed]
-    sources, source_files = capture_sources(run_dir, recipe, recipe_path)
+    sources, source_files = capture_sources(run_dir, recipe, recipe_path, home)
     return seal_resolved(run_dir, home=home, identity=identity, recipe=recipe, run=run,
                          sources=sources, extra=source_files, overrides=overrides,
                          parent=parent, imported=imported, signer=signer, progress=progress)
@@ -89,9 +91,10 @@ def seal_resolved(run_dir: Path, *, home: Home, identity: ResolvedIdentity, reci
 
 
 def run_artifacts(run_dir: Path) -> list[Artifact]:
-    """Every regular file of the run directory, named by its relative path."""
-    files = sorted(p for p in run_dir.rglob("*") if p.is_file())
-    return [Artifact(name=p.relative_to(run_dir).as_posix(), path=p) for p in files]
+    """Every regular file of the run directory, named by its relative path; a link out
+    of the directory is refused (registry/confine.py)."""
+    root = run_dir.resolve()
+    return [Artifact(name=p.relative_to(root).as_posix(), path=p) for p in regular_files(root)]
 
 
 def run_info(run_dir: Path) -> RunInfo:
@@ -134,9 +137,11 @@ def _mismatch_text(identity: ResolvedIdentity, name: str) -> str:
     return f"{name} declared {f.declared!r}, resolved {f.resolved!r}{where}"
 
 
-def capture_sources(run_dir: Path, recipe: Recipe | None,
-                    recipe_path: Path | None) -> tuple[list[Source], list[Artifact]]:
-    """The recipe's repository, the engine tree and any launcher, each as a Source."""
+def capture_sources(run_dir: Path, recipe: Recipe | None, recipe_path: Path | None,
+                    home: Home) -> tuple[list[Source], list[Artifact]]:
+    """The recipe's repository, the engine tree and any launcher, each as a Source;
+    the registry home and the keys folder never enter a diff."""
+    from registry.store.keys import keys_dir
     from registry.store.sources import capture
 
     wanted: list[tuple[str, Path, str | None]] = []
@@ -155,7 +160,7 @@ def capture_sources(run_dir: Path, recipe: Recipe | None,
             sources.append(Source(role=role, path=str(path), version=version,
                                   note="a variable in this path is not set here"))
             continue
-        source, artifacts = capture(role, path)
+        source, artifacts = capture(role, path, exclude=[home.root, keys_dir()])
         sources.append(source.model_copy(update={"version": version}) if version else source)
         files += artifacts
     return sources, files

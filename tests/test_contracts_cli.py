@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from registry.store.teachers import index_bindings, teachers
 from registry.identity import ResolvedField, ResolvedIdentity, Status
 from registry.record import ContractInfo
 from registry.rundir import Bench, SuiteRef
 from registry.store.index import open_index
 from registry.store.objects import ObjectStore
+from registry.store.teachers import index_bindings, teachers
 from tests.conftest import ROOT, resolved_identity
 from tests.test_teacher import CAPSULE, capsule_rows
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from registry.confine import inside
 from registry.errors import ExitCode, InvalidInput, Refused
 from registry.hashing import Progress
 from registry.recipe.schema import MetricFormula, Recipe
@@ -149,7 +150,7 @@ def _suite_folder(suites: list[tuple[str, Path]], recipe_path: Path | None) -> I
         return
     with tempfile.TemporaryDirectory(prefix="registry-reproduce-") as tmp:
         for path, stored in suites:
-            target = Path(tmp) / path
+            target = inside(Path(tmp), path)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(stored.read_bytes())
         yield Path(tmp)
