@@ -40,10 +40,10 @@ def reindex(home: Home) -> ReindexReport:
         chain = verify_chain(keyring_files(ledger), state.pin)
         history = check_history(ledger, chain, state.head)
         if history.problems:
-            first = history.problems[0].detail
-            more = len(history.problems) - 1
-            raise VerificationFailed(f"the ledger's history does not verify: {first}"
-                                     + (f" (and {more} more)" if more else ""),
+            details = "; ".join(p.detail for p in history.problems[:5])
+            more = len(history.problems) - 5
+            raise VerificationFailed(f"the ledger's history does not verify: {details}"
+                                     + (f" (and {more} more)" if more > 0 else ""),
                                      hint="registry verify --all shows every problem; "
                                           "the index is not rebuilt from it")
         tree = ledger.tree_files(RECORDS)
