@@ -209,8 +209,8 @@ def test_a_launcher_that_is_the_signing_key_is_hashed_not_stored(store_home, mak
     statement = json.loads((store_home.ledger / "records" / sealed.id / "statement.json")
                            .read_bytes())
     launcher = next(s for s in statement["predicate"]["sources"] if s["role"] == "launcher")
-    assert launcher["sha256"] == sha256_hex(secret.read_bytes()) and "not copied" in launcher["note"]
     key = secret.read_bytes()
+    assert launcher["sha256"] == sha256_hex(key) and "not copied" in launcher["note"]
     assert not any(p.is_file() and p.read_bytes() == key for p in store_home.objects.rglob("*"))
 
 

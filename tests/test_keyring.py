@@ -1,0 +1,128 @@
+"""The keyring's life: trust, retire, revoke, rotate, pin, thresholds; what each does to
+the records already sealed (docs/trust.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from registry.errors import ExitCode, Refused, VerificationFailed
+from registry.store.keyring import KeyEntry, Keyring, Pin, Role, sign_version, verify_chain
+from registry.store.keys import create_key, public_pem, signing_key
+from registry.store.trust import current_keyring
+
+
+def verify_all(cli) -> dict:
+    r = cli("verify", "--all", "--json")
+    assert "Traceback" not in r.stderr
+    return {"code": r.exit_code, **json.loads(r.stdout)}
+
+
+def test_a_colleague_trusted_by_the_root_can_seal(cli, store_home, tmp_path, make_run,
+                                                   seal_run_dir, monkeypatch) -> None:
+    other = create_key(tmp_path / "colleague")
+    (tmp_path / "c.pub").write_text(other.public_pem)
+    r = cli("keys", "trust", tmp_path / "c.pub")
+    assert r.exit_code == 0 and other.keyid in r.stdout
+    ring = current_keyring(store_home).current
+    assert ring.version == 2 and Role.signer in ring.entry(other.keyid).roles
+    assert Role.root not in ring.entry(other.keyid).roles
+    sealed = seal_run_dir(make_run(), signer=signing_key(tmp_path / "colleague"))
+    report = verify_all(cli)
+    assert report["code"] == 0 and report["records"][0]["signer"] == sealed.signer
+    # a signer that is not a root cannot change the keyring
+    monkeypatch.setenv("REGISTRY_KEYS_DIR", str(tmp_path / "colleague"))
+    r = cli("keys", "trust", tmp_path / "c.pub", "--root")
+    assert r.exit_code == ExitCode.REFUSED and "signed by 0 of the roots of version 2" in r.stderr
+
+
+def test_revoking_a_key_untrusts_everything_it_signed(cli, store_home, tmp_path, make_run,
+                                                      seal_run_dir) -> None:
+    other = create_key(tmp_path / "colleague")
+    (tmp_path / "c.pub").write_text(other.public_pem)
+    assert cli("keys", "trust", tmp_path / "c.pub").exit_code == 0
+    theirs = seal_run_dir(make_run("theirs"), signer=signing_key(tmp_path / "colleague"))
+    mine = seal_run_dir(make_run("mine"))
+    r = cli("keys", "revoke", other.keyid[:12], "--reason", "laptop stolen")
+    assert r.exit_code == 0
+    report = verify_all(cli)
+    assert report["code"] == ExitCode.FAILED  # its commit is signed by a revoked key
+    checks = {c["id"]: c for c in report["records"]}
+    assert checks[mine.id]["verified"] and not checks[theirs.id]["verified"]
+    assert "revoked key" in json.dumps(checks[theirs.id]) and "laptop stolen" in json.dumps(report)
+    shown = json.loads(cli("show", theirs.id[:12], "--json").stdout)
+    assert shown["check"]["trust"] == "untrusted"
+    assert cli("keys", "trust", tmp_path / "c.pub").exit_code == ExitCode.REFUSED  # never again
+
+
+def test_rotation_keeps_old_records_valid(cli, store_home, make_run, seal_run_dir) -> None:
+    before = seal_run_dir(make_run("before"))
+    old = signing_key()[0]
+    r = cli("keys", "rotate")
+    assert r.exit_code == 0
+    new = signing_key()[0]
+    ring = current_keyring(store_home).current
+    assert new != old and ring.entry(new) and not ring.entry(old)
+    assert [d.keyid for d in ring.retired] == [old]
+    after = seal_run_dir(make_run("after"))
+    report = verify_all(cli)
+    assert report["code"] == 0, report
+    signers = {c["id"]: c["signer"] for c in report["records"]}
+    assert signers == {before.id: old, after.id: new}
+    with pytest.raises(Refused, match="not a signer"):  # the retired key signs nothing new
+        seal_run_dir(make_run("late"), signer=(old, _private(store_home, old)))
+
+
+def _private(home, keyid):
+    from registry.store.keys import local_signers
+
+    return dict(local_signers())[keyid]
+
+
+def test_a_clone_is_read_only_after_pinning_its_roots(cli, store_home, make_run,
+                                                      seal_run_dir, tmp_path) -> None:
+    import shutil
+    import subprocess
+
+    sealed = seal_run_dir(make_run())
+    clone = tmp_path / "clone" / ".registry"
+    clone.mkdir(parents=True)
+    subprocess.run(["git", "clone", "-q", str(store_home.ledger), str(clone / "ledger")],
+                   check=True)
+    subprocess.run(["git", "-C", str(clone / "ledger"), "checkout", "-qB", "main"], check=True)
+    shutil.copytree(store_home.objects, clone / "objects")
+    r = cli("reindex", "--home", clone)
+    assert r.exit_code == ExitCode.UNVERIFIABLE and "keys pin" in r.stderr
+    root = signing_key()[0]
+    assert cli("keys", "pin", "ab" * 32, "--home", clone).exit_code == ExitCode.FAILED
+    assert cli("keys", "pin", root, "--home", clone).exit_code == 0
+    assert cli("reindex", "--home", clone).exit_code == 0
+    r = cli("verify", sealed.id[:12], "--home", clone)
+    assert r.exit_code == 0, r.stdout
+
+
+def test_threshold_two_needs_two_roots(tmp_path) -> None:
+    """Test vectors for the chain rule, without a ledger."""
+    keys = [signing_key(create_key(tmp_path / f"k{i}").private_path and tmp_path / f"k{i}")
+            for i in range(3)]
+    entries = [KeyEntry(public=public_pem(k.public_key()), roles=[Role.root, Role.signer])
+               for _, k in keys]
+    v1 = Keyring(version=1, threshold=2, keys=entries[:2])
+    pin = Pin(roots=[keys[0][0], keys[1][0]], threshold=2)
+    one = {1: sign_version(v1, keys[:1])}
+    with pytest.raises(VerificationFailed, match="signed by 1 of the pinned roots, needs 2"):
+        verify_chain(one, pin)
+    files = {1: sign_version(v1, keys[:2])}
+    assert verify_chain(files, pin).current.version == 1
+    v2 = Keyring(version=2, threshold=1, keys=entries[2:])  # hand over to a new root
+    with pytest.raises(VerificationFailed, match="version 1, needs 2"):
+        verify_chain({**files, 2: sign_version(v2, [keys[0], keys[2]])}, pin)
+    chain = verify_chain({**files, 2: sign_version(v2, keys)}, pin)
+    assert list(chain.current.roots) == [keys[2][0]]
+    skipped = {**files, 3: sign_version(v2.model_copy(update={"version": 3}), keys)}
+    with pytest.raises(VerificationFailed, match="version 2 is missing"):
+        verify_chain(skipped, pin)
+    pinned = Pin(roots=[keys[2][0]], version=2, sha256="0" * 64)
+    with pytest.raises(VerificationFailed, match="not the one this home verified"):
+        verify_chain({**files, 2: sign_version(v2, keys)}, pinned)
