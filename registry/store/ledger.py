@@ -5,8 +5,8 @@ Each change is one signed commit (registry/store/commits.py), made last; history
 linear and only appended to (registry/store/history.py checks it).
 
 Writing uses git plumbing only, through registry/store/git.py: blobs hashed with
-`--no-filters` into a private index, a tree, a signed commit, then `update-ref` with
-the old head as a compare-and-swap. No hook, filter or repository config runs. The
+`--no-filters`, the index updated and written as a tree, a signed commit, then
+`update-ref` with the old head as a compare-and-swap. No hook, filter or repository config runs. The
 working tree gets the same bytes so readers can open a record without git.
 
 Only what is committed counts: a record folder without a commit (a crash before
@@ -16,7 +16,6 @@ Only what is committed counts: a record folder without a commit (a crash before
 from __future__ import annotations
 
 import hashlib
-import tempfile
 import time
 from pathlib import Path
 
@@ -68,35 +67,29 @@ class Ledger:
         run_git(self.path, "clean", "-fdqx")
 
     def commit(self, files: dict[str, bytes], message: str, signer: Signer) -> str:
-        """Commit `files` (path -> bytes) in one signed commit; returns its id."""
+        """Commit `files` (path -> bytes) in one signed commit; returns its id. Call
+        holding the home lock, after `recover()` (the index then equals HEAD)."""
         parent = self.head()
         for path, data in files.items():  # readers open these; a crash leaves debris
             target = self.path / path
             target.parent.mkdir(parents=True, exist_ok=True)
             write_bytes(target, data)
-        with tempfile.TemporaryDirectory() as tmp:
-            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-            if parent:
-                run_git(self.path, "read-tree", parent, env=env)
-            entries = "".join(f"100644 {self._hash(data)}\t{path}\n"
-                              for path, data in files.items())
-            run_git(self.path, "update-index", "--index-info", input=entries.encode(), env=env)
-            tree = git_text(self.path, "write-tree", env=env).strip()
+        paths = list(files)
+        shas = run_git(self.path, "hash-object", "-w", "--no-filters", "--stdin-paths",
+                       input="".join(f"{p}\n" for p in paths).encode()).decode().split()
+        entries = "".join(f"100644 {sha}\t{path}\n" for sha, path in zip(shas, paths,
+                                                                          strict=True))
+        run_git(self.path, "update-index", "--index-info", input=entries.encode())
+        tree = git_text(self.path, "write-tree").strip()
         parents = [parent] if parent else []
         stamp = f"{int(time.time())} +0000"
-        person = f"{PERSON} {stamp}"
-        text = signed_message(message, tree, parents, person, signer)
+        text = signed_message(message, tree, parents, f"{PERSON} {stamp}", signer)
         dates = {"GIT_AUTHOR_DATE": f"@{stamp}", "GIT_COMMITTER_DATE": f"@{stamp}"}
         args = [x for p in parents for x in ("-p", p)]
         sha = run_git(self.path, "commit-tree", tree, *args, "-F", "-", input=text.encode(),
                       env=dates).decode().strip()
         run_git(self.path, "update-ref", BRANCH, sha, parent or "0" * 40)
-        run_git(self.path, "read-tree", BRANCH)
         return sha
-
-    def _hash(self, data: bytes) -> str:
-        return run_git(self.path, "hash-object", "-w", "--no-filters", "--stdin",
-                       input=data).decode().strip()
 
     def commit_record(self, record_id: str, statement: bytes, envelope: bytes, message: str,
                       signer: Signer) -> str:

@@ -27,20 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from registry.identity import Evidence, ResolvedField, ResolvedIdentity, Status  # noqa: E402
-from registry.record import (  # noqa: E402
-    Predicate,
-    RunInfo,
-    Statement,
-    Subject,
-    record_id,
-    statement_bytes,
-)
-from registry.store import dsse  # noqa: E402
-from registry.store.home import Home, init_home  # noqa: E402
-from registry.store.keys import create_key, signing_key, trust  # noqa: E402
-from registry.store.ledger import Ledger  # noqa: E402
-from registry.store.objects import ObjectStore  # noqa: E402
+sys.path.insert(0, str(ROOT / "tools" / "benchmarks"))
+
+from ledgers import fill, identity, new_home  # noqa: E402
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -57,54 +46,6 @@ def best(fn: Callable[[], object], repeat: int = 3,
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
-
-
-def new_home(folder: Path) -> Home:
-    os.environ["REGISTRY_KEYS_DIR"] = str(folder / "keys")
-    os.environ.pop("REGISTRY_DATABASE_URL", None)
-    key = create_key(folder / "keys")
-    home = init_home(folder / ".registry")
-    trust(home, key.public_pem.encode(), "benchmark key")
-    os.environ["REGISTRY_HOME"] = str(home.root)
-    return home
-
-
-def identity(i: int) -> ResolvedIdentity:
-    def field(value: object) -> ResolvedField:
-        return ResolvedField(declared=value, resolved=value, status=Status.confirmed,
-                             evidence=[Evidence(source="server.log", line=i % 500 + 1, text="...")])
-
-    return ResolvedIdentity(fields={
-        "model.architecture": field("LlamaForCausalLM"),
-        "precision.weights": field("bfloat16"),
-        "precision.kv_cache": field("fp8_e4m3" if i % 4 == 0 else "bfloat16"),
-        "parallel.tensor": field(1 + i % 4),
-        "engine.version": field("0.32.0"),
-    })
-
-
-def fill(home: Home, n: int) -> None:
-    """n signed records in the ledger (one commit), then the index rebuilt from it."""
-    from registry.store.reindex import reindex
-
-    keyid, key = signing_key()
-    log = ObjectStore(home.objects).put_bytes(b"INFO engine started\n")
-    ledger = Ledger(home.ledger)
-    for i in range(n):
-        statement = Statement(
-            subject=[Subject(name="server.log", digest={"sha256": log.sha256})],
-            predicate=Predicate(
-                recipe={"name": f"recipe-{i % 7}", "lane": f"lane-{i % 5}"}, identity=identity(i),
-                run=RunInfo(state="complete", sealed_at=f"2026-07-{1 + i % 28:02d}T00:00:{i:08d}"),
-                artifacts={"server.log": "server.log"}))
-        data = statement_bytes(statement)
-        folder = ledger.record_dir(record_id(data))
-        folder.mkdir(parents=True)
-        (folder / "statement.json").write_bytes(data)
-        (folder / "envelope.json").write_bytes(dsse.envelope_bytes(dsse.sign(data, keyid, key)))
-    ledger.repo.git.add("records")
-    ledger.repo.git.commit("-qm", f"{n} records")
-    reindex(home)
 
 
 def cli(*args: str) -> Callable[[], object]:
@@ -201,12 +142,14 @@ def read_figures(folder: Path) -> list[tuple[str, float, str]]:
 
 
 def verify_figures(folder: Path) -> list[tuple[str, float, str]]:
+    from registry.store.reindex import reindex
     from registry.verify import verify_records
 
     per_record = {}
     for n in (2_000, 10_000):
         home = new_home(folder / f"verify-{n}")
         fill(home, n)
+        reindex(home)
         wall = best(lambda home=home: verify_records(home), repeat=2)
         per_record[n] = wall / n
     ratio = per_record[10_000] / per_record[2_000]
