@@ -31,6 +31,8 @@ sys.path.insert(0, str(ROOT / "tools" / "benchmarks"))
 
 from ledgers import fill, identity, new_home  # noqa: E402
 
+from registry.store.ledger import Ledger  # noqa: E402
+
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 REGISTRY = [sys.executable, "-m", "registry"]
