@@ -1,4 +1,7 @@
-"""File helpers: a JSON object read with one clear error; atomic writes.
+"""File helpers: a JSON document read with one clear error; atomic writes.
+
+Reads go through registry.safeload: size, depth and number limits, so a hostile file
+gives one `InvalidInput` naming it, never a traceback.
 
 A write leaves the file whole or absent, never half-written: the bytes go to a temp
 file in the same directory (so the rename cannot cross filesystems), are fsynced,
@@ -14,25 +17,57 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from registry.errors import InvalidInput
+from registry.safeload import MAX_BYTES, BadDocument, loads_json
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_bytes(path: Path, what: str, max_bytes: int = MAX_BYTES) -> bytes:
+    """A regular file's bytes (at most `max_bytes`), or one clear error naming it."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > max_bytes:
+                raise InvalidInput(f"{path}: {what} is {size:,} bytes, over the "
+                                   f"{max_bytes:,} byte limit")
+            return f.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise InvalidInput(f"{path}: missing") from None
+    except OSError as e:
+        raise InvalidInput(f"{path}: cannot read {what}: {e.strerror}") from None
+
+
+def read_json_value(path: Path, what: str = "config") -> Any:
+    """Any JSON value from `path`, or one clear error naming the file."""
+    try:
+        return loads_json(read_bytes(path, what))
+    except BadDocument as e:
+        raise InvalidInput(f"{path}: {what} is {e}",
+                           hint="fix or replace the file") from None
 
 
 def read_json(path: Path, what: str = "config") -> dict[str, Any]:
     """A JSON object from `path`, or one clear error naming the file."""
-    try:
-        value = json.loads(path.read_bytes())
-    except OSError as e:
-        raise InvalidInput(f"{path}: cannot read {what}: {e.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InvalidInput(f"{path}: {what} is not valid JSON ({e})",
-                           hint="fix or replace the file") from None
+    value = read_json_value(path, what)
     if not isinstance(value, dict):
         raise InvalidInput(f"{path}: {what} is not a JSON object")
     return value
+
+
+def read_model(path: Path, model: type[M], what: str | None = None) -> M:
+    """A JSON file parsed into `model`, or one clear error naming the file and the field."""
+    value = read_json_value(path, what or path.name)
+    try:
+        return model.model_validate(value)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InvalidInput(f"{path}: {where}: {first['msg']}") from None
 
 
 def write_bytes(path: Path, data: bytes) -> None:

@@ -9,7 +9,6 @@ the environment and the results. Diff, contracts and reproduce read these models
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -18,6 +17,7 @@ from registry.canonical import canonical_bytes, sha256_hex
 from registry.errors import NotFound, VerificationFailed
 from registry.identity import ResolvedIdentity
 from registry.metrics import Metric
+from registry.safeload import loads_json
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE: Final = "https://registry.dev/serving-record/v1"
@@ -159,7 +159,7 @@ def match_id(prefix: str, candidates: list[str]) -> str:
 
 def parse_statement(data: bytes) -> Statement:
     try:
-        return Statement.model_validate(json.loads(data))
+        return Statement.model_validate(loads_json(data))
     except (ValueError, ValidationError) as e:
         first = str(e).splitlines()[0]
         raise VerificationFailed(f"statement: not a serving record ({first})") from None

@@ -10,7 +10,6 @@ sealing (a rewritten history loses that commit). Problems name the part; each is
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from registry.errors import ExitCode, RegistryError, VerificationFailed
 from registry.record import Subject, match_id, record_id
+from registry.safeload import loads_json
 from registry.store import dsse, keys
 from registry.store.home import Home
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Event, Ledger, blob_sha
@@ -124,7 +124,7 @@ def _subjects(statement: bytes, problems: list[Problem]) -> list[Subject]:
     """The artifacts a statement names; only `subject` is read, so a statement from a
     newer registry with more predicate fields still verifies."""
     try:
-        return [Subject.model_validate(s) for s in json.loads(statement)["subject"]]
+        return [Subject.model_validate(s) for s in loads_json(statement)["subject"]]
     except (ValueError, KeyError, TypeError):  # pydantic's ValidationError is a ValueError
         problems.append(_failed("statement", "does not list its artifacts as in-toto subjects"))
         return []

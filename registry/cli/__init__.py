@@ -2,13 +2,16 @@
 
 Every command parses its arguments, calls one library function and prints the
 typed result (rich for people, `--json` for scripts). User errors are caught once,
-here, and printed as one message with their documented exit code.
+here, and printed as one message with their documented exit code. Anything else is
+a bug: it too is one message (exit 70, never a traceback) unless `REGISTRY_DEBUG=1`.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
+import click
 import typer
 from typer.core import TyperGroup
 
@@ -30,6 +33,16 @@ class RegistryGroup(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort, typer.Exit,
+                typer.Abort):
+            raise
+        except Exception as e:
+            if os.environ.get("REGISTRY_DEBUG"):
+                raise
+            from registry.cli.output import print_internal
+
+            print_internal(e)
+            raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
 
 def new_app(help: str) -> typer.Typer:

@@ -242,13 +242,15 @@ def show(
 
 
 def _render(shown: ShownRecord) -> None:
-    from registry.cli.output import console, table
+    from registry.cli.output import console, safe, table
 
     p = shown.statement.predicate
-    console.print(f"[bold]record {shown.id}[/]\nledger commit {shown.ledger_commit}  "
-                  f"signer {shown.signer}  sealed {p.run.sealed_at}", highlight=False)
+    console.print(f"[bold]record {safe(shown.id)}[/]\nledger commit {safe(shown.ledger_commit)}"
+                  f"  signer {safe(shown.signer)}  sealed {safe(p.run.sealed_at)}",
+                  highlight=False, markup=True)
     if not shown.statement_matches_id:
-        console.print("[red]the statement file does not hash to this id: registry verify[/]")
+        console.print("the statement file does not hash to this id: registry verify",
+                      style="red")
     console.print(table("identity", ["field", "declared", "resolved", "status", "evidence"], [
         [name, f.declared, f.resolved, f.status.value,
          f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else None]
