@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -33,11 +32,10 @@ class RegistryGroup(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
-        except (click.ClickException, click.exceptions.Exit, click.Abort, typer.Exit,
-                typer.Abort):
-            raise
         except Exception as e:
-            if os.environ.get("REGISTRY_DEBUG"):
+            # typer's (and click's) own exits and usage errors are theirs to report
+            if os.environ.get("REGISTRY_DEBUG") or type(e).__module__.split(".")[0] in (
+                    "typer", "click"):
                 raise
             from registry.cli.output import print_internal
 

@@ -210,16 +210,25 @@ def list_records(
 
     Example: registry list --where precision.kv_cache=fp8_e4m3 --where lane=tiny-fp8-kv
     """
+    from rich.text import Text
+
     from registry.cli.output import console, print_json, table
+    from registry.record import UNPROVEN
     from registry.store.query import find_records
 
     rows = find_records(_home(home), where or [], limit or None)
     if json:
         print_json(rows)
         return
+    unproven = [r.summary.startswith(UNPROVEN) for r in rows]  # summary_line marks them
     console.print(table(None, ["id", "sealed", "lane", "model", "weights", "kv cache", "tok/s"], [
-        [r.id[:12], r.created_at[:16].replace("T", " "), r.lane, r.model, r.weights, r.kv_cache,
-         f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else None] for r in rows]))
+        [Text(f"{r.id[:12]}!", style="bold red") if bad else r.id[:12],
+         r.created_at[:16].replace("T", " "), r.lane, r.model, r.weights, r.kv_cache,
+         f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else None]
+        for r, bad in zip(rows, unproven, strict=True)]))
+    if any(unproven):
+        console.print("! UNPROVEN: its evidence proves nothing (registry show ID says why)",
+                      style="bold red", highlight=False)
 
 
 def show(
@@ -243,6 +252,7 @@ def show(
 
 def _render(shown: ShownRecord) -> None:
     from registry.cli.output import console, safe, table
+    from registry.proof import mark
 
     p = shown.statement.predicate
     console.print(f"[bold]record {safe(shown.id)}[/]\nledger commit {safe(shown.ledger_commit)}"
@@ -251,6 +261,9 @@ def _render(shown: ShownRecord) -> None:
     if not shown.statement_matches_id:
         console.print("the statement file does not hash to this id: registry verify",
                       style="red")
+    unproven = mark(p.unproven, p.identity)
+    if unproven:
+        console.print(unproven, style="bold red", highlight=False)
     console.print(table("identity", ["field", "declared", "resolved", "status", "evidence"], [
         [name, f.declared, f.resolved, f.status.value,
          f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else None]
