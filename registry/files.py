@@ -6,16 +6,21 @@ gives one `InvalidInput` naming it, never a traceback.
 A write leaves the file whole or absent, never half-written: the bytes go to a temp
 file in the same directory (so the rename cannot cross filesystems), are fsynced,
 then renamed over the target, and the directory is fsynced so the rename itself
-survives a crash. The object store publishes its objects differently (temp files in
-`objects/tmp/`, read-only, deduplicated, copied while hashed): see
-registry/store/objects.py.
+survives a crash. A writer holds a `flock` on its temp file while it lives; a temp
+file nobody holds, and that has not changed for `DEBRIS_AGE` seconds, is what a
+killed writer left, and the next writer removes it (`clear_debris`). The object
+store publishes its objects differently (temp files in `objects/tmp/`, read-only,
+deduplicated, copied while hashed): see registry/store/objects.py.
 """
 
 from __future__ import annotations
 
+import fcntl
+import glob
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,6 +30,7 @@ from registry.errors import InvalidInput
 from registry.safeload import MAX_BYTES, BadDocument, loads_json
 
 M = TypeVar("M", bound=BaseModel)
+DEBRIS_AGE = 60.0  # seconds a temp file must be unchanged and unlocked to be debris
 
 
 def read_bytes(path: Path, what: str, max_bytes: int = MAX_BYTES) -> bytes:
@@ -70,8 +76,39 @@ def read_model(path: Path, model: type[M], what: str | None = None) -> M:
         raise InvalidInput(f"{path}: {where}: {first['msg']}") from None
 
 
+def temp_file(directory: Path, prefix: str) -> tuple[int, Path]:
+    """A new temp file (mode 0600) and its descriptor, locked while the writer lives."""
+    fd, name = tempfile.mkstemp(prefix=prefix, dir=directory)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd, Path(name)
+
+
+def clear_debris(directory: Path, prefix: str) -> list[Path]:
+    """Remove the temp files under `prefix` that killed writers left; returns them.
+    One a live writer holds (its lock), or one changed in the last DEBRIS_AGE seconds
+    (a writer between creating and locking it), is left alone."""
+    removed = []
+    for path in directory.glob(f"{glob.escape(prefix)}*"):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue  # gone already, a link, or not ours to read
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if time.time() - os.fstat(fd).st_mtime >= DEBRIS_AGE:
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        except OSError:
+            pass  # held by a live writer
+        finally:
+            os.close(fd)
+    return removed
+
+
 def write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    prefix = f".{path.name}."
+    clear_debris(path.parent, prefix)
+    fd, tmp = temp_file(path.parent, prefix)
     try:
         os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide the file from other readers
         with os.fdopen(fd, "wb") as f:
