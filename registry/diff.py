@@ -37,6 +37,7 @@ class Side(Model):
     rows: list[BenchRow] = Field(default_factory=list)
     sources: list[Source] = Field(default_factory=list)
     suites: dict[str, str | None] = Field(default_factory=dict, description="name -> sha256")
+    unproven: str | None = Field(None, description="why its evidence proves nothing, if so")
 
 
 class FieldDiff(Model):
@@ -96,6 +97,8 @@ class Diff(Model):
     outputs: list[OutputDiff]
     contracts: list[Comparability]
     changed: dict[str, list[str]] = Field(description="kind -> changed field names")
+    unproven: dict[str, str] = Field(default_factory=dict,
+                                     description="a | b -> why that side proves nothing")
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -224,4 +227,5 @@ def diff(a: Side, b: Side) -> Diff:
     return Diff(a=a.label, b=b.label, identity=identity,
                 sources=compare_sources(a.sources, b.sources),
                 metrics=compare_metrics(a, b), outputs=compare_outputs(a.rows, b.rows),
-                contracts=compare_contracts(a, b), changed=changed)
+                contracts=compare_contracts(a, b), changed=changed,
+                unproven={k: s.unproven for k, s in (("a", a), ("b", b)) if s.unproven})

@@ -18,6 +18,7 @@ class ExitCode(IntEnum):
     NOT_FOUND = 5  # unknown or ambiguous record id, missing home
     REFUSED = 6  # identity mismatch, environment drift, incomparable records
     ENGINE = 7  # the engine failed to start, crashed or timed out
+    INTERNAL = 70  # a bug in registry (EX_SOFTWARE): one message, never a traceback
     INTERRUPTED = 130
 
 

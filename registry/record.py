@@ -9,7 +9,6 @@ the environment and the results. Diff, contracts and reproduce read these models
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -18,9 +17,12 @@ from registry.canonical import canonical_bytes, sha256_hex
 from registry.errors import NotFound, VerificationFailed
 from registry.identity import ResolvedIdentity
 from registry.metrics import Metric
+from registry.proof import Unproven, mark
+from registry.safeload import loads_json
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE: Final = "https://registry.dev/serving-record/v1"
+UNPROVEN: Final = "UNPROVEN "  # leads the summary of a record whose evidence proves nothing
 
 
 class Model(BaseModel):
@@ -120,6 +122,8 @@ class Predicate(Model):
     parent: str | None = Field(None, description="record id this run reproduces")
     imported: Imported | None = None
     overrides: list[Override] = Field(default_factory=list)
+    unproven: Unproven | None = Field(None, description="sealed although its evidence proves "
+                                      "nothing: why (registry/proof.py)")
     run: RunInfo
     artifacts: dict[str, str] = Field(default_factory=dict, description="role -> subject name")
 
@@ -160,7 +164,7 @@ def match_id(prefix: str, candidates: list[str]) -> str:
 
 def parse_statement(data: bytes) -> Statement:
     try:
-        return Statement.model_validate(json.loads(data))
+        return Statement.model_validate(loads_json(data))
     except (ValueError, ValidationError) as e:
         first = str(e).splitlines()[0]
         raise VerificationFailed(f"statement: not a serving record ({first})") from None
@@ -175,6 +179,7 @@ def summary_line(predicate: Predicate) -> str:
         value = v(name)
         return "?" if value is None else str(value)
 
-    return (f"{lane}: {show('model.architecture')} weights={show('precision.weights')} "
+    unproven = UNPROVEN if mark(predicate.unproven, predicate.identity) else ""
+    return (f"{unproven}{lane}: {show('model.architecture')} weights={show('precision.weights')} "
             f"kv={show('precision.kv_cache')} tp={show('parallel.tensor')} "
             f"engine={str(engine)[:12] if engine else '?'}")

@@ -6,12 +6,11 @@ evidence) and seal (hashes all of it). See docs/run-directory.md.
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from registry.errors import InvalidInput
 
@@ -132,16 +131,9 @@ class Environment(Model):
 
 def read_model(path: Path, model: type[BaseModel]) -> Any:
     """Parse one run-directory JSON file into its model, or a clear InvalidInput."""
-    try:
-        return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise InvalidInput(f"{path}: missing") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InvalidInput(f"{path}: not valid JSON ({e})") from None
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InvalidInput(f"{path}: {where}: {first['msg']}") from None
+    from registry.files import read_model as read
+
+    return read(path, model)
 
 
 def require_run_dir(path: Path) -> Path:

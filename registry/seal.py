@@ -3,7 +3,9 @@
 seal = resolve the identity (registry.resolve) + gather (artifacts, sources,
 environment, results re-derived from the raw rows) + write (registry.store.writer).
 A declared value the evidence contradicts (`mismatch`) is refused unless the sealer
-allows that field explicitly with a reason, which the record keeps.
+allows that field explicitly with a reason, which the record keeps. A run the raw
+evidence shows failed is refused; evidence that proves nothing is refused unless the
+sealer gives a reason, which marks the record unproven (registry/proof.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from registry.errors import InvalidInput, Refused
 from registry.files import read_json
 from registry.hashing import Progress
 from registry.identity import ResolvedIdentity
+from registry.proof import Unproven, require_proof
 from registry.recipe.schema import Recipe
 from registry.record import (
     ContractInfo,
@@ -48,31 +51,36 @@ ROLES = {name: name for name in (
 def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
              allow_mismatch: dict[str, str] | None = None, parent: str | None = None,
              imported: Imported | None = None, signer: Signer | None = None,
-             progress: Progress | None = None,
-             allowed: Sequence[Override] = ()) -> SealedRecord:
+             progress: Progress | None = None, allowed: Sequence[Override] = (),
+             allow_unproven: str | None = None) -> SealedRecord:
     """Resolve, check and seal one run directory; `progress` gets bytes hashed;
     `allowed` records further differences the caller accepted (e.g. environment drift
-    allowed by `reproduce --allow-env-drift`)."""
-    from registry.resolve import resolve_run
+    allowed by `reproduce --allow-env-drift`); `allow_unproven` is the sealer's reason
+    to keep a run whose evidence proves nothing (registry/proof.py)."""
+    from registry.resolve import resolve_run, scan_run_log
     from registry.resolve.inputs import load_run_recipe
 
     rundir.require_run_dir(run_dir)
     regular_files(run_dir)  # refused before anything in it is read
     run = run_info(run_dir)
     recipe = load_run_recipe(run_dir, None, recipe_path)
-    identity = resolve_run(run_dir, recipe=recipe, recipe_path=recipe_path)
+    scan = scan_run_log(run_dir, recipe)
+    identity = resolve_run(run_dir, recipe=recipe, recipe_path=recipe_path, scan=scan)
+    unproven = require_proof(identity, scan, read_bench(run_dir), allow_unproven)
     overrides = [*allowed_overrides(identity, allow_mismatch or {}), *allowed]
     sources, source_files = capture_sources(run_dir, recipe, recipe_path, home)
     return seal_resolved(run_dir, home=home, identity=identity, recipe=recipe, run=run,
                          sources=sources, extra=source_files, overrides=overrides,
-                         parent=parent, imported=imported, signer=signer, progress=progress)
+                         parent=parent, imported=imported, signer=signer, progress=progress,
+                         unproven=unproven)
 
 
 def seal_resolved(run_dir: Path, *, home: Home, identity: ResolvedIdentity, recipe: Recipe | None,
                   run: RunInfo | None = None, sources: Sequence[Source] = (),
                   extra: Sequence[Artifact] = (), overrides: Sequence[Override] = (),
                   parent: str | None = None, imported: Imported | None = None,
-                  signer: Signer | None = None, progress: Progress | None = None) -> SealedRecord:
+                  signer: Signer | None = None, progress: Progress | None = None,
+                  unproven: Unproven | None = None) -> SealedRecord:
     """Gather a run directory whose identity is already resolved, and write the record."""
     artifacts = [*run_artifacts(run_dir), *extra]
     names = {a.name for a in artifacts}
@@ -84,7 +92,7 @@ def seal_resolved(run_dir: Path, *, home: Home, identity: ResolvedIdentity, reci
         results=suite_results(bench, recipe) if bench else [],
         contract=contract_of(home, recipe, bench, identity),
         parent=_parent(home, parent), imported=imported, overrides=list(overrides),
-        run=run or run_info(run_dir),
+        unproven=unproven, run=run or run_info(run_dir),
         artifacts={role: name for role, name in ROLES.items() if name in names},
     )
     return write_record(home, artifacts, predicate, signer, progress)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from registry.diff import Side
 from registry.errors import VerificationFailed
+from registry.proof import mark
 from registry.rundir import BENCH
 from registry.store.home import Home
 
@@ -32,7 +33,8 @@ def side_from_record(home: Home, prefix: str) -> Side:
 
     rid, statement = sealed_statement(home, prefix)
     predicate = statement.predicate
-    side = Side(label=rid, identity=predicate.identity, sources=predicate.sources)
+    side = Side(label=rid, identity=predicate.identity, sources=predicate.sources,
+                unproven=mark(predicate.unproven, predicate.identity))
     if statement.subject_named(predicate.artifacts.get(BENCH, BENCH)) is None:
         return side  # a record without benchmark rows (e.g. an engine-only run)
     run = sealed_run(home, rid, statement)
@@ -52,8 +54,10 @@ def side_from_run_dir(run_dir: Path) -> Side:
 
     recipe = load_run_recipe(run_dir, None, None)
     identity = resolve_run(run_dir, recipe=recipe)
+    unproven = mark(None, identity)
     if not (run_dir / rundir.BENCH).is_file():
-        return Side(label=str(run_dir), identity=identity)
+        return Side(label=str(run_dir), identity=identity, unproven=unproven)
     bench = rundir.read_model(run_dir / rundir.BENCH, rundir.Bench)
     return Side(label=str(run_dir), identity=identity, results=suite_results(bench, recipe),
-                rows=bench.rows, suites={s.name: s.sha256 for s in bench.suites})
+                rows=bench.rows, suites={s.name: s.sha256 for s in bench.suites},
+                unproven=unproven)

@@ -16,7 +16,6 @@ deletion is reported as exactly that.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from registry.errors import ExitCode, RegistryError
 from registry.record import Subject, match_id, parse_statement
+from registry.safeload import loads_json
 from registry.store.history import History, check_history
 from registry.store.home import Home
 from registry.store.index import Rows, entry_differences, entry_rows
@@ -167,8 +167,8 @@ def _subjects(statement: bytes, problems: list[Problem]) -> list[Subject]:
     """The artifacts a statement names; only `subject` is read, so a statement from a
     newer registry with more predicate fields still verifies."""
     try:
-        return [Subject.model_validate(s) for s in json.loads(statement)["subject"]]
-    except (ValueError, KeyError, TypeError, RecursionError):  # ValidationError is a ValueError
+        return [Subject.model_validate(s) for s in loads_json(statement)["subject"]]
+    except (ValueError, KeyError, TypeError, RegistryError):  # ValidationError: a ValueError
         problems.append(_failed("statement", "does not list its artifacts as in-toto subjects"))
         return []
 

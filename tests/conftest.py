@@ -190,6 +190,7 @@ def resolved_identity(kv_cache: str = "bfloat16", tensor: int = 1):
         "precision.weights": field("bfloat16", "bfloat16", 4),
         "precision.kv_cache": field(kv_cache, kv_cache, 5),
         "parallel.tensor": field(tensor, tensor, 6),
+        "engine.name": field("vllm", "vllm", 1),
         "engine.version": field("0.32.0", "0.32.0", 1),
     })
 

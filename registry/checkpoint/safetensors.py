@@ -8,7 +8,6 @@ whole shard.
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from registry.errors import InvalidInput
+from registry.safeload import BadDocument, loads_json
 
 MAX_HEADER = 100_000_000  # the safetensors format's own limit
 MAX_VALUES_BYTES = 1 << 20  # scale tensors are tiny; refuse to read a weight by mistake
@@ -63,8 +63,8 @@ def read_header(path: Path) -> dict[str, Tensor]:
 
 def _tensors(path: Path, raw: bytes, data_start: int, size: int) -> dict[str, Tensor]:
     try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        header = loads_json(raw, max_bytes=MAX_HEADER)
+    except BadDocument as e:
         raise InvalidInput(f"{path}: safetensors header is not JSON ({e})", hint=HINT) from None
     if not isinstance(header, dict):
         raise InvalidInput(f"{path}: safetensors header is not a JSON object", hint=HINT)

@@ -2,11 +2,13 @@
 
 Every command parses its arguments, calls one library function and prints the
 typed result (rich for people, `--json` for scripts). User errors are caught once,
-here, and printed as one message with their documented exit code.
+here, and printed as one message with their documented exit code. Anything else is
+a bug: it too is one message (exit 70, never a traceback) unless `REGISTRY_DEBUG=1`.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
 import typer
@@ -30,6 +32,15 @@ class RegistryGroup(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        except Exception as e:
+            # typer's (and click's) own exits and usage errors are theirs to report
+            if os.environ.get("REGISTRY_DEBUG") or type(e).__module__.split(".")[0] in (
+                    "typer", "click"):
+                raise
+            from registry.cli.output import print_internal
+
+            print_internal(e)
+            raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
 
 def new_app(help: str) -> typer.Typer:

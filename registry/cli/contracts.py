@@ -124,28 +124,30 @@ def _axes(terms: list[str]) -> dict[str, str | None]:
 
 
 def _print(binding: TeacherBinding, json: bool) -> None:
-    from registry.cli.output import console, print_json, table
+    from registry.cli.output import console, print_json, safe, table
 
     if json:
         print_json(binding)
         return
-    console.print(f"[bold]teacher of {binding.lane}[/]  {binding.source.kind} "
-                  f"{binding.source.ref}\nsha256 {binding.sha256}  ledger commit "
-                  f"{binding.ledger_commit}  {len(binding.prompts)} prompts", highlight=False)
+    console.print(f"[bold]teacher of {safe(binding.lane)}[/]  {safe(binding.source.kind)} "
+                  f"{safe(binding.source.ref)}\nsha256 {safe(binding.sha256)}  ledger commit "
+                  f"{safe(binding.ledger_commit)}  {len(binding.prompts)} prompts",
+                  highlight=False, markup=True)
     console.print(table("binding axes", ["axis", "value"],
                         [[a, "(none)" if v is None else v] for a, v in binding.axes.items()]))
 
 
 def _render(result: CheckResult) -> None:
-    from registry.cli.output import console, table
+    from registry.cli.output import console, safe, table
 
     verdict = result.verdict
     stored = (result.stored_verdict or {}).get("status", "none")
     status = verdict.status.value if verdict else "no contract"
-    console.print(f"[bold]{result.contract}[/] on {result.record[:16]}: [bold]{status}[/]  "
-                  f"(the record stored: {stored}; not used)", highlight=False)
+    console.print(f"[bold]{safe(result.contract)}[/] on {safe(result.record[:16])}: "
+                  f"[bold]{safe(status)}[/]  (the record stored: {safe(stored)}; not used)",
+                  highlight=False, markup=True)
     for problem in result.problems:
-        console.print(f"[red]{problem}[/]", highlight=False)
+        console.print(problem, highlight=False, style="red")
     if verdict is None:
         return
     if verdict.rows:

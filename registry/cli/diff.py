@@ -60,6 +60,8 @@ def render(d: Diff, *, show_all: bool) -> None:
     from registry.identity import PRECISION_AXES
 
     console.print(f"a: {d.a}\nb: {d.b}", highlight=False)
+    for side, why in sorted(d.unproven.items()):
+        console.print(f"{side}: {why}", style="bold red", highlight=False)
     rows = [[("* " if f.changed else "  ") + f.name, f.kind.value, _value(f.a), _value(f.b)]
             for f in d.identity if show_all or f.changed or f.name in PRECISION_AXES]
     console.print(table("identity (changed first; precision axes always shown)",

@@ -60,7 +60,7 @@ def show(
     Example: registry recipe show recipes/tiny-bf16-kv.toml --json
     """
     from registry.canonical import digest
-    from registry.cli.output import console, print_json, table
+    from registry.cli.output import console, print_json, safe, table
     from registry.recipe import load_recipe
 
     recipe = load_recipe(path)
@@ -68,7 +68,8 @@ def show(
         print_json({"recipe": recipe, "sha256": digest(recipe)})
         return
     p = recipe.precision
-    console.print(f"[bold]{recipe.name}[/]  lane {recipe.lane}  sha256:{digest(recipe)}")
+    console.print(f"[bold]{safe(recipe.name)}[/]  lane {safe(recipe.lane)}  "
+                  f"sha256:{digest(recipe)}", markup=True)
     console.print(table("precision (each axis on its own)", ["axis", "declared"], [
         ["weights", p.weights], ["draft_weights", p.draft_weights],
         ["activations", p.activations], ["kv_cache", p.kv_cache],

@@ -59,10 +59,10 @@ def reproduce(
 
 
 def _print(done: Reproduction) -> None:
-    from registry.cli.output import console, table
+    from registry.cli.output import console, safe, table
 
-    console.print(f"[bold]reproducing[/] {done.original}   recipe: {done.recipe}",
-                  highlight=False)
+    console.print(f"[bold]reproducing[/] {safe(done.original)}   recipe: {safe(done.recipe)}",
+                  highlight=False, markup=True)
     if done.dry_run:
         from registry.cli.run import print_plan
 

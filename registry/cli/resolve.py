@@ -48,10 +48,12 @@ def resolve(
 
 
 def show(identity: ResolvedIdentity) -> None:
-    from registry.cli.output import console, table
+    from rich.text import Text
+
+    from registry.cli.output import console, safe, table
 
     rows = [[name, _text(f.declared), _text(f.resolved) + (" *" if f.self_reported else ""),
-             f"[{STATUS_STYLE[f.status.value]}]{f.status.value}[/]", f.rule or ""]
+             Text(f.status.value, style=STATUS_STYLE[f.status.value]), f.rule or ""]
             for name, f in identity.fields.items()]
     fields = table("resolved identity", ["field", "declared", "resolved", "status", "rule"], rows)
     for column in fields.columns[:1] + fields.columns[3:4]:
@@ -60,7 +62,7 @@ def show(identity: ResolvedIdentity) -> None:
     console.print("* self-reported: the engine says so about itself", style="dim")
     if identity.expect:
         console.print(table("expect markers", ["marker", "passed", "detail"], [
-            [e.name, "yes" if e.passed else "[bold red]NO[/]", e.detail]
+            [e.name, "yes" if e.passed else Text("NO", style="bold red"), e.detail]
             for e in identity.expect]))
     spec = identity.spec_decode
     if spec:
@@ -72,12 +74,14 @@ def show(identity: ResolvedIdentity) -> None:
     if identity.kv_usage_peak is not None:
         console.print(f"peak KV cache usage: {identity.kv_usage_peak}%", highlight=False)
     for error in identity.errors:
-        console.print(f"[red]error[/] {error.source}:{error.line}: {error.text}", highlight=False)
+        console.print(f"[red]error[/] {safe(error.source)}:{error.line}: {safe(error.text)}",
+                      highlight=False, markup=True)
     for note in identity.notes:
         console.print(f"note: {note}", highlight=False, style="dim")
     mismatches = identity.mismatches()
     if mismatches:
-        console.print(f"[bold red]mismatch:[/] {', '.join(mismatches)}", highlight=False)
+        console.print(f"[bold red]mismatch:[/] {safe(', '.join(mismatches))}", highlight=False,
+                      markup=True)
 
 
 def _text(value: object) -> str:

@@ -122,10 +122,10 @@ def _dry_plan(recipe_path: Path, models: Path | None, port: int | None) -> Launc
 def print_plan(launch: LaunchPlan) -> None:
     import shlex
 
-    from registry.cli.output import console, table
+    from registry.cli.output import console, safe, table
 
-    console.print(f"[bold]platform[/] {launch.platform}   [bold]cwd[/] {launch.cwd}   "
-                  f"[bold]address[/] {launch.host}:{launch.port}")
+    console.print(f"[bold]platform[/] {safe(launch.platform)}   [bold]cwd[/] {safe(launch.cwd)}"
+                  f"   [bold]address[/] {safe(launch.host)}:{launch.port}", markup=True)
     console.print(shlex.join(launch.argv), highlight=False, soft_wrap=True)
     console.print(table("environment (on top of the inherited base)", ["variable", "value"],
                         [[k, v] for k, v in sorted(launch.env.items())]))
@@ -196,10 +196,11 @@ def _print_record(record: SealedRecord) -> None:
 
 
 def _print_result(result: RunResult) -> None:
-    from registry.cli.output import console, table
+    from registry.cli.output import console, safe, table
 
-    console.print(f"[bold]{result.recipe}[/] {result.state.value}   run directory {result.run_dir}"
-                  f"   engine ready in {result.ready_s:.1f} s   {result.rows} requests")
+    console.print(f"[bold]{safe(result.recipe)}[/] {result.state.value}   run directory "
+                  f"{safe(result.run_dir)}   engine ready in {result.ready_s:.1f} s   "
+                  f"{result.rows} requests", markup=True)
     for suite, metrics in result.metrics.items():
         console.print(table(f"suite {suite}", ["metric", "value", "unit", "formula", "rows"], [
             [m.name, f"{m.value:.2f}", m.unit, m.formula, m.count] for m in metrics.values()]))

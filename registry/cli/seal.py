@@ -61,6 +61,10 @@ def seal(
     reason: ReasonOpt = None,
     parent: Annotated[str | None, typer.Option(
         show_default=False, help="Record this run reproduces (id or prefix).")] = None,
+    allow_unproven: Annotated[str | None, typer.Option(
+        "--allow-unproven", metavar="REASON", show_default=False,
+        help="Seal a run whose evidence proves nothing (no engine start in the log, every "
+             "identity field unresolved), marked unproven with this reason.")] = None,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
@@ -75,11 +79,14 @@ def seal(
     allowed = _allowed(allow_mismatch, reason)
     with hashing(run_dir, json) as progress:
         sealed = seal_run(run_dir, home=find_home(home), recipe_path=recipe,
-                          allow_mismatch=allowed, parent=parent, progress=progress)
+                          allow_mismatch=allowed, parent=parent, progress=progress,
+                          allow_unproven=allow_unproven)
     if json:
         print_json(sealed)
         return
     console.print(sealed.id, highlight=False)
+    if allow_unproven is not None:
+        console.print(f"marked unproven: {allow_unproven}", style="bold red", highlight=False)
     console.print(f"{sealed.summary}\n{sealed.artifacts} artifacts, {sealed.bytes:,} bytes, "
                   f"ledger commit {sealed.ledger_commit[:12]}", highlight=False, style="dim")
 

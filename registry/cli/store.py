@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from registry.cli import new_app
 from registry.errors import ExitCode, RegistryError
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
     from registry.store.home import Home
     from registry.store.query import ShownRecord
     from registry.store.signed import Trust
@@ -116,8 +117,8 @@ def keys_init(home: HomeOpt = None, json: Json = False) -> None:
     if json:
         print_json({"key": key, "status": status})
         return
-    console.print(f"key {key.keyid}\nprivate key: {escape(str(key.private_path))}\n"
-                  f"{escape(status)}", highlight=False)
+    console.print(f"key {key.keyid}\nprivate key: {key.private_path}\n{status}",
+                  highlight=False)
 
 
 @keys_app.command("list")
@@ -257,7 +258,7 @@ def keys_pin(
 
     bad = [k for k in keyids if len(k) != 64 or any(c not in "0123456789abcdef" for c in k)]
     if bad:
-        raise InvalidInput(f"{escape(bad[0])!r}: a root is pinned by its full 64-digit key id")
+        raise InvalidInput(f"{bad[0]!r}: a root is pinned by its full 64-digit key id")
     target = _home(home)
     pin_roots(target, keyids, threshold)
     ring = current_keyring(target).current
@@ -289,19 +290,19 @@ def verify(
         print_json(report)
     else:
         for problem in report.ledger:
-            console.print(f"[red]FAILED[/] {problem.part}: {escape(problem.detail)}",
+            console.print(f"FAILED {problem.part}: {problem.detail}", style="red",
                           highlight=False)
         for check in report.records:
-            status = "ok    " if check.verified else "[red]FAILED[/]"
-            signer = f"signer {check.signer[:16]}" if check.signer else "[red]no trusted signer[/]"
-            console.print(f"{status} {check.id[:16]}  {check.artifacts} artifacts  {signer}",
-                          highlight=False)
+            signer = f"signer {check.signer[:16]}" if check.signer else "no trusted signer"
+            console.print(f"{'ok    ' if check.verified else 'FAILED'} {check.id[:16]}  "
+                          f"{check.artifacts} artifacts  {signer}", highlight=False,
+                          style=None if check.verified else "red")
             for p in check.problems:
-                console.print(f"       {escape(p.part)}: {escape(p.detail)}", highlight=False)
-        history = "history ok" if not report.ledger else "[red]history FAILED[/]"
+                console.print(f"       {p.part}: {p.detail}", highlight=False)
+        history = "history ok" if not report.ledger else "history FAILED"
         console.print(f"{sum(c.verified for c in report.records)}/{len(report.records)} records "
                       f"verified; keyring v{report.keyring_version or '?'}; {history}",
-                      highlight=False)
+                      highlight=False, style=None if report.exit_code == 0 else "red")
     raise typer.Exit(report.exit_code)
 
 
@@ -316,26 +317,37 @@ def list_records(
 
     Example: registry list --where precision.kv_cache=fp8_e4m3 --where lane=tiny-fp8-kv
     """
+
     from registry.cli.output import console, print_json, table
+    from registry.record import UNPROVEN
     from registry.store.query import find_records
 
     rows = find_records(_home(home), where or [], limit or None)
     if json:
         print_json(rows)
         return
+    unproven = [r.summary.startswith(UNPROVEN) for r in rows]  # summary_line marks them
     console.print(table(None, ["id", "sealed", "lane", "model", "weights", "kv cache", "tok/s"], [
-        [_marked_id(r.id, r.trust), r.created_at[:16].replace("T", " "), r.lane, r.model,
+        [_marked_id(r.id, r.trust, bad), r.created_at[:16].replace("T", " "), r.lane, r.model,
          r.weights, r.kv_cache, f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else None]
-        for r in rows]))
+        for r, bad in zip(rows, unproven, strict=True)]))
+    if any(unproven):
+        console.print("! UNPROVEN: its evidence proves nothing (registry show ID says why)",
+                      style="bold red", highlight=False)
     for r in rows:
         if r.trust != "verified" or r.trust_detail:
-            console.print(f"[red]{r.id[:12]} {(r.trust or 'unchecked').upper()}[/]: "
-                          f"{escape(r.trust_detail or '')}", highlight=False)
+            console.print(f"{r.id[:12]} {(r.trust or 'unchecked').upper()}: "
+                          f"{r.trust_detail or ''}", style="red", highlight=False)
 
 
-def _marked_id(rid: str, trust: Trust | None) -> str:
-    """An id as a table cell; a record no trusted key signed is marked in red."""
-    return rid[:12] if trust == "verified" else f"[red]{rid[:12]} {trust or '?'}[/]"
+def _marked_id(rid: str, trust: Trust | None, unproven: bool) -> Text | str:
+    """An id as a table cell; a record no trusted key signed, or an unproven one, is
+    marked in red."""
+    from rich.text import Text
+
+    if trust != "verified":
+        return Text(f"{rid[:12]} {trust or '?'}", style="bold red")
+    return Text(f"{rid[:12]}!", style="bold red") if unproven else rid[:12]
 
 
 def show(
@@ -358,17 +370,21 @@ def show(
 
 
 def _render(shown: ShownRecord) -> None:
-    from registry.cli.output import console, table
+    from registry.cli.output import console, safe, table
+    from registry.proof import mark
 
     p = shown.statement.predicate
     check = shown.check
-    signer = f"signer {check.signer}" if check.signer else "[red]no trusted signer[/]"
-    console.print(f"[bold]record {shown.id}[/]\nledger commit {shown.ledger_commit}  "
-                  f"{signer}  sealed {escape(p.run.sealed_at)}", highlight=False)
+    signer = f"signer {safe(check.signer)}" if check.signer else "[red]no trusted signer[/]"
+    console.print(f"[bold]record {safe(shown.id)}[/]\nledger commit {safe(shown.ledger_commit)}"
+                  f"  {signer}  sealed {safe(p.run.sealed_at)}", highlight=False, markup=True)
     if not check.ok:
-        console.print(f"[bold red]{check.trust.value.upper()}: {escape(check.detail or '')}; "
-                      f"nothing below is vouched for (registry verify {shown.id[:16]})[/]",
+        console.print(f"{check.trust.value.upper()}: {check.detail or ''}; nothing below is "
+                      f"vouched for (registry verify {shown.id[:16]})", style="bold red",
                       highlight=False)
+    unproven = mark(p.unproven, p.identity)
+    if unproven:
+        console.print(unproven, style="bold red", highlight=False)
     console.print(table("identity", ["field", "declared", "resolved", "status", "evidence"], [
         [name, f.declared, f.resolved, f.status.value,
          f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else None]

@@ -72,6 +72,8 @@ def _json_schema(gate: JsonSchemaGate, row: BenchRow) -> Checks:
         value = json.loads((row.text or "").strip())
     except json.JSONDecodeError as e:
         return {"json": (False, f"output is not JSON ({e.msg} at character {e.pos})")}
+    except (RecursionError, ValueError):  # nested too deep; an integer too long to convert
+        return {"json": (False, "output is not JSON the gate can read (too deep or too long)")}
     error = best_match(Draft202012Validator(gate.json_schema).iter_errors(value))
     where = "/".join(str(p) for p in error.absolute_path) if error else ""
     return {"json": (True, ""),

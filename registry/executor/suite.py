@@ -7,7 +7,6 @@ refused before anything runs.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from registry.errors import InvalidInput
 from registry.executor.plan import expand
 from registry.recipe.schema import Recipe, SuiteSpec
+from registry.safeload import loads_json
 
 
 class Prompt(BaseModel):
@@ -81,7 +81,7 @@ def parse_prompts(data: bytes, path: Path) -> list[Prompt]:
     prompts: list[Prompt] = []
     for number, line in enumerate(lines, 1):
         try:
-            prompts.append(Prompt.model_validate(json.loads(line)))
+            prompts.append(Prompt.model_validate(loads_json(line)))
         except ValueError:  # bad JSON or a ValidationError
             raise InvalidInput(f"{path}:{number}: expected a JSON object with string "
                                '"id" and "prompt" (and nothing else)') from None

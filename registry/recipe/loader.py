@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from pydantic import ValidationError
 from registry.engines import vllm
 from registry.errors import InvalidRecipe
 from registry.recipe.schema import KVCacheDtype, Platform, Recipe
+from registry.safeload import BadDocument, loads_toml
 
 IDENTITY_SCHEMA = "registry.identity/v1"
 IDENTITY_KINDS = {"model": "checkpoint", "draft": "checkpoint", "engine": "engine",
@@ -44,12 +44,10 @@ def read_toml(path: Path) -> dict[str, Any]:
     except OSError as e:
         raise InvalidRecipe(path, None, f"cannot read: {e.strerror}") from None
     try:
-        return tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InvalidRecipe(path, None, "not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as e:
+        return loads_toml(data)
+    except BadDocument as e:
         hint = "each key may appear once per table" if "overwrite" in str(e) else None
-        raise InvalidRecipe(path, None, f"not valid TOML: {e}", hint=hint) from None
+        raise InvalidRecipe(path, None, str(e), hint=hint) from None
 
 
 def validate(raw: dict[str, Any], path: Path) -> Recipe:

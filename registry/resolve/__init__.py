@@ -29,16 +29,16 @@ from registry.resolve.runtime import env_fields, kv_report_fields, runtime_field
 from registry.resolve.spec import spec_stats
 from registry.rundir import METRICS_AFTER, METRICS_BEFORE, SERVER_LOG, require_run_dir
 
-__all__ = ["resolve_run"]
+__all__ = ["resolve_run", "scan_run_log"]
 
 
 def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Path | None = None,
-                checkpoint: Path | None = None, draft_checkpoint: Path | None = None
-                ) -> ResolvedIdentity:
+                checkpoint: Path | None = None, draft_checkpoint: Path | None = None,
+                scan: LogScan | None = None) -> ResolvedIdentity:
+    """`scan`: the log already scanned with `scan_run_log` (seal reads it too)."""
     run_dir = require_run_dir(Path(run_dir))
     recipe = load_run_recipe(run_dir, recipe, recipe_path)
-    scan = scan_log(run_dir / SERVER_LOG, {e.name: e.pattern for e in recipe.expect}
-                    if recipe else {})
+    scan = scan or scan_run_log(run_dir, recipe)
     log = EngineLog(scan)
     before, after = read_metrics(run_dir, METRICS_BEFORE), read_metrics(run_dir, METRICS_AFTER)
     checkpoints = locate_checkpoints(
@@ -59,6 +59,12 @@ def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Pat
         errors=[evidence(e) for e in _unique_lines([*scan.errors, *scan.exceptions])],
         notes=checkpoints.notes + _log_notes(scan),
     )
+
+
+def scan_run_log(run_dir: Path, recipe: Recipe | None) -> LogScan:
+    """The run's server log, its `[[expect]]` markers counted."""
+    return scan_log(run_dir / SERVER_LOG, {e.name: e.pattern for e in recipe.expect}
+                    if recipe else {})
 
 
 def _fields(f: Fields, checkpoints: Checkpoints, after: Scrape | None

@@ -56,7 +56,7 @@ def _compilation_config(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, too deep, an integer too long
             return {}
     return value if isinstance(value, dict) else {}
 

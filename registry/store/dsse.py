@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from registry.canonical import canonical_bytes
 from registry.errors import Unverifiable, VerificationFailed
+from registry.safeload import loads_json
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
@@ -60,7 +60,7 @@ def envelope_bytes(envelope: Envelope) -> bytes:
 def parse_envelope(data: bytes) -> Envelope:
     """The envelope in `data`, which must be exactly its canonical bytes."""
     try:
-        envelope = Envelope.model_validate(json.loads(data))
+        envelope = Envelope.model_validate(loads_json(data))
     except (ValueError, ValidationError) as e:  # JSONDecodeError and UnicodeDecodeError too
         raise VerificationFailed(f"envelope: not a DSSE envelope ({_first_line(e)})") from None
     if envelope_bytes(envelope) != data:

@@ -97,8 +97,40 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 def default_keyid(directory: Path | None = None) -> str | None:
+    """The key id the `default` file names, if it names one (64 hex digits)."""
     marker = (directory or keys_dir()) / DEFAULT
-    return marker.read_text().strip() if marker.is_file() else None
+    try:
+        keyid = marker.read_bytes()[:200].decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return keyid if len(keyid) == 64 and all(c in "0123456789abcdef" for c in keyid) else None
+
+
+def check_private_file(path: Path) -> None:
+    """Refuse a private key file that others may read or that another user owns, as
+    ssh does: whoever can read it can sign as its owner."""
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise InvalidInput(f"{path}: cannot read the private key ({e.strerror})") from None
+    if st.st_mode & 0o077 or st.st_uid != os.getuid():
+        raise Refused(f"{path}: private key is accessible by others (mode "
+                      f"{st.st_mode & 0o777:04o}, owner uid {st.st_uid}): refused",
+                      hint=f"chmod 600 {path}  (and keep it owned by you)")
+
+
+def load_private(path: Path) -> Ed25519PrivateKey:
+    """An Ed25519 private key file, refused when others may read it or it is no key."""
+    check_private_file(path)
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except OSError as e:
+        raise InvalidInput(f"{path}: cannot read the private key ({e.strerror})") from None
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise InvalidInput(f"{path}: not an unencrypted PEM private key") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise InvalidInput(f"{path}: not an Ed25519 private key", hint=KEYS_HINT)
+    return key
 
 
 def signing_key(directory: Path | None = None) -> Signer:
@@ -108,11 +140,8 @@ def signing_key(directory: Path | None = None) -> Signer:
     path = directory / f"{keyid}.pem"
     if not keyid or not path.is_file():
         raise NoSigningKey(f"no signing key in {directory}", hint=KEYS_HINT)
-    try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    except (ValueError, TypeError, UnsupportedAlgorithm):
-        raise InvalidInput(f"{path}: not an unencrypted PEM private key") from None
-    if not isinstance(key, Ed25519PrivateKey) or key_id(key.public_key()) != keyid:
+    key = load_private(path)
+    if key_id(key.public_key()) != keyid:
         raise InvalidInput(f"{path}: not the Ed25519 key {keyid[:16]}", hint=KEYS_HINT)
     return keyid, key
 
@@ -122,11 +151,10 @@ def local_keys(directory: Path | None = None) -> list[KeyInfo]:
     default = default_keyid(directory)
     out = []
     for path in sorted(directory.glob("*.pem")) if directory.is_dir() else []:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-        if isinstance(key, Ed25519PrivateKey):
-            keyid = key_id(key.public_key())
-            out.append(KeyInfo(keyid=keyid, public_pem=public_pem(key.public_key()),
-                               private_path=str(path), default=keyid == default))
+        public = load_private(path).public_key()
+        keyid = key_id(public)
+        out.append(KeyInfo(keyid=keyid, public_pem=public_pem(public), private_path=str(path),
+                           default=keyid == default))
     return out
 
 

@@ -2,6 +2,8 @@
 
 Writes are atomic: the bytes go to a temp file under `objects/tmp/` (same
 filesystem), are fsynced, then renamed into place and the shard directory fsynced.
+What a killed writer left in `objects/tmp/` is removed by the next store's first
+write (registry.files.clear_debris: only files no live writer holds).
 A reader therefore sees a whole object or none. Objects are deduplicated by digest
 and stored read-only; a corrupt object (bytes that no longer hash to their name) is
 detected whenever it is checked.
@@ -16,7 +18,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
@@ -25,10 +26,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from registry.errors import InvalidInput
-from registry.files import fsync_dir
+from registry.files import clear_debris, fsync_dir, temp_file
 from registry.hashing import Progress
 
 CHUNK = 64 << 20
+TEMP_PREFIX = "tmp"
 _NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM}
 
 
@@ -49,6 +51,13 @@ class ObjectStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.tmp = root / "tmp"
+        self._cleared = False
+
+    def _temp(self) -> tuple[int, Path]:
+        if not self._cleared:
+            clear_debris(self.tmp, TEMP_PREFIX)
+            self._cleared = True
+        return temp_file(self.tmp, TEMP_PREFIX)
 
     def path(self, digest: str) -> Path:
         return self.root / "sha256" / digest[:2] / digest[2:]
@@ -56,19 +65,18 @@ class ObjectStore:
     def put_bytes(self, data: bytes) -> StoredObject:
         digest = hashlib.sha256(data).hexdigest()
         if not self._present(digest, len(data)):
-            fd, tmp = tempfile.mkstemp(dir=self.tmp)
+            fd, tmp = self._temp()
             try:
                 _write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            self._publish(Path(tmp), digest)
+            self._publish(tmp, digest)
         return StoredObject(sha256=digest, size=len(data))
 
     def put_file(self, src: Path, progress: Progress | None = None) -> StoredObject:
         before = _fingerprint(src)
-        fd, name = tempfile.mkstemp(dir=self.tmp)
-        tmp = Path(name)
+        fd, tmp = self._temp()
         try:
             digest, copied = self._hash_and_copy(src, fd, before[0], progress)
             if _fingerprint(src) != before:

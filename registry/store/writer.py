@@ -18,9 +18,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from registry.errors import Refused
+from registry.errors import InvalidInput, Refused
 from registry.hashing import Progress
 from registry.record import Predicate, Statement, Subject, record_id, statement_bytes, summary_line
+from registry.safeload import SURROGATE
 from registry.store import dsse
 from registry.store.home import Home
 from registry.store.index import Index, entry_rows, open_index
@@ -109,6 +110,11 @@ def ready_signer(home: Home, signer: Signer | None = None) -> Signer:
 def _store(store: ObjectStore, artifacts: list[Artifact],
            progress: Progress | None) -> tuple[list[Subject], int]:
     names = [a.name for a in artifacts]
+    for a in artifacts:  # a name is signed as UTF-8 JSON: a non-UTF-8 file name cannot be
+        if not a.name.isascii() and SURROGATE.search(a.name):
+            shown = str(a.path or a.name).encode("utf-8", "backslashreplace").decode()
+            raise InvalidInput(f"{shown}: the file name is not UTF-8",
+                               hint="rename the file: a record names its artifacts in UTF-8")
     if len(set(names)) != len(names):
         raise ValueError(f"artifact names must be unique: {sorted(names)}")
     subjects, size = [], 0

@@ -1,0 +1,106 @@
+"""Parse untrusted JSON and TOML with limits, so that no input can crash a reader.
+
+Every document the registry reads (recipes, run-directory files, bench rows, lab
+capsules, checkpoint configs and safetensors headers, ledger statements and
+envelopes) may be hostile. Python's parsers accept what the registry cannot use
+safely: nesting thousands deep (a `RecursionError` in the parser or later in
+pydantic), integers of thousands of digits (slow to convert, refused by canonical
+JSON), `NaN`/`Infinity` (not JSON, and never a measurement), lone surrogates (they
+fail only later, when written or printed). Here each is refused up front with a
+`BadDocument`, a `ValueError`, so callers that already turn a `ValueError` into their
+own error keep doing so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tomllib
+from typing import Any
+
+MAX_BYTES = 256 << 20  # a document larger than this is refused before it is parsed
+MAX_DEPTH = 64  # nesting levels; the registry's own documents need fewer than ten
+MAX_INT_DIGITS = 20  # an unsigned 64-bit integer has 20 digits
+MAX_INT = 10**MAX_INT_DIGITS
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class BadDocument(ValueError):
+    """A document refused before use; the message completes "the document is ..."."""
+
+
+def loads_json(data: bytes | str, *, max_bytes: int = MAX_BYTES) -> Any:
+    """The JSON value in `data` (UTF-8), within the limits above."""
+    _size(data, max_bytes)
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        value = json.loads(text, parse_constant=_constant, parse_int=_int)
+    except UnicodeDecodeError as e:
+        raise BadDocument(f"not UTF-8 text (byte {e.start})") from None
+    except RecursionError:
+        raise BadDocument(f"nested deeper than {MAX_DEPTH} levels") from None
+    except json.JSONDecodeError as e:
+        raise BadDocument(f"not valid JSON ({e})") from None
+    check(value)
+    return value
+
+
+def loads_toml(data: bytes, *, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
+    """The TOML document in `data` (UTF-8), within the limits above."""
+    _size(data, max_bytes)
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise BadDocument(f"not UTF-8 text (byte {e.start})") from None
+    except RecursionError:
+        raise BadDocument(f"nested deeper than {MAX_DEPTH} levels") from None
+    except tomllib.TOMLDecodeError as e:
+        raise BadDocument(f"not valid TOML: {e}") from None
+    check(document)
+    return document
+
+
+def check(value: Any) -> None:
+    """Refuse nesting beyond MAX_DEPTH, out-of-range integers, non-finite floats and
+    strings that are not Unicode text; iterative, so depth cannot exhaust the stack."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            children = item
+        else:
+            _scalar(item)
+            continue
+        if depth > MAX_DEPTH:
+            raise BadDocument(f"nested deeper than {MAX_DEPTH} levels")
+        # small integers (most of a bench file: token ids) need no further look
+        stack.extend((child, depth + 1) for child in children
+                     if not isinstance(child, int) or abs(child) >= MAX_INT)
+
+
+def _scalar(item: Any) -> None:
+    if isinstance(item, str):
+        if not item.isascii() and SURROGATE.search(item):
+            raise BadDocument("holding an unpaired surrogate (not Unicode text)")
+    elif isinstance(item, float) and not math.isfinite(item):
+        raise BadDocument(f"holding {item} (NaN and infinities are refused)")
+    elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= MAX_INT:
+        raise BadDocument(f"holding an integer of more than {MAX_INT_DIGITS} digits")
+
+
+def _size(data: bytes | str, max_bytes: int) -> None:
+    if len(data) > max_bytes:
+        raise BadDocument(f"{len(data):,} bytes, over the {max_bytes:,} byte limit")
+
+
+def _constant(name: str) -> Any:
+    raise BadDocument(f"holding {name} (NaN and infinities are refused)")
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise BadDocument(f"holding an integer of more than {MAX_INT_DIGITS} digits")
+    return int(text)
