@@ -97,16 +97,26 @@ ENGINE_START = "Initializing a V1 LLM engine ("
 KV_USAGE = r"KV cache usage: (?P<pct>[\d.]+)%"
 # The counts of a `SpecDecoding metrics: ...` line (vLLM prints them in this order).
 SPEC_COUNTS = r"Accepted: (?P<accepted>\d+) tokens, Drafted: (?P<drafted>\d+) tokens"
-# vLLM's logger header or uvicorn's `ERROR:    `; from the 2nd letter: R is rarer than E.
-ERROR_HEADER = r"RROR(?: \d\d-\d\d \d\d:\d\d:\d\d|:    )"
+# vLLM's logger header (maybe coloured or condensed) or uvicorn's `ERROR:    `; from the
+# 2nd letter: R is rarer than E.
+ERROR_HEADER = r"RROR(?:(?:\x1b\[[\d;]*m)* (?:\x1b\[[\d;]*m)*\d\d-\d\d \d\d:\d\d:\d\d|:    |  )"
 TRACEBACK = "Traceback (most recent call last):"
 
-# `(Process pid=N) LEVEL MM-DD HH:MM:SS [file.py:LINE] message`; both parts optional.
+ANSI = rb"(?:\x1b\[[\d;]*m)*"  # colour codes, around the process name, level or header
+# Where a message starts, after the shapes a line may take before it (all optional):
+# a notebook export's `356.7s 379 `, a `(Process pid=N)` prefix (colour-coded or not), and
+# a logger header: `LEVEL MM-DD HH:MM:SS [file.py:LINE] ` (V1), `... file.py:LINE] ` (V0),
+# or a condensed `LEVEL  ` (an excerpt with the time and place cut out).
 PREFIX = re.compile(
-    rb"(?:\((?P<proc>[^()\n]*?)(?: pid=(?P<pid>\d+))?\) )?"
-    rb"(?:(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
-    rb"\[[^\]\n]*\] )?"
+    rb"(?:\d+(?:\.\d+)?s \d+ )?" + ANSI
+    + rb"(?:\((?P<proc>[^()\n]*?)(?: pid=(?P<pid>\d+)[^()\n]*)?\)" + ANSI + rb" )?" + ANSI
+    + rb"(?:(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)" + ANSI
+    + rb"(?: " + ANSI + rb"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?" + ANSI + rb" " + ANSI
+    + rb"(?:\[[^\]\n]*\]|[\w.-]+:\d+\])" + ANSI + rb" | {2,}))?"
 )
+# What the startup scanner anchors on: the end of a header (`] `, maybe coloured), or a
+# condensed header at a line start. A literal `]` first keeps the common case fast.
+HEADER_END = rb"(?:\]" + ANSI + rb" |^(?:INFO|WARNING|DEBUG|ERROR) {2,})"
 
 DETAIL = {kind: re.compile(pattern) for kind, pattern in {**STARTUP, **EMBEDDED}.items()}
 
@@ -117,9 +127,9 @@ def _ungrouped(pattern: str) -> str:
 
 
 def startup_scanner() -> re.Pattern[bytes]:
-    """One alternation over every startup message, anchored on the header's `] `."""
+    """One alternation over every startup message, anchored on the header's end."""
     alternatives = "|".join(f"(?P<{kind.value}>{_ungrouped(p)})" for kind, p in STARTUP.items())
-    return re.compile(rb"\] (?:" + alternatives.encode() + rb")")
+    return re.compile(HEADER_END + rb"(?:" + alternatives.encode() + rb")", re.MULTILINE)
 
 
 def embedded_scanners() -> dict[Kind, re.Pattern[bytes]]:

@@ -185,8 +185,10 @@ class _Scanner:
             for m in pattern.finditer(buf, start, end):
                 self._embedded(kind, buf, m, start, end)
         for m in STARTUP.finditer(buf, start, end):
-            span = self.lines.span(buf, m.start() + 2, start, end)
-            fact = self._detail(msg.Kind(m.lastgroup or ""), span)
+            kind = msg.Kind(m.lastgroup or "")
+            at = m.start(kind.value)
+            span = self.lines.span(buf, at, start, end, message=at)
+            fact = self._detail(kind, span)
             if fact is None:
                 continue
             self._keep(fact)
