@@ -23,8 +23,13 @@ def kv_fields(f: Fields, checkpoints: Checkpoints) -> None:
     capacity, why_not = _capacity(f, checkpoints)
     requested, requested_ev = f.log.setting("kv_cache_dtype")
     dtype_line = f.log.first(Kind.kv_dtype)
+    stated = dtype_line.values["dtype"] if dtype_line else None
+    if requested is None and stated not in (None, "fp8"):  # bare fp8: e4m3 or e5m2 (old builds)
+        requested, requested_ev = stated, evidence(dtype_line) if dtype_line else None
+    quantization, quantization_ev = f.log.setting("quantization")
     inputs = kv.KVInputs(
         requested=requested, requested_evidence=requested_ev,
+        unquantized=quantization_ev is not None and quantization is None,
         model_dtype=f.out["precision.dtype"].resolved, checkpoint=checkpoints.target,
         version=f.out["engine.version"].resolved,
         dtype_line=evidence(dtype_line) if dtype_line else None,
