@@ -14,6 +14,8 @@ from enum import StrEnum
 
 class Kind(StrEnum):
     args = "args"  # non-default args: {...}  (what was requested)
+    namespace = "namespace"  # older servers: args: Namespace(...)  (every CLI value)
+    server_version = "server_version"  # vLLM API server version X
     unknown_env = "unknown_env"
     architecture = "architecture"  # target first, then draft
     max_model_len = "max_model_len"
@@ -21,9 +23,12 @@ class Kind(StrEnum):
     batched_tokens = "batched_tokens"
     scheduled_tokens = "scheduled_tokens"
     async_scheduling = "async_scheduling"
-    engine_config = "engine_config"  # Initializing a V1 LLM engine (vX) with config: ...
+    engine_config = "engine_config"  # Initializing a V1 (V0, an) LLM engine (vX) with config:
     kv_capacity = "kv_capacity"
     kv_concurrency = "kv_concurrency"  # older builds print it on its own line
+    kv_blocks = "kv_blocks"  # V0 engine: # GPU blocks: N, # CPU blocks: M
+    num_gpu_blocks = "num_gpu_blocks"  # the block count the engine kept (the workers' minimum)
+    attention_block = "attention_block"  # hybrid models: the block size the engine set
     kv_memory = "kv_memory"  # GPU/XPU worker: Available KV cache memory
     kv_memory_cpu = "kv_memory_cpu"  # CPU worker: Auto set (X/Y) GiB for KV cache
     kv_memory_in_use = "kv_memory_in_use"  # per rank, after profiling
@@ -47,6 +52,8 @@ class Kind(StrEnum):
 # Message starts: matched right after the logger header, while the engine starts up.
 STARTUP: dict[Kind, str] = {
     Kind.args: r"non-default args: (?P<args>\{.*\})",
+    Kind.namespace: r"args: Namespace\((?P<args>.*)\)",
+    Kind.server_version: r"vLLM API server version (?P<version>\S+)",
     Kind.unknown_env: r"Unknown vLLM environment variable detected: (?P<name>\S+)",
     Kind.architecture: r"Resolved architecture: (?P<arch>\S+)",
     Kind.max_model_len: r"Using max model len (?P<tokens>\d+)",
@@ -54,13 +61,17 @@ STARTUP: dict[Kind, str] = {
     Kind.batched_tokens: r"Chunked prefill is enabled with max_num_batched_tokens=(?P<tokens>\d+)",
     Kind.scheduled_tokens: r"max_num_scheduled_tokens is set to (?P<tokens>\d+)",
     Kind.async_scheduling: r"Asynchronous scheduling is (?P<state>enabled|disabled)",
-    Kind.engine_config: r"Initializing a V1 LLM engine \(v(?P<version>[^)]*)\) with config: "
+    Kind.engine_config: r"Initializing an? (?:V\d )?LLM engine \(v(?P<version>[^)]*)\) with config: "
                         r"(?P<config>.*)",
     Kind.kv_capacity: r"(?P<device>[A-Z]+)(?: \+ host)? KV cache size: (?P<tokens>[\d,]+) tokens"
                       r"(?:, Maximum concurrency for (?P<len>[\d,]+) tokens per request: "
                       r"(?P<concurrency>[\d.]+)x)?",
     Kind.kv_concurrency: r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: "
                          r"(?P<concurrency>[\d.]+)x",
+    Kind.kv_blocks: r"# (?P<device>[A-Z]+) blocks: (?P<blocks>\d+), # CPU blocks: \d+",
+    Kind.num_gpu_blocks: r"Engine \d+: vllm cache_config_info with initialization after "
+                         r"num_gpu_blocks is: (?P<blocks>\d+)",
+    Kind.attention_block: r"Setting attention block size to (?P<tokens>\d+) tokens",
     Kind.kv_memory: r"Available KV cache memory: (?P<gib>[\d.]+) GiB",
     Kind.kv_memory_cpu: r"(?P<how>Auto|Explicitly) set \((?P<gib>[\d.]+)/(?P<total>[\d.]+)\) GiB "
                         r"for KV cache",
@@ -82,7 +93,7 @@ STARTUP: dict[Kind, str] = {
     Kind.worker_rank: r"world_size=(?P<world>\d+) rank=(?P<rank>\d+) local_rank=",
     Kind.expert_parallel: r"\[EP Rank (?P<rank>\d+)/(?P<size>\d+)\] Expert parallelism is enabled",
     Kind.model_loading: r"Model loading took (?P<gib>[\d.]+) GiB",
-    Kind.ready: r"Starting vLLM (?:API )?server on",
+    Kind.ready: r"Starting vLLM (?:API )?server (?:\d+ )?on",
 }
 
 # Messages that are not at the start of a logger message: tqdm bars (fused with \r)
@@ -93,7 +104,7 @@ EMBEDDED: dict[Kind, str] = {
 }
 
 # Always scanned: the same literal pattern finds these in every chunk.
-ENGINE_START = "Initializing a V1 LLM engine ("
+ENGINE_START = " LLM engine (v"  # Initializing a V1 / a V0 / an LLM engine (vX)
 KV_USAGE = r"KV cache usage: (?P<pct>[\d.]+)%"
 # The counts of a `SpecDecoding metrics: ...` line (vLLM prints them in this order).
 SPEC_COUNTS = r"Accepted: (?P<accepted>\d+) tokens, Drafted: (?P<drafted>\d+) tokens"

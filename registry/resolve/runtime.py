@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from registry.identity import Evidence, Status
+from registry.logs import Fact
 from registry.logs.messages import Kind
 from registry.logs.prometheus import Scrape
 from registry.resolve.engine import evidence
@@ -16,17 +17,32 @@ def runtime_fields(f: Fields, after: Scrape | None) -> None:
     f.setting("runtime.max_model_len", "max_seq_len", int)
     _from_metrics_or_args(f, "runtime.block_size", "block_size", int, after)
     _from_args(f, "runtime.max_num_seqs", "max_num_seqs")
-    batched = f.log.first(Kind.batched_tokens)
-    if batched:
-        f.put("runtime.max_num_batched_tokens", int(batched.values["tokens"]),
-              "chunked-prefill line", evidence(batched))
-    else:
-        _from_args(f, "runtime.max_num_batched_tokens", "max_num_batched_tokens")
+    _batched_tokens(f)
     f.setting("runtime.prefix_caching", "enable_prefix_caching", bool)
     _async_scheduling(f)
     _from_metrics_or_args(f, "runtime.gpu_memory_utilization", "gpu_memory_utilization", float,
                           after)
     f.setting("runtime.device", "device_config")
+
+
+def _batched_tokens(f: Fields) -> None:
+    """The scheduler line printed for the engine's own config: the last one before the
+    engine config line (a default config's line may come first, e.g. 2048 before 8192)."""
+    lines = f.log.all(Kind.batched_tokens)
+    cfg = f.log.config_fact
+    if cfg is not None:
+        before = [fact for fact in lines if fact.line < cfg.line]
+        lines = before[-1:] or lines[:1]
+    values = {fact.values["tokens"] for fact in lines}
+    if len(values) == 1:
+        rule = "chunked-prefill line" + (" (the last before the engine config line)"
+                                         if cfg is not None else "")
+        f.put("runtime.max_num_batched_tokens", int(values.pop()), rule, evidence(lines[-1]))
+    elif values:
+        f.put("runtime.max_num_batched_tokens", None, "chunked-prefill lines disagree and no "
+              "engine config line says which is the engine's", *(evidence(x) for x in lines))
+    else:
+        _from_args(f, "runtime.max_num_batched_tokens", "max_num_batched_tokens")
 
 
 def _async_scheduling(f: Fields) -> None:
@@ -44,10 +60,9 @@ def _async_scheduling(f: Fields) -> None:
 
 def kv_report_fields(f: Fields) -> None:
     """The capacity the engine reports, as it reports it."""
-    cap = f.log.first(Kind.kv_capacity)
-    f.put("kv.capacity_tokens", int(cap.values["tokens"].replace(",", "")) if cap else None,
-          "KV cache size line", evidence(cap) if cap else None)
-    conc = cap if cap and "concurrency" in cap.values else f.log.first(Kind.kv_concurrency)
+    cap = _capacity(f)
+    conc = cap if cap and "concurrency" in cap.values else next(
+        (x for x in f.log.all(Kind.kv_concurrency) if cap is None or x.line > cap.line), None)
     f.put("kv.max_concurrency", float(conc.values["concurrency"]) if conc else None,
           "maximum-concurrency line", evidence(conc) if conc else None)
     for kind, rule in ((Kind.kv_memory, "Available KV cache memory (rank 0)"),
@@ -58,6 +73,59 @@ def kv_report_fields(f: Fields) -> None:
             f.put("kv.memory_gib", float(fact.values["gib"]), rule, evidence(fact))
             return
     f.put("kv.memory_gib", None, "no KV memory line")
+
+
+def _capacity(f: Fields) -> Fact | None:
+    """The `KV cache size` line the engine ran with. vLLM 0.10 prints one per worker, then
+    sizes every worker's cache by the smallest (`num_gpu_blocks` is its block count);
+    one process's lines are its workers', several processes' are separate engines."""
+    lines = f.log.all(Kind.kv_capacity)
+    if not lines:
+        return _v0_capacity(f)
+    smallest: dict[object, Fact] = {}
+    for fact in lines:
+        key = fact.pid if fact.pid is not None else fact.proc
+        if key not in smallest or _tokens(fact) < _tokens(smallest[key]):
+            smallest[key] = fact
+    if len({_tokens(fact) for fact in smallest.values()}) > 1:
+        f.put("kv.capacity_tokens", None, "engine processes report different KV cache sizes",
+              *(evidence(x) for x in smallest.values()))
+        return None
+    cap = next(iter(smallest.values()))
+    blocks = f.log.first(Kind.num_gpu_blocks)
+    if len({_tokens(fact) for fact in lines}) == 1:
+        f.put("kv.capacity_tokens", _tokens(cap), "KV cache size line", evidence(cap))
+    else:
+        f.put("kv.capacity_tokens", _tokens(cap), f"the smallest of {len(lines)} per-worker KV "
+              "cache size lines (the engine sizes every worker's cache by the smallest)",
+              evidence(cap), evidence(blocks) if blocks else None)
+    return cap
+
+
+def _v0_capacity(f: Fields) -> None:
+    """V0 engines report blocks, not tokens: tokens = blocks x block size, accepted only
+    when the concurrency line printed with it agrees (it is tokens / max_model_len)."""
+    blocks = f.log.first(Kind.kv_blocks)
+    conc = next((x for x in f.log.all(Kind.kv_concurrency) if blocks and x.line > blocks.line),
+                None)
+    size, size_ev = f.log.namespace_arg("block_size")
+    if blocks is None or conc is None or size is None or not size.isdigit():
+        f.put("kv.capacity_tokens", None, "no KV cache size line")
+        return None
+    tokens = int(blocks.values["blocks"]) * int(size)
+    length = int(conc.values["len"].replace(",", ""))
+    if f"{tokens / length:.2f}" != conc.values["concurrency"]:
+        f.put("kv.capacity_tokens", None, f"{blocks.values['blocks']} blocks x block size {size} "
+              "does not give the logged concurrency", evidence(blocks), size_ev, evidence(conc))
+        return None
+    f.put("kv.capacity_tokens", tokens, f"V0 engine: {blocks.values['blocks']} blocks x block "
+          f"size {size}, agreeing with the concurrency line", evidence(blocks), size_ev,
+          evidence(conc))
+    return None
+
+
+def _tokens(fact: Fact) -> int:
+    return int(fact.values["tokens"].replace(",", ""))
 
 
 def env_fields(f: Fields) -> None:
