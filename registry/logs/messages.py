@@ -61,8 +61,8 @@ STARTUP: dict[Kind, str] = {
     Kind.batched_tokens: r"Chunked prefill is enabled with max_num_batched_tokens=(?P<tokens>\d+)",
     Kind.scheduled_tokens: r"max_num_scheduled_tokens is set to (?P<tokens>\d+)",
     Kind.async_scheduling: r"Asynchronous scheduling is (?P<state>enabled|disabled)",
-    Kind.engine_config: r"Initializing an? (?:V\d )?LLM engine \(v(?P<version>[^)]*)\) with config: "
-                        r"(?P<config>.*)",
+    Kind.engine_config: r"Initializing an? (?:V\d )?LLM engine \(v(?P<version>[^)]*)\) "
+                        r"with config: (?P<config>.*)",
     Kind.kv_capacity: r"(?P<device>[A-Z]+)(?: \+ host)? KV cache size: (?P<tokens>[\d,]+) tokens"
                       r"(?:, Maximum concurrency for (?P<len>[\d,]+) tokens per request: "
                       r"(?P<concurrency>[\d.]+)x)?",
