@@ -81,7 +81,8 @@ def _capacity(f: Fields) -> Fact | None:
     one process's lines are its workers', several processes' are separate engines."""
     lines = f.log.all(Kind.kv_capacity)
     if not lines:
-        return _v0_capacity(f)
+        _v0_capacity(f)
+        return None
     smallest: dict[object, Fact] = {}
     for fact in lines:
         key = fact.pid if fact.pid is not None else fact.proc
@@ -111,17 +112,16 @@ def _v0_capacity(f: Fields) -> None:
     size, size_ev = f.log.namespace_arg("block_size")
     if blocks is None or conc is None or size is None or not size.isdigit():
         f.put("kv.capacity_tokens", None, "no KV cache size line")
-        return None
+        return
     tokens = int(blocks.values["blocks"]) * int(size)
     length = int(conc.values["len"].replace(",", ""))
     if f"{tokens / length:.2f}" != conc.values["concurrency"]:
         f.put("kv.capacity_tokens", None, f"{blocks.values['blocks']} blocks x block size {size} "
               "does not give the logged concurrency", evidence(blocks), size_ev, evidence(conc))
-        return None
+        return
     f.put("kv.capacity_tokens", tokens, f"V0 engine: {blocks.values['blocks']} blocks x block "
           f"size {size}, agreeing with the concurrency line", evidence(blocks), size_ev,
           evidence(conc))
-    return None
 
 
 def _tokens(fact: Fact) -> int:
