@@ -23,7 +23,6 @@ from registry.identity import Evidence
 from registry.logs import Fact, LogScan
 from registry.logs.messages import Kind
 
-SOURCE = "server.log"
 ENUM_REPR = re.compile(r"<(\w+)\.(\w+): [^<>]*>")
 COMPILATION = {
     "mode": re.compile(r"'mode': <CompilationMode\.(\w+)"),
@@ -100,8 +99,9 @@ def identity_start(scan: LogScan) -> Start:
 class EngineLog:
     """Accessors over a `LogScan`, each returning a value with the fact that proves it."""
 
-    def __init__(self, scan: LogScan) -> None:
+    def __init__(self, scan: LogScan, source: str) -> None:
         self.scan = scan
+        self.source = source  # the log's name in evidence
         self.start = identity_start(scan)
         self.config_fact = self.first(Kind.engine_config)
         self.config = split_items(self.config_fact.values.get("config", "")) \
@@ -120,26 +120,30 @@ class EngineLog:
         if self.config_fact is None or key not in self.config:
             return None, None
         raw = self.config[key]
-        return unquote(raw), evidence(self.config_fact, f"{key}={raw}")
+        return unquote(raw), self.evidence(self.config_fact, f"{key}={raw}")
 
     def compilation(self, key: str) -> tuple[str | None, Evidence | None]:
         raw = self.config.get("compilation_config", "")
         found = COMPILATION[key].search(raw)
         if not found or self.config_fact is None:
             return None, None
-        return found.group(1), evidence(self.config_fact, found.group(0))
+        return found.group(1), self.evidence(self.config_fact, found.group(0))
 
     def arg(self, key: str) -> tuple[Any, Evidence | None]:
         if self.args_fact is None or key not in self.args:
             return None, None
-        return self.args[key], evidence(self.args_fact, f"{key}: {self.args[key]!r}")
+        return self.args[key], self.evidence(self.args_fact, f"{key}: {self.args[key]!r}")
 
     def namespace_arg(self, key: str) -> tuple[str | None, Evidence | None]:
         """A value of an older server's `args: Namespace(...)` line (every CLI value)."""
         if self.namespace_fact is None or key not in self.namespace:
             return None, None
         raw = self.namespace[key]
-        return unquote(raw), evidence(self.namespace_fact, f"{key}={raw}")
+        return unquote(raw), self.evidence(self.namespace_fact, f"{key}={raw}")
+
+    def evidence(self, fact: Fact, text: str | None = None) -> Evidence:
+        return Evidence(source=self.source, line=fact.line,
+                        text=text if text is not None else fact.text)
 
     def first(self, kind: Kind) -> Fact | None:
         return next(iter(self.all(kind)), None)
@@ -149,5 +153,3 @@ class EngineLog:
         return [fact for fact in self.scan.all(kind) if self.start.holds(fact)]
 
 
-def evidence(fact: Fact, text: str | None = None) -> Evidence:
-    return Evidence(source=SOURCE, line=fact.line, text=text if text is not None else fact.text)

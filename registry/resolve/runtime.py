@@ -6,7 +6,6 @@ from registry.identity import Evidence, Status
 from registry.logs import Fact
 from registry.logs.messages import Kind
 from registry.logs.prometheus import Scrape
-from registry.resolve.engine import evidence
 from registry.resolve.fields import Fields, convert_value
 from registry.resolve.inputs import Checkpoints
 
@@ -37,10 +36,10 @@ def _batched_tokens(f: Fields) -> None:
     if len(values) == 1:
         rule = "chunked-prefill line" + (" (the last before the engine config line)"
                                          if cfg is not None else "")
-        f.put("runtime.max_num_batched_tokens", int(values.pop()), rule, evidence(lines[-1]))
+        f.put("runtime.max_num_batched_tokens", int(values.pop()), rule, f.log.evidence(lines[-1]))
     elif values:
         f.put("runtime.max_num_batched_tokens", None, "chunked-prefill lines disagree and no "
-              "engine config line says which is the engine's", *(evidence(x) for x in lines))
+              "engine config line says which is the engine's", *(f.log.evidence(x) for x in lines))
     else:
         _from_args(f, "runtime.max_num_batched_tokens", "max_num_batched_tokens")
 
@@ -50,7 +49,7 @@ def _async_scheduling(f: Fields) -> None:
     device, device_ev = f.log.setting("device_config")
     if sched:
         f.put("runtime.async_scheduling", sched.values["state"] == "enabled",
-              "asynchronous-scheduling line", evidence(sched))
+              "asynchronous-scheduling line", f.log.evidence(sched))
     elif device == "cpu":
         f.put("runtime.async_scheduling", False, "vLLM 0.32 CPU platform turns asynchronous "
               "scheduling off (silently)", device_ev)
@@ -64,13 +63,13 @@ def kv_report_fields(f: Fields) -> None:
     conc = cap if cap and "concurrency" in cap.values else next(
         (x for x in f.log.all(Kind.kv_concurrency) if cap is None or x.line > cap.line), None)
     f.put("kv.max_concurrency", float(conc.values["concurrency"]) if conc else None,
-          "maximum-concurrency line", evidence(conc) if conc else None)
+          "maximum-concurrency line", f.log.evidence(conc) if conc else None)
     for kind, rule in ((Kind.kv_memory, "Available KV cache memory (rank 0)"),
                        (Kind.kv_memory_cpu, "CPU worker: GiB set for KV cache"),
                        (Kind.kv_memory_explicit, "kv_cache_memory_bytes reservation")):
         fact = f.log.first(kind)
         if fact:
-            f.put("kv.memory_gib", float(fact.values["gib"]), rule, evidence(fact))
+            f.put("kv.memory_gib", float(fact.values["gib"]), rule, f.log.evidence(fact))
             return
     f.put("kv.memory_gib", None, "no KV memory line")
 
@@ -90,16 +89,16 @@ def _capacity(f: Fields) -> Fact | None:
             smallest[key] = fact
     if len({_tokens(fact) for fact in smallest.values()}) > 1:
         f.put("kv.capacity_tokens", None, "engine processes report different KV cache sizes",
-              *(evidence(x) for x in smallest.values()))
+              *(f.log.evidence(x) for x in smallest.values()))
         return None
     cap = next(iter(smallest.values()))
     blocks = f.log.first(Kind.num_gpu_blocks)
     if len({_tokens(fact) for fact in lines}) == 1:
-        f.put("kv.capacity_tokens", _tokens(cap), "KV cache size line", evidence(cap))
+        f.put("kv.capacity_tokens", _tokens(cap), "KV cache size line", f.log.evidence(cap))
     else:
         f.put("kv.capacity_tokens", _tokens(cap), f"the smallest of {len(lines)} per-worker KV "
               "cache size lines (the engine sizes every worker's cache by the smallest)",
-              evidence(cap), evidence(blocks) if blocks else None)
+              f.log.evidence(cap), f.log.evidence(blocks) if blocks else None)
     return cap
 
 
@@ -117,11 +116,12 @@ def _v0_capacity(f: Fields) -> None:
     length = int(conc.values["len"].replace(",", ""))
     if f"{tokens / length:.2f}" != conc.values["concurrency"]:
         f.put("kv.capacity_tokens", None, f"{blocks.values['blocks']} blocks x block size {size} "
-              "does not give the logged concurrency", evidence(blocks), size_ev, evidence(conc))
+              "does not give the logged concurrency", f.log.evidence(blocks), size_ev,
+              f.log.evidence(conc))
         return
     f.put("kv.capacity_tokens", tokens, f"V0 engine: {blocks.values['blocks']} blocks x block "
-          f"size {size}, agreeing with the concurrency line", evidence(blocks), size_ev,
-          evidence(conc))
+          f"size {size}, agreeing with the concurrency line", f.log.evidence(blocks), size_ev,
+          f.log.evidence(conc))
 
 
 def _tokens(fact: Fact) -> int:
@@ -135,7 +135,7 @@ def env_fields(f: Fields) -> None:
         f.put("env.unknown_vllm_vars", None, "no engine config line")
         return
     f.put("env.unknown_vllm_vars", names, "`Unknown vLLM environment variable detected` lines",
-          *(evidence(fact) for fact in facts))
+          *(f.log.evidence(fact) for fact in facts))
 
 
 def weight_fields(f: Fields, checkpoints: Checkpoints) -> None:
