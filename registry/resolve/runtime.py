@@ -14,7 +14,7 @@ CACHE_INFO = "vllm:cache_config_info"
 
 def runtime_fields(f: Fields, after: Scrape | None) -> None:
     f.setting("runtime.max_model_len", "max_seq_len", int)
-    _from_metrics_or_args(f, "runtime.block_size", "block_size", int, after)
+    _block_size(f, after)
     _from_args(f, "runtime.max_num_seqs", "max_num_seqs")
     _batched_tokens(f)
     f.setting("runtime.prefix_caching", "enable_prefix_caching", bool)
@@ -22,6 +22,22 @@ def runtime_fields(f: Fields, after: Scrape | None) -> None:
     _from_metrics_or_args(f, "runtime.gpu_memory_utilization", "gpu_memory_utilization", float,
                           after)
     f.setting("runtime.device", "device_config")
+
+
+def _block_size(f: Fields, after: Scrape | None) -> None:
+    """The engine's own `Setting attention block size to N tokens` (hybrid models: the
+    attention page must hold a mamba state) wins over the configured value."""
+    lines = f.log.all(Kind.attention_block)
+    sizes = {fact.values["tokens"] for fact in lines}
+    if len(sizes) > 1:
+        f.put("runtime.block_size", None, "workers set different attention block sizes",
+              *(f.log.evidence(x) for x in lines))
+    elif sizes:
+        f.put("runtime.block_size", int(sizes.pop()), "the engine set the attention block size "
+              "(hybrid model: an attention page holds a mamba state); the configured value "
+              "does not apply", f.log.evidence(lines[0]))
+    else:
+        _from_metrics_or_args(f, "runtime.block_size", "block_size", int, after)
 
 
 def _batched_tokens(f: Fields) -> None:
