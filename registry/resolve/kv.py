@@ -45,6 +45,7 @@ class KVInputs:
     requested: str | None  # kv_cache_dtype as the engine config line says
     requested_evidence: Evidence | None
     unquantized: bool  # the config line says quantization=None: no quantization_config
+    dynamic_scales: bool | None  # calculate_kv_scales as requested (None: no args line)
     model_dtype: str | None
     checkpoint: CheckpointInfo | None
     version: str | None
@@ -155,6 +156,10 @@ def kv_scales_field(kv: KVInputs, effective: str | None,
         value, rule = None, "config-only checkpoint: no weight files to read scales from"
     elif ck is not None or scale_line is not None:
         value, rule = "uncalibrated (1.0)", "no checkpoint scales: the engine uses 1.0"
+    elif kv.unquantized and kv.dynamic_scales is False:
+        value, rule = "uncalibrated (1.0)", ("quantization=None: no quantization_config, so no "
+                                             "checkpoint scales, and calculate_kv_scales is not "
+                                             "requested: the engine uses 1.0")
     else:
         value, rule = None, "no checkpoint inspected and no scale warning in the log"
     return ResolvedField(resolved=value, status=status_for(None, value), rule=rule, evidence=ev)

@@ -29,6 +29,7 @@ def kv_fields(f: Fields, checkpoints: Checkpoints) -> None:
     inputs = kv.KVInputs(
         requested=requested, requested_evidence=requested_ev,
         unquantized=quantization_ev is not None and quantization is None,
+        dynamic_scales=bool(f.log.arg("calculate_kv_scales")[0]) if f.log.args_fact else None,
         model_dtype=f.out["precision.dtype"].resolved, checkpoint=checkpoints.target,
         version=f.out["engine.version"].resolved,
         dtype_line=f.log.evidence(dtype_line) if dtype_line else None,
