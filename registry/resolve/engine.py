@@ -32,8 +32,12 @@ COMPILATION = {
 OPEN, CLOSE = "([{", ")]}"
 
 
+ELISION = re.compile(r"(?:^|\s)\.\.\.(?=\s|$)")  # an excerpt's `...`: a gap between items
+
+
 def split_items(text: str) -> dict[str, str]:
     """`k=v, k=v` at the top level (nested brackets and quotes kept whole)."""
+    text = ELISION.sub(",", text)
     items: dict[str, str] = {}
     depth, quote, start = 0, "", 0
     for i, ch in enumerate(text + ","):

@@ -35,9 +35,17 @@ class Fields:
     def put(self, name: str, resolved: Any, rule: str, *ev: Evidence | None, **kw: Any) -> None:
         self.out[name] = make(self.declared.get(name), resolved, rule, list(ev), **kw)
 
-    def setting(self, name: str, key: str, convert: Any = str) -> None:
-        """A field taken straight from a `key=value` of the engine config line."""
+    def setting(self, name: str, key: str, convert: Any = str, requested: str | None = None
+                ) -> None:
+        """A field taken straight from a `key=value` of the engine config line; without
+        one, from the non-default args' `requested` key, for settings the engine runs
+        as requested or refuses to start."""
         raw, ev = self.log.setting(key)
+        if ev is None and requested and self.log.arg(requested)[1] is not None:
+            value, args_ev = self.log.arg(requested)
+            self.put(name, convert_value(value, convert), f"non-default args {requested} (no "
+                     f"{key} in an engine config line; the engine runs it or refuses)", args_ev)
+            return
         rule = f"engine config line {key}" if ev else f"no {key} in an engine config line"
         self.put(name, convert_value(raw, convert), rule, ev)
 
@@ -90,7 +98,8 @@ class Fields:
 
     def parallel(self) -> None:
         for axis in ("tensor", "pipeline", "data"):
-            self.setting(f"parallel.{axis}", f"{axis}_parallel_size", int)
+            self.setting(f"parallel.{axis}", f"{axis}_parallel_size", int,
+                         requested=f"{axis}_parallel_size")
         ep = self.log.first(Kind.expert_parallel)
         layout = self.log.first(Kind.rank_layout)
         enabled, args_ev = self.log.arg("enable_expert_parallel")

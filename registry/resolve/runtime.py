@@ -13,7 +13,7 @@ CACHE_INFO = "vllm:cache_config_info"
 
 
 def runtime_fields(f: Fields, after: Scrape | None) -> None:
-    f.setting("runtime.max_model_len", "max_seq_len", int)
+    _max_model_len(f)
     _block_size(f, after)
     _from_args(f, "runtime.max_num_seqs", "max_num_seqs")
     _batched_tokens(f)
@@ -22,6 +22,26 @@ def runtime_fields(f: Fields, after: Scrape | None) -> None:
     _from_metrics_or_args(f, "runtime.gpu_memory_utilization", "gpu_memory_utilization", float,
                           after)
     f.setting("runtime.device", "device_config")
+
+
+def _max_model_len(f: Fields) -> None:
+    """The config line's max_seq_len, else the engine's own `Using max model len N` or
+    the length its concurrency line is computed for, else the requested value."""
+    if f.log.setting("max_seq_len")[1] is not None:
+        f.setting("runtime.max_model_len", "max_seq_len", int)
+        return
+    stated = f.log.first(Kind.max_model_len)
+    conc = f.log.first(Kind.kv_concurrency) or next(
+        (x for x in f.log.all(Kind.kv_capacity) if "len" in x.values), None)
+    if stated:
+        f.put("runtime.max_model_len", int(stated.values["tokens"]), "`Using max model len` "
+              "line", f.log.evidence(stated))
+    elif conc:
+        f.put("runtime.max_model_len", int(conc.values["len"].replace(",", "")), "the length "
+              "the engine's maximum-concurrency line is computed for (max_model_len)",
+              f.log.evidence(conc))
+    else:
+        f.setting("runtime.max_model_len", "max_seq_len", int, requested="max_model_len")
 
 
 def _block_size(f: Fields, after: Scrape | None) -> None:
