@@ -105,6 +105,7 @@ EMBEDDED: dict[Kind, str] = {
 
 # Always scanned: the same literal pattern finds these in every chunk.
 ENGINE_START = " LLM engine (v"  # Initializing a V1 / a V0 / an LLM engine (vX)
+METRICS_SCRAPE = '"GET /metrics'  # uvicorn's access line for a /metrics scrape
 KV_USAGE = r"KV cache usage: (?P<pct>[\d.]+)%"
 # The counts of a `SpecDecoding metrics: ...` line (vLLM prints them in this order).
 SPEC_COUNTS = r"Accepted: (?P<accepted>\d+) tokens, Drafted: (?P<drafted>\d+) tokens"

@@ -29,7 +29,7 @@ from registry.resolve.inputs import (
 from registry.resolve.markers import expect_results
 from registry.resolve.precision import kv_fields
 from registry.resolve.runtime import env_fields, kv_report_fields, runtime_fields, weight_fields
-from registry.resolve.spec import spec_stats
+from registry.resolve.spec import phase_notes, spec_stats
 from registry.rundir import METRICS_AFTER, METRICS_BEFORE
 
 __all__ = ["resolve_run"]
@@ -59,10 +59,11 @@ def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Pat
         fields=fields,
         expect=expect_results(recipe.expect, scan.markers, recipe.parallel.world_size, name)
         if recipe else [],
-        spec_decode=spec_stats(before, after, scan.spec, spec_tokens),
+        spec_decode=spec_stats(before, after, scan.spec, scan.spec_phases, spec_tokens),
         kv_usage_peak=float(peak.values["pct"]) if peak else None,
         errors=[log.evidence(e) for e in _unique_lines([*scan.errors, *scan.exceptions])],
-        notes=checkpoints.notes + _log_notes(scan, name, log.start),
+        notes=[*checkpoints.notes, *_log_notes(scan, name, log.start),
+               *phase_notes(scan.spec_phases)],
     )
 
 
