@@ -92,12 +92,14 @@ def identity_start(scan: LogScan) -> Start:
     for fact in scan.all(Kind.engine_config):
         if not configs or fact.pid is None or fact.pid != configs[-1].pid:
             configs.append(fact)  # a repeat by the same process is the same start
-    bounds = [0, *(fact.line for fact in configs), sys.maxsize]
     ready = scan.first(Kind.ready)
-    chosen = next((i for i in range(len(configs)) if ready and
-                   bounds[i + 1] < ready.line < bounds[i + 2]), 0)
-    return Start(after=bounds[chosen] if configs else 0, before=bounds[chosen + 2]
-                 if configs else sys.maxsize, count=len(configs), ready=ready is not None)
+    if not configs:
+        return Start(after=0, before=sys.maxsize, count=0, ready=ready is not None)
+    bounds = [0, *(fact.line for fact in configs), sys.maxsize]
+    chosen = next((i for i in range(len(configs))
+                   if ready and bounds[i + 1] < ready.line < bounds[i + 2]), 0)
+    return Start(after=bounds[chosen], before=bounds[chosen + 2], count=len(configs),
+                 ready=ready is not None)
 
 
 class EngineLog:
@@ -155,5 +157,3 @@ class EngineLog:
     def all(self, kind: Kind) -> list[Fact]:
         """The facts of this kind in the identity's engine start."""
         return [fact for fact in self.scan.all(kind) if self.start.holds(fact)]
-
-

@@ -51,7 +51,7 @@ class Fields:
 
     def engine(self) -> None:
         cfg, banner = self.log.config_fact, self.log.first(Kind.banner)
-        fact = cfg or banner
+        fact = cfg or banner or self.log.first(Kind.server_version)
         self.put("engine.name", "vllm" if fact else None, "vLLM banner and config line",
                  self.log.evidence(fact) if fact else None)
         version = fact.values.get("version") if fact else None
