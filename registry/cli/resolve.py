@@ -26,6 +26,10 @@ def resolve(
     draft_checkpoint: Annotated[Path | None, typer.Option(
         "--draft-checkpoint", show_default=False,
         help="Draft checkpoint dir or config.json (default: as for --checkpoint).")] = None,
+    log: Annotated[Path | None, typer.Option(
+        "--log", show_default=False,
+        help="Engine log, relative to the run directory or a path (default: server.log, else "
+             "the one *server*.log, *.stdout.log, *server*.txt or *vllm*.log).")] = None,
     json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Resolve a run's identity from its evidence: engine log, checkpoint, metrics.
@@ -35,12 +39,13 @@ def resolve(
     --json, the evidence (file, line, text).
 
     Example: registry resolve runs/tiny-checkpoint-kv --checkpoint ~/models/tiny-llama-kv-fp8
+    Example: registry resolve capsule/arm-a/run --log server.stdout.log
     """
     from registry.cli.output import print_json
     from registry.resolve import resolve_run
 
     identity = resolve_run(run_dir, recipe_path=recipe, checkpoint=checkpoint,
-                           draft_checkpoint=draft_checkpoint)
+                           draft_checkpoint=draft_checkpoint, log_path=log)
     if json:
         print_json(identity)
     else:

@@ -37,6 +37,17 @@ class SpecLogTotals(Model):
     first: Fact
 
 
+class SpecPhase(Model):
+    """The `SpecDecoding metrics` lines between two boundaries the log shows: a harness's
+    `GET /metrics` scrape (its before/after snapshots) or an engine restart. An interval
+    line counts where it was printed, even when its interval straddles the boundary."""
+
+    opened_by: Fact | None = Field(description="the boundary line; None: the log's start")
+    lines: int = 0
+    accepted: int = 0
+    drafted: int = 0
+
+
 class LogScan(Model):
     source: str
     bytes: int
@@ -46,6 +57,8 @@ class LogScan(Model):
     engine_restarts: int = Field(description="engine starts after the server was first ready")
     kv_usage_peak: Fact | None = None
     spec: SpecLogTotals | None = None
+    spec_phases: list[SpecPhase] = Field(default_factory=list, description="after ready, split "
+                                         "at /metrics scrapes and restarts (a bounded number)")
     markers: list[MarkerScan] = Field(default_factory=list)
     errors: list[Fact] = Field(default_factory=list, description="distinct ERROR messages (capped)")
     error_lines: int = 0

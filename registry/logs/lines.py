@@ -53,14 +53,17 @@ class Lines:
             return self._line
         return self._line - buf.count(b"\n", pos, self._pos)
 
-    def span(self, buf: bytes, pos: int, start: int, end: int) -> LineSpan:
-        """The line holding `pos`; with tqdm updates fused by `\\r`, the segment holding it."""
+    def span(self, buf: bytes, pos: int, start: int, end: int,
+             message: int | None = None) -> LineSpan:
+        """The line holding `pos`; with tqdm updates fused by `\\r`, the segment holding it.
+        `message`: where the message starts when the caller's match knows it."""
         first = max(buf.rfind(b"\n", start, pos) + 1, start)
         last = buf.find(b"\n", pos, end)
         last = end if last < 0 else last
         prefix = PREFIX.match(buf, first, last)
         assert prefix is not None  # every part of PREFIX is optional
-        message = max(prefix.end(), buf.rfind(b"\r", prefix.end(), pos) + 1)
+        if message is None:
+            message = max(prefix.end(), buf.rfind(b"\r", prefix.end(), pos) + 1)
         stop = buf.find(b"\r", pos, last)
         proc, pid, level = prefix.group("proc", "pid", "level")
         return LineSpan(

@@ -5,10 +5,12 @@ compiled patterns with literal prefixes, which run at C speed; only the lines th
 hit are decoded (UTF-8, invalid bytes replaced) and parsed in Python. While the
 engine starts up, one alternation over every identity message runs as well; once
 the server is ready the identity is fixed, and only runtime messages are searched:
-KV usage, speculative decoding, `[[expect]]` markers, errors, engine restarts.
+KV usage, speculative decoding (kept apart by phase: split at `/metrics` scrapes and
+engine restarts), `[[expect]]` markers, errors, engine restarts.
 
 Never matches on `file.py:LINE`; tolerant of process prefixes (`Worker_TP1_EP1`,
-`VllmWorker rank=2`, `EngineCore_DP0`), prefix-less lines, tqdm bars fused with `\\r`,
+`VllmWorker rank=2`, `EngineCore_DP0`, colour-coded), V0, V1 and condensed logger
+headers, a notebook's line prefix, prefix-less lines, tqdm bars fused with `\\r`,
 tracebacks, invalid UTF-8 and a last line cut off mid-way.
 """
 
@@ -26,7 +28,7 @@ from typing import BinaryIO
 from registry.errors import InvalidInput
 from registry.hashing import cpu_count
 from registry.logs import messages as msg
-from registry.logs.facts import Fact, LogScan, SpecLogTotals
+from registry.logs.facts import Fact, LogScan, SpecLogTotals, SpecPhase
 from registry.logs.lines import Lines, LineSpan
 from registry.logs.markers import Marker
 from registry.logs.tracebacks import Tracebacks
@@ -44,6 +46,8 @@ ENGINE_START = msg.ENGINE_START.encode()
 KV_USAGE = re.compile(msg.KV_USAGE.encode())
 SPEC_COUNTS = re.compile(msg.SPEC_COUNTS.encode())
 SPEC_NEEDLE = b"SpecDecoding metrics: "
+METRICS_SCRAPE = msg.METRICS_SCRAPE.encode()
+MAX_PHASES = 64  # spec-decoding phases kept; past that (periodic scraping) the last holds the rest
 ERROR_HEADER = re.compile(msg.ERROR_HEADER.encode())
 
 
@@ -155,6 +159,8 @@ class _Scanner:
         self.peak: Fact | None = None
         self.spec = [0, 0, 0]  # lines, accepted, drafted
         self.spec_first: Fact | None = None
+        self.phases = [_Phase(None)]
+        self.ready_end = 0  # in the chunk where the server became ready: where that line ends
         self.markers = [Marker(name, pattern, self.lines) for name, pattern in markers.items()]
         self.errors: list[Fact] = []
         self.error_texts: set[str] = set()
@@ -166,12 +172,14 @@ class _Scanner:
 
     def chunk(self, buf: bytes, start: int, end: int) -> None:
         self.lines.begin(buf, start)
+        runtime = start
         if self.startup:
             self._startup(buf, start, end)
+            runtime = end if self.startup else self.ready_end
         else:
             self._restarts(buf, start, end)
         self._kv_usage(buf, start, end)
-        self._spec(buf, start, end)
+        self._spec(buf, start, end, runtime)
         for marker in self.markers:
             for key, span in marker.scan(buf, start, end):
                 marker.first[key] = self.fact("marker", span)
@@ -185,13 +193,16 @@ class _Scanner:
             for m in pattern.finditer(buf, start, end):
                 self._embedded(kind, buf, m, start, end)
         for m in STARTUP.finditer(buf, start, end):
-            span = self.lines.span(buf, m.start() + 2, start, end)
-            fact = self._detail(msg.Kind(m.lastgroup or ""), span)
+            kind = msg.Kind(m.lastgroup or "")
+            at = m.start(kind.value)
+            span = self.lines.span(buf, at, start, end, message=at)
+            fact = self._detail(kind, span)
             if fact is None:
                 continue
             self._keep(fact)
             if fact.kind == msg.Kind.ready:
                 self.startup = False  # identity is fixed from here on
+                self.ready_end = span.end
                 self._restarts(buf, span.end, end)
                 return
 
@@ -236,16 +247,37 @@ class _Scanner:
             span = self.lines.span(buf, at, start, end)
             self.peak = self.fact("kv_usage", span, values={"pct": top.decode()})
 
-    def _spec(self, buf: bytes, start: int, end: int) -> None:
+    def _spec(self, buf: bytes, start: int, end: int, runtime: int) -> None:
+        """Count the interval lines, opening a new phase at each boundary after `runtime`."""
+        pos = start
+        for at, kind in self._boundaries(buf, runtime, end):
+            self._spec_counts(buf, pos, at, start, end)
+            if len(self.phases) < MAX_PHASES:
+                self.phases.append(_Phase(self.fact(kind, self.lines.span(buf, at, start, end))))
+            pos = at
+        self._spec_counts(buf, pos, end, start, end)
+
+    @staticmethod
+    def _boundaries(buf: bytes, start: int, end: int) -> list[tuple[int, str]]:
+        found = []
+        for needle, kind in ((METRICS_SCRAPE, "metrics_scrape"), (ENGINE_START, "restart")):
+            at = buf.find(needle, start, end)
+            while at >= 0:
+                found.append((at, kind))
+                at = buf.find(needle, at + 1, end)
+        return sorted(found)
+
+    def _spec_counts(self, buf: bytes, pos: int, stop: int, start: int, end: int) -> None:
         # The totals are all that is kept: one C-level findall of the two counts.
-        found = SPEC_COUNTS.findall(buf, start, end)
+        found = SPEC_COUNTS.findall(buf, pos, stop)
         if not found:
             return
-        self.spec[0] += len(found)
-        self.spec[1] += sum(int(accepted) for accepted, _ in found)
-        self.spec[2] += sum(int(drafted) for _, drafted in found)
+        counts = (len(found), sum(int(accepted) for accepted, _ in found),
+                  sum(int(drafted) for _, drafted in found))
+        self.spec = [a + b for a, b in zip(self.spec, counts, strict=True)]
+        self.phases[-1].add(*counts)
         if self.spec_first is None:
-            at = buf.find(SPEC_NEEDLE, start, end)
+            at = buf.find(SPEC_NEEDLE, pos, stop)
             self.spec_first = self.fact("spec_decoding", self.lines.span(buf, at, start, end))
 
     def _errors(self, buf: bytes, start: int, end: int) -> None:
@@ -323,6 +355,12 @@ class _Scanner:
                           float(part.peak.values["pct"]) > float(self.peak.values["pct"])):
             self.peak = moved(part.peak)
         self.spec = [mine + theirs for mine, theirs in zip(self.spec, part.spec, strict=True)]
+        first, *rest = part.phases
+        self.phases[-1].add(first.lines, first.accepted, first.drafted)
+        for phase in rest:
+            if len(self.phases) < MAX_PHASES:
+                self.phases.append(_Phase(moved(phase.opened_by) if phase.opened_by else None))
+            self.phases[-1].add(phase.lines, phase.accepted, phase.drafted)
         if self.spec_first is None and part.spec_first is not None:
             self.spec_first = moved(part.spec_first)
         for marker, theirs in zip(self.markers, part.markers, strict=True):
@@ -347,7 +385,27 @@ class _Scanner:
             source=self.source, bytes=self.lines.size, lines=lines, cut_off=self.cut_off,
             facts=sorted(self.facts, key=lambda fact: fact.line),
             engine_restarts=self.restarts, kv_usage_peak=self.peak, spec=spec,
+            spec_phases=[phase.result() for phase in self.phases] if spec else [],
             markers=[m.result(self.labels) for m in self.markers], errors=self.errors,
             error_lines=self.error_lines,
             exceptions=sorted(self.exceptions, key=lambda fact: fact.line),
         )
+
+
+class _Phase:
+    """Speculative-decoding counts since a boundary (see `SpecPhase`)."""
+
+    __slots__ = ("accepted", "drafted", "lines", "opened_by")
+
+    def __init__(self, opened_by: Fact | None) -> None:
+        self.opened_by = opened_by
+        self.lines = self.accepted = self.drafted = 0
+
+    def add(self, lines: int, accepted: int, drafted: int) -> None:
+        self.lines += lines
+        self.accepted += accepted
+        self.drafted += drafted
+
+    def result(self) -> SpecPhase:
+        return SpecPhase(opened_by=self.opened_by, lines=self.lines, accepted=self.accepted,
+                         drafted=self.drafted)

@@ -1,8 +1,10 @@
 """The resolver: a run directory's real identity, each field proven from evidence.
 
-`resolve_run` reads `server.log` (streamed once), the recipe, the `/metrics` scrapes
-and the checkpoint(s), and returns a `ResolvedIdentity`: per field the declared and
-resolved values, a status, the rule that decided and the evidence.
+`resolve_run` reads the engine log (`server.log`, another name found in the run
+directory, or the one named; streamed once), the recipe, the `/metrics` scrapes and
+the checkpoint(s), and returns a `ResolvedIdentity`: per field the declared and
+resolved values, a status, the rule that decided and the evidence. What the log
+itself says about the run (read or not, engine starts, ready or not) is in the notes.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from registry.logs.prometheus import Scrape
 from registry.recipe import Recipe
 from registry.resolve.content import content_fields
 from registry.resolve.declared import declared_values
-from registry.resolve.engine import EngineLog, evidence
+from registry.resolve.engine import EngineLog, Start
 from registry.resolve.fields import Fields
 from registry.resolve.inputs import (
     Checkpoints,
+    find_log,
     load_run_recipe,
     locate_checkpoints,
     read_metrics,
@@ -26,20 +29,23 @@ from registry.resolve.inputs import (
 from registry.resolve.markers import expect_results
 from registry.resolve.precision import kv_fields
 from registry.resolve.runtime import env_fields, kv_report_fields, runtime_fields, weight_fields
-from registry.resolve.spec import spec_stats
-from registry.rundir import METRICS_AFTER, METRICS_BEFORE, SERVER_LOG, require_run_dir
+from registry.resolve.spec import phase_notes, spec_stats
+from registry.rundir import METRICS_AFTER, METRICS_BEFORE
 
 __all__ = ["resolve_run", "scan_run_log"]
 
 
 def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Path | None = None,
                 checkpoint: Path | None = None, draft_checkpoint: Path | None = None,
-                scan: LogScan | None = None) -> ResolvedIdentity:
-    """`scan`: the log already scanned with `scan_run_log` (seal reads it too)."""
-    run_dir = require_run_dir(Path(run_dir))
+                log_path: Path | None = None, scan: LogScan | None = None) -> ResolvedIdentity:
+    """`log_path`: the engine log, relative to `run_dir` or absolute (default: found);
+    `scan`: that log already scanned with `scan_run_log` (seal reads it too)."""
+    run_dir = Path(run_dir)
+    path = find_log(run_dir, log_path)
     recipe = load_run_recipe(run_dir, recipe, recipe_path)
-    scan = scan or scan_run_log(run_dir, recipe)
-    log = EngineLog(scan)
+    scan = scan or scan_log(path, _markers(recipe))
+    name = str(path.relative_to(run_dir)) if path.is_relative_to(run_dir) else str(path)
+    log = EngineLog(scan, name)
     before, after = read_metrics(run_dir, METRICS_BEFORE), read_metrics(run_dir, METRICS_AFTER)
     checkpoints = locate_checkpoints(
         checkpoint, draft_checkpoint,
@@ -52,19 +58,23 @@ def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Pat
     peak = scan.kv_usage_peak
     return ResolvedIdentity(
         fields=fields,
-        expect=expect_results(recipe.expect, scan.markers, recipe.parallel.world_size)
+        expect=expect_results(recipe.expect, scan.markers, recipe.parallel.world_size, name)
         if recipe else [],
-        spec_decode=spec_stats(before, after, scan.spec, spec_tokens),
+        spec_decode=spec_stats(before, after, scan.spec, scan.spec_phases, spec_tokens),
         kv_usage_peak=float(peak.values["pct"]) if peak else None,
-        errors=[evidence(e) for e in _unique_lines([*scan.errors, *scan.exceptions])],
-        notes=checkpoints.notes + _log_notes(scan),
+        errors=[log.evidence(e) for e in _unique_lines([*scan.errors, *scan.exceptions])],
+        notes=[*checkpoints.notes, *_log_notes(scan, name, log.start),
+               *phase_notes(scan.spec_phases)],
     )
 
 
-def scan_run_log(run_dir: Path, recipe: Recipe | None) -> LogScan:
-    """The run's server log, its `[[expect]]` markers counted."""
-    return scan_log(run_dir / SERVER_LOG, {e.name: e.pattern for e in recipe.expect}
-                    if recipe else {})
+def scan_run_log(run_dir: Path, recipe: Recipe | None, log_path: Path | None = None) -> LogScan:
+    """The run's engine log, its `[[expect]]` markers counted."""
+    return scan_log(find_log(Path(run_dir), log_path), _markers(recipe))
+
+
+def _markers(recipe: Recipe | None) -> dict[str, str]:
+    return {e.name: e.pattern for e in recipe.expect} if recipe else {}
 
 
 def _fields(f: Fields, checkpoints: Checkpoints, after: Scrape | None
@@ -95,15 +105,23 @@ def _unique_lines(facts: list[Fact]) -> list[Fact]:
     return list(first.values())
 
 
-def _log_notes(scan: LogScan) -> list[str]:
+def _log_notes(scan: LogScan, name: str, start: Start) -> list[str]:
     notes = []
     if scan.bytes == 0:
-        notes.append(f"{SERVER_LOG} is empty")
+        notes.append(f"{name} is empty")
     elif scan.empty:
-        notes.append(f"{SERVER_LOG} ({scan.bytes:,} bytes, {scan.lines:,} lines) holds no line a "
-                     "vLLM server prints: every field is unresolved")
+        notes.append(f"unreadable log: {name} ({scan.bytes:,} bytes, {scan.lines:,} lines) holds "
+                     "no line a vLLM server prints: every field is unresolved")
     if scan.cut_off:
-        notes.append(f"{SERVER_LOG} ends mid-line (cut off)")
+        notes.append(f"{name} ends mid-line (cut off)")
+    if start.count > 1:
+        which = "the first that reached ready" if start.ready else "the first"
+        notes.append(f"{name} holds {start.count} engine starts before the server was ready; "
+                     f"the identity is {which} (lines {start.after + 1}-"
+                     f"{min(start.before - 1, scan.lines)})")
+    if not scan.empty and not start.ready:
+        notes.append(f"never ready: {name} has no `Starting vLLM server` line (the engine died "
+                     "while loading, the log was cut off, or an offline run without a server)")
     if scan.engine_restarts:
         notes.append(f"the engine started {scan.engine_restarts} more time(s) after the server "
                      "was ready; the identity is the first start's")

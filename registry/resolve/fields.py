@@ -12,7 +12,7 @@ from typing import Any
 
 from registry.identity import Evidence, ResolvedField, Status, status_for
 from registry.logs.messages import Kind
-from registry.resolve.engine import EngineLog, evidence
+from registry.resolve.engine import EngineLog
 
 
 def make(declared: Any, resolved: Any, rule: str, ev: list[Evidence | None], *,
@@ -35,21 +35,29 @@ class Fields:
     def put(self, name: str, resolved: Any, rule: str, *ev: Evidence | None, **kw: Any) -> None:
         self.out[name] = make(self.declared.get(name), resolved, rule, list(ev), **kw)
 
-    def setting(self, name: str, key: str, convert: Any = str) -> None:
-        """A field taken straight from a `key=value` of the engine config line."""
+    def setting(self, name: str, key: str, convert: Any = str, requested: str | None = None
+                ) -> None:
+        """A field taken straight from a `key=value` of the engine config line; without
+        one, from the non-default args' `requested` key, for settings the engine runs
+        as requested or refuses to start."""
         raw, ev = self.log.setting(key)
+        if ev is None and requested and self.log.arg(requested)[1] is not None:
+            value, args_ev = self.log.arg(requested)
+            self.put(name, convert_value(value, convert), f"non-default args {requested} (no "
+                     f"{key} in an engine config line; the engine runs it or refuses)", args_ev)
+            return
         rule = f"engine config line {key}" if ev else f"no {key} in an engine config line"
         self.put(name, convert_value(raw, convert), rule, ev)
 
     def engine(self) -> None:
         cfg, banner = self.log.config_fact, self.log.first(Kind.banner)
-        fact = cfg or banner
+        fact = cfg or banner or self.log.first(Kind.server_version)
         self.put("engine.name", "vllm" if fact else None, "vLLM banner and config line",
-                 evidence(fact) if fact else None)
+                 self.log.evidence(fact) if fact else None)
         version = fact.values.get("version") if fact else None
         source_build = version is not None and (".dev" in version or "+g" in version)
         self.put("engine.version", version, "version banner (self-reported)",
-                 evidence(fact, f"v{version}") if fact else None, self_reported=True,
+                 self.log.evidence(fact, f"v{version}") if fact else None, self_reported=True,
                  note="a source build's banner is self-reported and may be stale: the engine's "
                       "identity is its source tree commit" if source_build else None)
         if self.declared.get("engine.commit"):
@@ -64,11 +72,13 @@ class Fields:
         self.setting("model.revision", "revision")
         archs = self.log.all(Kind.architecture)
         self.put("model.architecture", archs[0].values["arch"] if archs else None,
-                 "first `Resolved architecture` line", evidence(archs[0]) if archs else None)
+                 "first `Resolved architecture` line",
+                 self.log.evidence(archs[0]) if archs else None)
         if self.log.speculative.get("model"):
             draft = archs[1] if len(archs) > 1 else None
             self.put("draft.architecture", draft.values["arch"] if draft else None,
-                     "second `Resolved architecture` line", evidence(draft) if draft else None)
+                     "second `Resolved architecture` line",
+                     self.log.evidence(draft) if draft else None)
             spec_args, ev = self.log.arg("speculative_config")
             revision = spec_args.get("revision") if isinstance(spec_args, dict) else None
             self.put("draft.revision", revision, "non-default args speculative_config.revision",
@@ -88,18 +98,19 @@ class Fields:
 
     def parallel(self) -> None:
         for axis in ("tensor", "pipeline", "data"):
-            self.setting(f"parallel.{axis}", f"{axis}_parallel_size", int)
+            self.setting(f"parallel.{axis}", f"{axis}_parallel_size", int,
+                         requested=f"{axis}_parallel_size")
         ep = self.log.first(Kind.expert_parallel)
         layout = self.log.first(Kind.rank_layout)
         enabled, args_ev = self.log.arg("enable_expert_parallel")
         if ep:
             self.put("parallel.expert", int(ep.values["size"]), "expert-parallel log line",
-                     evidence(ep))
+                     self.log.evidence(ep))
         elif layout and "EP rank N/A" in layout.values.get("layout", ""):
-            self.put("parallel.expert", 1, "rank layout: EP rank N/A", evidence(layout))
+            self.put("parallel.expert", 1, "rank layout: EP rank N/A", self.log.evidence(layout))
         elif self.log.config_fact and not enabled:
             self.put("parallel.expert", 1, "enable_expert_parallel not among the non-default args",
-                     evidence(self.log.args_fact) if self.log.args_fact else None)
+                     self.log.evidence(self.log.args_fact) if self.log.args_fact else None)
         else:
             self.put("parallel.expert", None, "no expert-parallel line", args_ev)
 
@@ -116,10 +127,10 @@ class Fields:
         rule, evs = "engine config line compilation_config.cudagraph_mode", [ev]
         for change in self.log.all(Kind.cudagraph_change):
             mode, rule = change.values["mode"], "a startup warning changed the requested mode"
-            evs.append(evidence(change))
+            evs.append(self.log.evidence(change))
         capture = self.log.first(Kind.graph_capture)
         if capture and mode and mode in capture.values.get("what", ""):
-            evs.append(evidence(capture))
+            evs.append(self.log.evidence(capture))
             rule += "; graphs captured in that mode"
         self.put("graph.cudagraph_mode", mode, rule, *evs)
 
@@ -131,10 +142,11 @@ class Fields:
         device, device_ev = self.log.setting("device_config")
         if named:
             value = named.values.get("name") or named.values["cpu"]
-            self.put("attention.backend", value, "attention backend log line", evidence(named))
+            self.put("attention.backend", value, "attention backend log line",
+                     self.log.evidence(named))
         elif xpu:
             self.put("attention.backend", "FLASH_ATTN", "XPU `Using Flash Attention backend.`",
-                     evidence(xpu), evidence(fa) if fa else None,
+                     self.log.evidence(xpu), self.log.evidence(fa) if fa else None,
                      note=f"FlashAttention version {fa.values['fa']}" if fa else None)
         elif device == "cpu":
             self.put("attention.backend", "CPU_ATTN", "vLLM 0.32 CPU platform: CPU_ATTN serves "

@@ -1,7 +1,9 @@
-"""Everything the resolver reads besides the log: recipe, metrics scrapes, checkpoints.
+"""What the resolver reads: the engine log's file, recipe, metrics scrapes, checkpoints.
 
-The checkpoint comes from the argument, else the recipe's model path when it exists
-on disk after `${VAR}` expansion, else the model path in the log when it exists.
+The log is the file named (`--log`), else the first of LOG_NAMES that matches exactly
+one file in the run directory. The checkpoint comes from the argument, else the
+recipe's model path when it exists on disk after `${VAR}` expansion, else the model
+path in the log when it exists.
 """
 
 from __future__ import annotations
@@ -15,7 +17,18 @@ from registry.checkpoint.models import CheckpointInfo
 from registry.errors import InvalidInput, Refused
 from registry.logs.prometheus import Scrape, read_prometheus
 from registry.recipe import Recipe, load_recipe
-from registry.rundir import METRICS_AFTER, METRICS_BEFORE, RECIPE_JSON, RECIPE_TOML, read_model
+from registry.rundir import (
+    METRICS_AFTER,
+    METRICS_BEFORE,
+    RECIPE_JSON,
+    RECIPE_TOML,
+    SERVER_LOG,
+    read_model,
+)
+
+# Where engine logs are found, in order: the project's own name, then what other
+# harnesses call a server's output (`<run>-server.log`, `server.stdout.log`).
+LOG_NAMES = (SERVER_LOG, "*server*.log", "*.stdout.log", "*server*.txt", "*vllm*.log")
 
 # The lab's record capsules name the scrapes after the suite.
 METRICS_ALIASES = {METRICS_BEFORE: "metrics-before-suite.prom",
@@ -27,6 +40,28 @@ class Checkpoints:
     target: CheckpointInfo | None = None
     draft: CheckpointInfo | None = None
     notes: list[str] = field(default_factory=list)
+
+
+def find_log(run_dir: Path, name: Path | None) -> Path:
+    """The run's engine log: `name` (relative to the run directory, or a path), else the
+    first pattern of LOG_NAMES with exactly one match; several matches are refused."""
+    if not run_dir.is_dir():
+        raise InvalidInput(f"{run_dir}: not a run directory")
+    if name is not None:
+        path = name if name.is_absolute() else run_dir / name
+        if not path.is_file():
+            raise InvalidInput(f"{path}: no such log file")
+        return path
+    for pattern in LOG_NAMES:
+        found = sorted(p for p in run_dir.glob(pattern) if p.is_file())
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise InvalidInput(f"{run_dir}: several logs match {pattern}: "
+                               f"{', '.join(p.name for p in found[:5])}",
+                               hint="name the engine log with --log NAME")
+    raise InvalidInput(f"{run_dir}: no {SERVER_LOG} (nor {', '.join(LOG_NAMES[1:])})",
+                       hint="a run directory holds the engine log; name it with --log NAME")
 
 
 def load_run_recipe(run_dir: Path, recipe: Recipe | None, recipe_path: Path | None

@@ -4,7 +4,11 @@ capacity cross-check as the stronger witness.
 `kv_cache_dtype=auto` is not a dtype. Rules, each named in the result:
 - explicit: a concrete `kv_cache_dtype` in the engine config line (`fp8` = e4m3);
 - auto: the model dtype, unless the checkpoint has a compressed-tensors
-  `kv_cache_scheme` (8-bit float), which makes every attention layer store FP8 e4m3;
+  `kv_cache_scheme` (8-bit float), which makes every attention layer store FP8 e4m3.
+  Without the checkpoint, the config line's `quantization=None` proves there is no
+  `quantization_config`, so no scheme (any other method may carry one: unresolved);
+- the engine's `Using X data type to store kv cache` line stands for an explicit value
+  when the config line is missing (bare `fp8`: older builds print it for e5m2 too);
 - engine version: with such a scheme, vLLM <= 0.21 overrides an explicit value too,
   vLLM >= 0.22 (PR #42782) lets it win. Applied only from a release banner: a
   source build's banner (`0.1.dev1267+g6ae34833d`) is self-reported and may be stale;
@@ -40,6 +44,8 @@ UNQUANTIZED = {"float32", "bfloat16", "float16"}
 class KVInputs:
     requested: str | None  # kv_cache_dtype as the engine config line says
     requested_evidence: Evidence | None
+    unquantized: bool  # the config line says quantization=None: no quantization_config
+    dynamic_scales: bool | None  # calculate_kv_scales as requested (None: no args line)
     model_dtype: str | None
     checkpoint: CheckpointInfo | None
     version: str | None
@@ -76,6 +82,10 @@ def by_rules(kv: KVInputs) -> Decision:
     requested = canonical_kv_dtype(kv.requested)
     scheme = has_scheme(kv.checkpoint)
     if requested == "auto":
+        if kv.checkpoint is None and kv.unquantized:
+            return Decision(_dtype(kv.model_dtype), "auto = model dtype (quantization=None in "
+                            "the engine config line: no quantization_config, so no KV cache "
+                            "scheme)", ev)
         if kv.checkpoint is None:
             return Decision(None, "auto is not a dtype, and no checkpoint was inspected for a "
                                   "kv_cache_scheme", ev)
@@ -146,6 +156,10 @@ def kv_scales_field(kv: KVInputs, effective: str | None,
         value, rule = None, "config-only checkpoint: no weight files to read scales from"
     elif ck is not None or scale_line is not None:
         value, rule = "uncalibrated (1.0)", "no checkpoint scales: the engine uses 1.0"
+    elif kv.unquantized and kv.dynamic_scales is False:
+        value, rule = "uncalibrated (1.0)", ("quantization=None: no quantization_config, so no "
+                                             "checkpoint scales, and calculate_kv_scales is not "
+                                             "requested: the engine uses 1.0")
     else:
         value, rule = None, "no checkpoint inspected and no scale warning in the log"
     return ResolvedField(resolved=value, status=status_for(None, value), rule=rule, evidence=ev)
@@ -153,7 +167,10 @@ def kv_scales_field(kv: KVInputs, effective: str | None,
 
 def draft_kv_field(target: ResolvedField, own: str | None, own_evidence: Evidence | None,
                    declared: str | None) -> ResolvedField:
-    if own is not None:
+    if own == "auto":
+        value, rule = None, "speculative_config.kv_cache_dtype=auto is not a storage format"
+        ev = [own_evidence] if own_evidence else []
+    elif own is not None:
         value = canonical_kv_dtype(own)
         rule, ev = "speculative_config.kv_cache_dtype", [own_evidence] if own_evidence else []
     else:

@@ -10,16 +10,16 @@ from __future__ import annotations
 from registry.identity import Evidence, ExpectResult
 from registry.logs import MarkerScan
 from registry.recipe.schema import Expect
-from registry.resolve.engine import SOURCE
 
 
-def expect_results(expects: list[Expect], scans: list[MarkerScan], world_size: int
-                   ) -> list[ExpectResult]:
+def expect_results(expects: list[Expect], scans: list[MarkerScan], world_size: int,
+                   source: str) -> list[ExpectResult]:
     by_name = {scan.name: scan for scan in scans}
-    return [_result(e, by_name[e.name], world_size) for e in expects if e.name in by_name]
+    return [_result(e, by_name[e.name], world_size, source) for e in expects
+            if e.name in by_name]
 
 
-def _result(expect: Expect, scan: MarkerScan, world_size: int) -> ExpectResult:
+def _result(expect: Expect, scan: MarkerScan, world_size: int, source: str) -> ExpectResult:
     ranks = (expect.ranks or world_size) if expect.per_rank else 1
     counts = scan.counts if expect.per_rank else {"all": sum(scan.counts.values())}
     problems = _count_problems(expect, counts, ranks) + _value_problems(expect, scan)
@@ -28,7 +28,7 @@ def _result(expect: Expect, scan: MarkerScan, world_size: int) -> ExpectResult:
         at_least=expect.at_least, ranks_expected=ranks, counts=counts, values=scan.values,
         expected_values=expect.values, passed=not problems,
         detail="; ".join(problems) or _success(expect, ranks),
-        evidence=[Evidence(source=SOURCE, line=f.line, text=f"({f.proc}) {f.text}")
+        evidence=[Evidence(source=source, line=f.line, text=f"({f.proc}) {f.text}")
                   for f in scan.first],
     )
 

@@ -12,7 +12,6 @@ from registry.resolve.capacity import (
     check_capacity,
     layer_windows,
 )
-from registry.resolve.engine import evidence
 from registry.resolve.fields import Fields
 from registry.resolve.inputs import Checkpoints
 
@@ -23,18 +22,24 @@ def kv_fields(f: Fields, checkpoints: Checkpoints) -> None:
     capacity, why_not = _capacity(f, checkpoints)
     requested, requested_ev = f.log.setting("kv_cache_dtype")
     dtype_line = f.log.first(Kind.kv_dtype)
+    stated = dtype_line.values["dtype"] if dtype_line else None
+    if requested is None and stated not in (None, "fp8"):  # bare fp8: e4m3 or e5m2 (old builds)
+        requested, requested_ev = stated, f.log.evidence(dtype_line) if dtype_line else None
+    quantization, quantization_ev = f.log.setting("quantization")
     inputs = kv.KVInputs(
         requested=requested, requested_evidence=requested_ev,
+        unquantized=quantization_ev is not None and quantization is None,
+        dynamic_scales=bool(f.log.arg("calculate_kv_scales")[0]) if f.log.args_fact else None,
         model_dtype=f.out["precision.dtype"].resolved, checkpoint=checkpoints.target,
         version=f.out["engine.version"].resolved,
-        dtype_line=evidence(dtype_line) if dtype_line else None,
+        dtype_line=f.log.evidence(dtype_line) if dtype_line else None,
         capacity=capacity, capacity_note=why_not,
     )
     target, decision = kv.kv_cache_field(inputs, f.declared.get("precision.kv_cache"))
     f.out["precision.kv_cache"] = target
     scale_line = f.log.first(Kind.kv_scale_default)
     f.out["precision.kv_scales"] = kv.kv_scales_field(
-        inputs, decision.value, evidence(scale_line) if scale_line else None)
+        inputs, decision.value, f.log.evidence(scale_line) if scale_line else None)
     if f.log.speculative.get("model"):
         spec_args, ev = f.log.arg("speculative_config")
         own = spec_args.get("kv_cache_dtype") if isinstance(spec_args, dict) else None
@@ -72,7 +77,7 @@ def _memory(f: Fields) -> tuple[float | None, list[Evidence]]:
     per_rank = f.log.all(Kind.kv_memory_in_use)
     if per_rank:
         smallest = min(per_rank, key=lambda fact: float(fact.values["gib"]))
-        return float(smallest.values["gib"]), [evidence(
+        return float(smallest.values["gib"]), [f.log.evidence(
             fact, f"({fact.proc}) Current kv cache memory in use is {fact.values['gib']} GiB")
             for fact in per_rank]
     field = f.out["kv.memory_gib"]

@@ -4,20 +4,60 @@ The counters are totals over the suite (after - before); the log's `SpecDecoding
 metrics` lines are per-interval values, summed. Acceptance rate = accepted / draft
 tokens; emitted tokens per draft cycle = (accepted + drafts) / drafts (the bonus
 token of each cycle is emitted too).
+
+The log's lines are kept apart by phase (`SpecPhase`): when the first engine's lines
+hold two or more `/metrics` scrapes (a harness's before/after snapshots), the figures
+are the lines between the first and the last, as the counters would be; after a
+restart, only the first engine's lines count. Each phase is listed in the notes.
 """
 
 from __future__ import annotations
 
 from registry.identity import SpecDecodeStats
-from registry.logs import SpecLogTotals
+from registry.logs import SpecLogTotals, SpecPhase
 from registry.logs.prometheus import Scrape, counter_diff
+from registry.logs.vllm import MAX_PHASES
 
 PREFIX = "vllm:spec_decode_"
 
 
 def spec_stats(before: Scrape | None, after: Scrape | None, log: SpecLogTotals | None,
-               num_spec_tokens: int | None) -> SpecDecodeStats | None:
-    return _from_metrics(before, after) or _from_log(log, num_spec_tokens)
+               phases: list[SpecPhase], num_spec_tokens: int | None) -> SpecDecodeStats | None:
+    return _from_metrics(before, after) or _from_log(log, phases, num_spec_tokens)
+
+
+def phase_notes(phases: list[SpecPhase]) -> list[str]:
+    """One line per phase with interval lines, when there is more than one."""
+    kept = [p for p in phases if p.lines]
+    if len(kept) < 2:
+        return []
+    return ["speculative decoding by phase (log): " + "; ".join(
+        f"{_label(p)}: {p.accepted}/{p.drafted} accepted"
+        f"{f' ({p.accepted / p.drafted:.4f})' if p.drafted else ''} in {p.lines} line(s)"
+        for p in kept)]
+
+
+def _label(phase: SpecPhase) -> str:
+    fact = phase.opened_by
+    if fact is None:
+        return "from the start"
+    what = "/metrics scrape" if fact.kind == "metrics_scrape" else "engine restart"
+    return f"after the {what} at line {fact.line}"
+
+
+def _window(phases: list[SpecPhase]) -> tuple[list[SpecPhase], str]:
+    """The phases the log's figures come from, and how they were chosen."""
+    first = next((i for i, p in enumerate(phases) if p.opened_by is not None
+                  and p.opened_by.kind == "restart"), len(phases))
+    engine = phases[:first]
+    scrapes = [i for i, p in enumerate(engine) if p.opened_by is not None]
+    lines = [p.opened_by.line for p in engine if p.opened_by is not None]
+    if len(scrapes) >= 2 and len(phases) < MAX_PHASES:
+        return (engine[scrapes[0]:scrapes[-1]],
+                f"between the /metrics scrapes at lines {lines[0]} and {lines[-1]}")
+    if first < len(phases):
+        return engine, "the first engine's, before its restart"
+    return phases, ""
 
 
 def _from_metrics(before: Scrape | None, after: Scrape | None) -> SpecDecodeStats | None:
@@ -35,15 +75,22 @@ def _from_metrics(before: Scrape | None, after: Scrape | None) -> SpecDecodeStat
     return _stats("metrics", int(drafts), int(tokens), int(accepted), per_position)
 
 
-def _from_log(log: SpecLogTotals | None, num_spec_tokens: int | None) -> SpecDecodeStats | None:
+def _from_log(log: SpecLogTotals | None, phases: list[SpecPhase], num_spec_tokens: int | None
+              ) -> SpecDecodeStats | None:
     if log is None or not log.drafted:
         return None
+    window, how = _window(phases)
+    lines, accepted, drafted = (sum(p.lines for p in window), sum(p.accepted for p in window),
+                                sum(p.drafted for p in window))
+    if not drafted:  # nothing in the window: every line, said so
+        lines, accepted, drafted = log.lines, log.accepted, log.drafted
+        how = f"every line (none {how})" if how else ""
     drafts = None
-    source = f"log ({log.lines} SpecDecoding lines summed)"
-    if num_spec_tokens and log.drafted % num_spec_tokens == 0:
-        drafts = log.drafted // num_spec_tokens
+    source = f"log ({lines} SpecDecoding lines summed{f', {how}' if how else ''})"
+    if num_spec_tokens and drafted % num_spec_tokens == 0:
+        drafts = drafted // num_spec_tokens
         source += f"; drafts = drafted / {num_spec_tokens}"
-    return _stats(source, drafts, log.drafted, log.accepted, [])
+    return _stats(source, drafts, drafted, accepted, [])
 
 
 def _stats(source: str, drafts: int | None, tokens: int, accepted: int,
