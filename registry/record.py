@@ -74,8 +74,9 @@ class Imported(Model):
     """Provenance of a record imported from a lab capsule rather than run here."""
 
     capsule: str = Field(description="the capsule directory's name")
-    manifest: str = Field(description="subject holding the capsule's sha256 manifest")
-    manifest_sha256: str
+    manifest: str | None = Field(None, description="subject holding the capsule's sha256 "
+                                 "manifest; None: the capsule has none")
+    manifest_sha256: str | None = None
     verified: list[str] = Field(description="manifest entries present and matching")
     missing: list[str] = Field(description="manifest entries absent from the capsule")
     unlisted: list[str] = Field(default_factory=list,

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from registry.importer.walk import load_json
 from registry.logs.nondefault import find_nondefault_args
 
 # engine argument (snake_case) -> (identity field, type)
@@ -73,7 +74,7 @@ def _from_log(capsule: Path, log: str) -> Declared:
 
 
 def _from_launch(capsule: Path, name: str) -> Declared:
-    data = _json(capsule / name)
+    data = load_json(capsule / name)
     if isinstance(data, dict) and isinstance(data.get("argv"), list):
         data = data["argv"]
     if isinstance(data, list) and all(isinstance(a, str) for a in data):
@@ -85,7 +86,7 @@ def _from_launch(capsule: Path, name: str) -> Declared:
 
 def _from_identity(capsule: Path, name: str) -> Declared:
     if name.endswith(".json"):
-        data = _json(capsule / name)
+        data = load_json(capsule / name)
         return _typed(_flatten(data), name) if isinstance(data, dict) else EMPTY
     pairs = key_values(capsule / name)
     if pairs.get("enable_mtp") == "0":  # the lab's files keep the MTP width of an arm with MTP off
@@ -200,9 +201,3 @@ def _loads(text: Any) -> Any:
     except (json.JSONDecodeError, RecursionError):
         return None
 
-
-def _json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return None

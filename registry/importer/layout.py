@@ -55,6 +55,7 @@ class Arm(BaseModel):
 
     name: str = Field(description="folder (or folder/run id) within the capsule; '' = root")
     folder: str
+    run: str = Field("", description="run id shared by the arm's file names, if any")
     files: dict[Role, list[str]] = Field(description="role -> capsule paths, best first")
 
     def first(self, role: Role) -> str | None:
@@ -119,7 +120,7 @@ def _arms(files: list[str], pointed: dict[Role, str]) -> list[Arm]:
         owners = [k for k in owners if k[1] == run] or owners
         for key in owners:
             groups[key].setdefault(role, []).append(name)
-    return [Arm(name=_arm_name(folder, run), folder=folder,
+    return [Arm(name=_arm_name(folder, run), folder=folder, run=run,
                 files={r: sorted(v, key=_preference) for r, v in roles.items()})
             for (folder, run), roles in sorted(groups.items())]
 

@@ -7,9 +7,11 @@ a link inside the capsule would seal the same bytes under two names.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from registry.errors import InvalidInput
 
@@ -45,6 +47,15 @@ def inside(capsule: Path, given: Path, what: str) -> str:
     if given.is_symlink() or not real.is_file() or not real.is_relative_to(root):
         raise InvalidInput(f"{given}: {what} must be a file inside the capsule {capsule}")
     return real.relative_to(root).as_posix()
+
+
+def load_json(path: Path) -> Any:
+    """A capsule file's JSON value, or None when it is not JSON (never an error: the lab's
+    files are read for what they say, and one that says nothing is skipped)."""
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
 
 
 def _unreadable(error: OSError) -> None:
