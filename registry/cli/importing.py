@@ -6,7 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from registry.importer import FolderImport, ImportedRecord
+    from registry.record import Predicate, PublishedFigure
 
 HEADLINE = ("decode_tok_s.median", "decode_tok_s_other_formula.median")
 
@@ -34,20 +37,40 @@ def print_records(records: list[ImportedRecord]) -> None:
                     console.print(f"{suite.suite}: {m.value} {m.unit} = {m.formula} "
                                   f"({m.count} rows)", highlight=False, markup=False)
         if done.published:
-            console.print(published_table(done))
+            console.print(published_table(done.published))
         for finding in done.findings:
             console.print(f"finding: {finding}", style="bold yellow", highlight=False,
                           markup=False)
 
 
-def published_table(done: ImportedRecord) -> object:
+def published_table(figures: list[PublishedFigure]) -> Table:
     from registry.cli.output import table
 
     return table("published by the lab / re-derived from the rows",
                  ["figure", "published", "re-derived", "agrees"],
                  [[f"{p.metric} {p.aggregation}", f"{p.value:.10g}",
                    "-" if p.rederived is None else f"{p.rederived:.10g}",
-                   {True: "yes", False: "NO", None: "-"}[p.agrees]] for p in done.published])
+                   {True: "yes", False: "NO", None: "-"}[p.agrees]] for p in figures])
+
+
+def print_imported(p: Predicate) -> None:
+    """`registry show` of an imported record: provenance, published figures, findings."""
+    from registry.cli.output import console
+    from registry.importer.capsule import findings
+
+    i = p.imported
+    if i is None:
+        return
+    console.print(f"imported from {i.capsule}" + (f", arm {i.arm}" if i.arm else "")
+                  + (f" (arms: {', '.join(i.arms)})" if len(i.arms) > 1 else "")
+                  + f"; manifest {i.manifest or 'none'}; missing from the capsule: "
+                  f"{', '.join(i.missing) or 'none'}", highlight=False, markup=False)
+    for name, source in sorted(i.declared_by.items()):
+        console.print(f"  declared {name} by {source}", highlight=False, markup=False)
+    if p.published:
+        console.print(published_table(p.published))
+    for finding in findings(p):
+        console.print(f"finding: {finding}", style="bold yellow", highlight=False, markup=False)
 
 
 def print_folder(done: FolderImport) -> None:

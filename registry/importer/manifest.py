@@ -54,17 +54,21 @@ def find_manifest(capsule: Path, files: list[str], given: str | None = None) -> 
     if given is not None:
         return read_manifest(capsule, given, present)
     best: tuple[int, int, Manifest] | None = None
+    broken: InvalidInput | None = None
     for name in files:
         if not is_manifest_name(PurePosixPath(name).name):
             continue
         try:
             manifest = read_manifest(capsule, name, present)
-        except InvalidInput:
-            continue  # a file that only looks like a manifest
+        except InvalidInput as e:
+            broken = broken or e  # another file may be the manifest; if none is, say why
+            continue
         hits = sum(e.path in present for e in manifest.entries)
         key = (hits, -name.count("/"))
         if hits and (best is None or key > best[:2]):
             best = (*key, manifest)
+    if best is None and broken is not None:
+        raise broken
     return best[2] if best else None
 
 

@@ -58,6 +58,20 @@ def published_figures(capsule: Path, files: list[str], rows: list[BenchRow] | No
     return out
 
 
+def recheck(figures: list[PublishedFigure], rows: list[BenchRow] | None
+            ) -> list[PublishedFigure]:
+    """Each figure re-derived again from `rows`: a record's stored verdict is never read
+    back (diff calls this on a sealed record's rows)."""
+    out = []
+    for f in figures:
+        formula = next((m for m in MetricFormula if f.formula == formula_text(m, 100)), None)
+        claim = f.aggregation == "claim"
+        again = _figure(f.source, f.key, f.metric, f.aggregation, formula, f.value,
+                        _per_row(f.metric, formula, rows), _as_written if claim else _relative)
+        out.append(again.model_copy(update={"note": f.note}) if claim else again)
+    return out
+
+
 def _summary(source: str, top: str | None, block: dict[str, Any], rows: list[BenchRow] | None
              ) -> list[PublishedFigure]:
     out = []
