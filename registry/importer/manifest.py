@@ -60,8 +60,8 @@ def find_manifest(capsule: Path, files: list[str], given: str | None = None) -> 
             continue
         try:
             manifest = read_manifest(capsule, name, present)
-        except InvalidInput as e:
-            broken = broken or e  # another file may be the manifest; if none is, say why
+        except InvalidInput as e:  # another file may be the manifest; if none is, say why
+            broken = broken or (None if name.endswith(".json") else e)  # JSON: any data file
             continue
         hits = sum(e.path in present for e in manifest.entries)
         key = (hits, -name.count("/"))
