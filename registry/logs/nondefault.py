@@ -41,16 +41,22 @@ def parse_args_text(text: str) -> dict[str, Any] | None:
 
 
 def find_nondefault_args(path: Path) -> NonDefaultArgs | None:
-    """The first readable `non-default args` line of a log, else None."""
+    """The first readable `non-default args` line of a log, else None. Lines longer than
+    the bound are skipped whole (read in bounded pieces: a file with no newline is never
+    held in memory)."""
+    number, whole = 0, True
     with path.open("rb") as f:
-        for number in range(1, MAX_LINES + 1):
-            raw = f.readline(2 * MAX_TEXT)  # bounded: a file with no newline is not slurped
+        while number < MAX_LINES:
+            raw = f.readline(2 * MAX_TEXT)
             if not raw:
                 return None
+            starts, whole = whole, raw.endswith(b"\n")
+            if not starts:
+                continue  # the rest of an over-long line
+            number += 1
             at = raw.find(MARKER.encode())
-            if at < 0:
-                continue
-            args = parse_args_text(raw[at + len(MARKER):].decode("utf-8", "replace"))
-            if args is not None:
-                return NonDefaultArgs(line=number, args=args)
+            if whole and at >= 0:
+                args = parse_args_text(raw[at + len(MARKER):].decode("utf-8", "replace"))
+                if args is not None:
+                    return NonDefaultArgs(line=number, args=args)
     return None
