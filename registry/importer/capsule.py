@@ -78,10 +78,10 @@ class Options(BaseModel):
 def import_capsule(capsule: Path, *, home: Home, options: Options | None = None,
                    signer: Signer | None = None, progress: Progress | None = None
                    ) -> list[ImportedRecord]:
-    from registry.store.writer import ready_signer
+    from registry.store.keys import signing_key
 
     options = options or Options()
-    keyid, key = ready_signer(home, signer)
+    keyid, key = signer or signing_key()  # write_record checks the home trusts it
     layout = detect(capsule, log=options.log, bench=options.bench, manifest=options.manifest)
     checked = check(capsule, layout.manifest) if layout.manifest else Checked(verified=[],
                                                                                 missing=[])
@@ -95,6 +95,34 @@ def _import_arm(capsule: Path, layout: Layout, arm: Arm, checked: Checked, arms:
                 recipe: Recipe | None, options: Options, home: Home, signer: Signer,
                 progress: Progress | None) -> ImportedRecord:
     files = arm_files(layout, arm)
+    hashes = {name: sha256_file(capsule / name) for name in files}
+    evidence = digest({"arm": arm.name, "files": hashes, "importer": signer[0],
+                       "recipe": digest(recipe) if recipe else None,
+                       "roles": {r.value: v for r, v in arm.files.items()}})
+    found = existing(home, evidence)
+    if found is None:
+        predicate, converted = _predicate(capsule, layout, arm, checked, arms, recipe, options,
+                                          home, signer[0], hashes, evidence)
+        artifacts = [Artifact(name=n, path=capsule / n) for n in files]
+        if converted is not None:
+            artifacts.append(Artifact(name=_converted_name(files), data=converted))
+        record = write_record(home, artifacts, predicate, signer, progress)
+    else:
+        record, predicate = found  # what was sealed then is what this import is
+    i = predicate.imported
+    assert i is not None
+    return ImportedRecord(
+        record=record, capsule=i.capsule, arm=arm.name, already=found is not None,
+        recipe=str(options.recipe_path) if options.recipe_path else None,
+        state=predicate.run.state, imported=i, results=predicate.results,
+        published=predicate.published, findings=findings(predicate))
+
+
+def _predicate(capsule: Path, layout: Layout, arm: Arm, checked: Checked, arms: list[str],
+               recipe: Recipe | None, options: Options, home: Home, importer: str,
+               hashes: dict[str, str], evidence: str) -> tuple[Predicate, bytes | None]:
+    """The statement's predicate for one arm, and its rows converted (None: no rows)."""
+    files = list(hashes)
     rows_file, log = arm.first(Role.rows), arm.first(Role.log)
     lab = _lab_identity(capsule, arm)
     bench = convert_bench(capsule / rows_file, lab.get("suite_sha256")) if rows_file else None
@@ -107,42 +135,27 @@ def _import_arm(capsule: Path, layout: Layout, arm: Arm, checked: Checked, arms:
     missing = [m for m in checked.missing if _belongs(layout, arm, m)]
     state, reason = lab_outcome(capsule, arm.files.get(Role.status, []),
                                 arm.files.get(Role.summary, []), log, missing)
-    hashes = {name: sha256_file(capsule / name) for name in files}
-    converted = bench.model_dump_json(by_alias=True).encode() if bench else None
-    evidence = digest({"arm": arm.name, "files": hashes, "importer": signer[0]})
     listed = set(checked.verified) | set(checked.missing)
+    manifest = layout.manifest.path if layout.manifest else None
     imported = Imported(
-        capsule=capsule.resolve().name, manifest=layout.manifest.path if layout.manifest else None,
-        manifest_sha256=hashes.get(layout.manifest.path) if layout.manifest else None,
+        capsule=capsule.resolve().name, manifest=manifest,
+        manifest_sha256=hashes.get(manifest) if manifest else None,
         verified=[v for v in checked.verified if v in hashes], missing=missing,
-        unlisted=sorted(f for f in hashes if layout.manifest and f not in listed
-                        and f != layout.manifest.path and _under(f, arm.folder) and arm.folder),
-        importer=signer[0], lab_identity=lab, arm=arm.name, arms=arms, evidence_sha256=evidence,
+        unlisted=sorted(f for f in files if manifest and arm.folder and f not in listed
+                        and f != manifest and _under(f, arm.folder)),
+        importer=importer, lab_identity=lab, arm=arm.name, arms=arms, evidence_sha256=evidence,
         declared_by={} if recipe else declared.sources)
-    results = suite_results(bench, recipe) if bench else []
     predicate = Predicate(
         recipe=to_jsonable(recipe) if recipe else None,
         recipe_sha256=digest(recipe) if recipe else None, identity=identity,
         sources=_sources(capsule, files), environment=_environment(capsule, files),
-        results=results, contract=contract_of(home, recipe, bench, identity), imported=imported,
+        results=suite_results(bench, recipe) if bench else [],
+        contract=contract_of(home, recipe, bench, identity), imported=imported,
         overrides=allowed_overrides(identity, options.allow_mismatch) if recipe else [],
         run=_run(capsule, arm, bench, state, reason), published=published,
         artifacts=_roles(layout, arm, files, _converted_name(files) if bench else None),
     )
-    found = existing(home, evidence)
-    if found is None:
-        artifacts = [Artifact(name=n, path=capsule / n) for n in files]
-        if converted is not None:
-            artifacts.append(Artifact(name=_converted_name(files), data=converted))
-        record = write_record(home, artifacts, predicate, signer, progress)
-    else:
-        record, predicate = found  # what was sealed then is what this import is
-    assert predicate.imported is not None
-    return ImportedRecord(
-        record=record, capsule=imported.capsule, arm=arm.name, already=found is not None,
-        recipe=str(options.recipe_path) if options.recipe_path else None,
-        state=predicate.run.state, imported=predicate.imported, results=predicate.results,
-        published=predicate.published, findings=findings(predicate))
+    return predicate, bench.model_dump_json(by_alias=True).encode() if bench else None
 
 
 def findings(p: Predicate) -> list[str]:
@@ -180,18 +193,25 @@ def _under(name: str, folder: str) -> bool:
 
 
 def existing(home: Home, evidence: str) -> tuple[SealedRecord, Predicate] | None:
-    """The record already imported from the same evidence by the same importer."""
-    from registry.errors import RegistryError
-    from registry.store.query import find_records, sealed_statement
+    """The record already imported from the same evidence by the same importer: each
+    imported record's statement file is read where the ledger keeps it, and used only
+    if it still hashes to its id."""
+    from registry.record import parse_statement, record_id
+    from registry.store.ledger import RECORDS, STATEMENT
+    from registry.store.query import find_records
 
+    needle = evidence.encode()
     for row in find_records(home, ["imported=true"]):
         try:
-            rid, statement = sealed_statement(home, row.id)
-        except RegistryError:
+            data = (home.ledger / RECORDS / row.id / STATEMENT).read_bytes()
+        except OSError:
             continue
+        if needle not in data or record_id(data) != row.id:
+            continue
+        statement = parse_statement(data)
         i = statement.predicate.imported
         if i is not None and i.evidence_sha256 == evidence:
-            sealed = SealedRecord(id=rid, ledger_commit=row.ledger_commit or "",
+            sealed = SealedRecord(id=row.id, ledger_commit=row.ledger_commit or "",
                                   summary=row.summary, signer=row.signer or "",
                                   artifacts=len(statement.subject), bytes=0)
             return sealed, statement.predicate

@@ -144,4 +144,5 @@ def _base(folder: PurePosixPath, names: list[str], present: set[str]) -> PurePos
 
 
 def _join(base: PurePosixPath, name: str) -> str:
-    return (base / name).as_posix() if str(base) != "." else PurePosixPath(name).as_posix()
+    """`name` (normalised by `_relative`) under `base`, as a capsule path."""
+    return name if str(base) == "." else f"{base.as_posix()}/{name}"
