@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from registry.importer import FolderImport, ImportedRecord
+    from registry.importer.capsule import ImportedRecord
+    from registry.importer.folder import FolderImport
     from registry.record import Predicate, PublishedFigure
 
 HEADLINE = ("decode_tok_s.median", "decode_tok_s_other_formula.median")
@@ -56,7 +57,7 @@ def published_table(figures: list[PublishedFigure]) -> Table:
 def print_imported(p: Predicate) -> None:
     """`registry show` of an imported record: provenance, published figures, findings."""
     from registry.cli.output import console
-    from registry.importer.capsule import findings
+    from registry.importer.findings import findings
 
     i = p.imported
     if i is None:

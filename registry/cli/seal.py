@@ -110,7 +110,8 @@ def import_(
     """
     from registry.cli.importing import print_folder, print_records
     from registry.cli.output import print_json
-    from registry.importer import Options, import_capsule, import_folder
+    from registry.importer.capsule import Options, import_capsule
+    from registry.importer.folder import import_folder
     from registry.store.home import find_home
 
     options = Options(recipe_path=recipe, allow_mismatch=_allowed(allow_mismatch, reason),

@@ -3,12 +3,10 @@
 walk (the capsule's own files, links refused) -> manifest (checked) -> layout (arms and
 the role of each file) -> declared (launch/env files, non-default args) + labbench (rows)
 + published (the lab's figures, re-derived) + status (the lab's outcome) -> capsule (one
-record per arm) -> folder (many capsules).
+record per arm: `import_capsule`) -> folder (many capsules: `import_folder`). Import
+the submodule you need: `show` reads `findings` without the sealing machinery.
 """
 
-from registry.importer.capsule import ImportedRecord, Options, import_capsule
-from registry.importer.folder import FolderImport, Problem, import_folder
 from registry.importer.labbench import convert_bench
 
-__all__ = ["FolderImport", "ImportedRecord", "Options", "Problem", "convert_bench",
-           "import_capsule", "import_folder"]
+__all__ = ["convert_bench"]

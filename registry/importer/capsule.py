@@ -19,6 +19,7 @@ from registry.canonical import digest, to_jsonable
 from registry.hashing import Progress, sha256_file
 from registry.identity import ResolvedField, ResolvedIdentity, Status, status_for
 from registry.importer.declared import Declared, declared_from, key_values
+from registry.importer.findings import findings
 from registry.importer.labbench import convert_bench
 from registry.importer.layout import Arm, Layout, Role, detect
 from registry.importer.manifest import Checked, check
@@ -156,19 +157,6 @@ def _predicate(capsule: Path, layout: Layout, arm: Arm, checked: Checked, arms: 
         artifacts=_roles(layout, arm, files, _converted_name(files) if bench else None),
     )
     return predicate, bench.model_dump_json(by_alias=True).encode() if bench else None
-
-
-def findings(p: Predicate) -> list[str]:
-    """What a reader must see: published figures the rows do not give, declared values
-    the engine contradicts, a failed run."""
-    out = [f"published {f.metric} {f.aggregation} {f.value!r} ({f.source}: {f.key}); the rows "
-           f"give {f.rederived!r} = {f.aggregation} of {f.formula} over {f.rows} rows"
-           for f in p.published if f.agrees is False]
-    out += [f"{name}: declared {f.declared!r}, the engine log says {f.resolved!r}"
-            for name, f in p.identity.fields.items() if f.status is Status.mismatch]
-    if p.run.state == "failed":
-        out.append(f"failed run: {p.run.reason}")
-    return out
 
 
 def arm_files(layout: Layout, arm: Arm) -> list[str]:
