@@ -201,3 +201,8 @@ def test_the_matching_recipe_is_used_when_named(cli, store_home) -> None:
     recipe = ROOT / "recipes" / "laguna-s21-b70-exact-short-decode.toml"
     done = imported(cli, CAPSULE, "--recipe", recipe)
     assert done["recipe"] == str(recipe) and done["imported"]["declared_by"] == {}
+
+
+def test_allow_mismatch_needs_a_recipe(cli, store_home) -> None:
+    r = cli("import", CAPSULE, "--allow-mismatch", "precision.kv_cache", "--reason", "x")
+    assert r.exit_code == ExitCode.INVALID_INPUT and "--allow-mismatch needs --recipe" in r.stderr

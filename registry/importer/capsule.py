@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from registry.canonical import digest, to_jsonable
+from registry.errors import InvalidInput
 from registry.hashing import Progress, sha256_file
 from registry.identity import ResolvedField, ResolvedIdentity, Status, status_for
 from registry.importer.declared import Declared, declared_from, key_values
@@ -67,7 +68,7 @@ class ImportedRecord(BaseModel):
 
 
 class Options(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     recipe_path: Path | None = None
     allow_mismatch: dict[str, str] = {}
@@ -82,6 +83,10 @@ def import_capsule(capsule: Path, *, home: Home, options: Options | None = None,
     from registry.store.keys import signing_key
 
     options = options or Options()
+    if options.allow_mismatch and options.recipe_path is None:
+        raise InvalidInput("--allow-mismatch needs --recipe",
+                           hint="without a recipe a mismatch is recorded as a finding, "
+                                "never refused")
     keyid, key = signer or signing_key()  # write_record checks the home trusts it
     layout = detect(capsule, log=options.log, bench=options.bench, manifest=options.manifest)
     checked = check(capsule, layout.manifest) if layout.manifest else Checked(verified=[],
