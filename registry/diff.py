@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from registry.contracts.teacher import AXES as BITWISE_AXES
 from registry.contracts.teacher import SUITE_AXIS
 from registry.identity import PRECISION_AXES, Kind, ResolvedField, ResolvedIdentity, kind_of
-from registry.record import Source, SuiteResult
+from registry.record import PublishedFigure, Source, SuiteResult
 from registry.rundir import BenchRow
 
 # Capacity facts compared as figures (ratios), beside the client metrics.
@@ -38,6 +38,8 @@ class Side(Model):
     sources: list[Source] = Field(default_factory=list)
     suites: dict[str, str | None] = Field(default_factory=dict, description="name -> sha256")
     unproven: str | None = Field(None, description="why its evidence proves nothing, if so")
+    published: list[PublishedFigure] = Field(default_factory=list,
+                                             description="the lab's figures, re-derived again")
 
 
 class FieldDiff(Model):
@@ -81,6 +83,15 @@ class OutputDiff(Model):
     text_equal: bool | None = None
 
 
+class PublishedPair(Model):
+    """A figure the lab published for either record, with each side's re-derivation."""
+
+    metric: str
+    aggregation: str
+    a: PublishedFigure | None
+    b: PublishedFigure | None
+
+
 class Comparability(Model):
     contract: str
     comparable: bool
@@ -96,6 +107,7 @@ class Diff(Model):
     metrics: list[MetricDiff]
     outputs: list[OutputDiff]
     contracts: list[Comparability]
+    published: list[PublishedPair] = Field(default_factory=list)
     changed: dict[str, list[str]] = Field(description="kind -> changed field names")
     unproven: dict[str, str] = Field(default_factory=dict,
                                      description="a | b -> why that side proves nothing")
@@ -218,6 +230,13 @@ def compare_contracts(a: Side, b: Side) -> list[Comparability]:
     ]
 
 
+def compare_published(a: list[PublishedFigure], b: list[PublishedFigure]
+                      ) -> list[PublishedPair]:
+    first_a, first_b = ({(f.metric, f.aggregation): f for f in reversed(side)} for side in (a, b))
+    return [PublishedPair(metric=m, aggregation=g, a=first_a.get((m, g)), b=first_b.get((m, g)))
+            for m, g in sorted(set(first_a) | set(first_b))]
+
+
 def diff(a: Side, b: Side) -> Diff:
     identity = compare_identity(a.identity, b.identity)
     changed: dict[str, list[str]] = {k.value: [] for k in Kind}
@@ -227,5 +246,6 @@ def diff(a: Side, b: Side) -> Diff:
     return Diff(a=a.label, b=b.label, identity=identity,
                 sources=compare_sources(a.sources, b.sources),
                 metrics=compare_metrics(a, b), outputs=compare_outputs(a.rows, b.rows),
-                contracts=compare_contracts(a, b), changed=changed,
+                contracts=compare_contracts(a, b),
+                published=compare_published(a.published, b.published), changed=changed,
                 unproven={k: s.unproven for k, s in (("a", a), ("b", b)) if s.unproven})

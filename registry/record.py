@@ -77,8 +77,9 @@ class Imported(Model):
     """Provenance of a record imported from a lab capsule rather than run here."""
 
     capsule: str = Field(description="the capsule directory's name")
-    manifest: str = Field(description="subject holding the capsule's sha256 manifest")
-    manifest_sha256: str
+    manifest: str | None = Field(None, description="subject holding the capsule's sha256 "
+                                 "manifest; None: the capsule has none")
+    manifest_sha256: str | None = None
     verified: list[str] = Field(description="manifest entries present and matching")
     missing: list[str] = Field(description="manifest entries absent from the capsule")
     unlisted: list[str] = Field(default_factory=list,
@@ -86,6 +87,34 @@ class Imported(Model):
     importer: str = Field(description="key id of the importer who signed this record")
     lab_identity: dict[str, str] = Field(default_factory=dict,
                                          description="the lab's identity.txt, as key = value")
+    # --- capsules of any layout (registry/importer) ---
+    arm: str | None = Field(None, description="this record's arm (folder) within the capsule")
+    arms: list[str] = Field(default_factory=list,
+                            description="every arm imported from the capsule, this one included")
+    evidence_sha256: str | None = Field(None, description="digest of the arm's evidence: "
+                                        "the same evidence imports as the same record")
+    declared_by: dict[str, str] = Field(default_factory=dict,
+                                        description="identity field -> the capsule file that "
+                                                    "declared it")
+
+
+# --- published figures (registry/importer): what a lab published beside what its rows give ---
+
+class PublishedFigure(Model):
+    """A figure the lab published (a summary JSON, a claim) and, where the capsule holds
+    the raw rows, the same figure re-derived from them with the named formula."""
+
+    source: str = Field(description="capsule file that publishes it")
+    key: str = Field(description="where in that file (a JSON path)")
+    metric: str = Field(description="e.g. decode_tok_s, ttft_ms")
+    aggregation: str = Field(description="median | mean | p10 | median-of-prompt-class-medians"
+                                         " | claim")
+    formula: str | None = Field(None, description="per-row formula, e.g. 100 / (t[99] - t[0])")
+    value: float
+    rederived: float | None = Field(None, description="the same aggregation over the raw rows")
+    rows: int = Field(0, description="rows that contributed to `rederived`")
+    agrees: bool | None = Field(None, description="within 1e-9 relative; None: not re-derivable")
+    note: str | None = None
 
 
 class Override(Model):
@@ -126,6 +155,8 @@ class Predicate(Model):
                                       "nothing: why (registry/proof.py)")
     run: RunInfo
     artifacts: dict[str, str] = Field(default_factory=dict, description="role -> subject name")
+    published: list[PublishedFigure] = Field(default_factory=list,
+                                             description="the lab's own figures (imports)")
 
 
 class Statement(Model):

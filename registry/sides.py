@@ -33,8 +33,11 @@ def side_from_record(home: Home, prefix: str) -> Side:
 
     rid, statement = sealed_statement(home, prefix)
     predicate = statement.predicate
+    from registry.importer.published import recheck
+
     side = Side(label=rid, identity=predicate.identity, sources=predicate.sources,
-                unproven=mark(predicate.unproven, predicate.identity))
+                unproven=mark(predicate.unproven, predicate.identity),
+                published=recheck(predicate.published, None))
     if statement.subject_named(predicate.artifacts.get(BENCH, BENCH)) is None:
         return side  # a record without benchmark rows (e.g. an engine-only run)
     run = sealed_run(home, rid, statement)
@@ -43,6 +46,7 @@ def side_from_record(home: Home, prefix: str) -> Side:
                                  hint=f"registry verify {rid[:16]}")
     return side.model_copy(update={"results": suite_results(run.bench, run.recipe),
                                    "rows": run.bench.rows,
+                                   "published": recheck(predicate.published, run.bench.rows),
                                    "suites": {s.name: s.sha256 for s in run.bench.suites}})
 
 

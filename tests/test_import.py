@@ -1,5 +1,6 @@
 """`registry import` of the real Laguna B70 capsule (read-only): manifest checked,
-absent files reported and recorded, results re-derived from the raw rows."""
+absent files reported and recorded, results re-derived from the raw rows, the identity
+declared by the capsule's own files when no recipe is given."""
 
 from __future__ import annotations
 
@@ -30,11 +31,6 @@ def tree_digest(folder: Path) -> str:
 
 
 @pytest.fixture
-def in_repo(monkeypatch) -> None:
-    monkeypatch.chdir(ROOT)  # where recipes/ is found by default
-
-
-@pytest.fixture
 def capsule_copy(tmp_path) -> Path:
     copy = tmp_path / "capsule"
     shutil.copytree(CAPSULE, copy)
@@ -44,16 +40,18 @@ def capsule_copy(tmp_path) -> Path:
 
 
 def imported(cli, *args) -> dict:
+    """The one record a single-arm capsule imports as."""
     r = cli("import", *args, "--json")
     assert r.exit_code == 0, r.stderr
-    return json.loads(r.stdout)
+    [record] = json.loads(r.stdout)
+    return record
 
 
-def test_import_the_laguna_capsule(cli, store_home, in_repo, signing_keys) -> None:
+def test_import_the_laguna_capsule(cli, store_home, signing_keys) -> None:
     before = tree_digest(CAPSULE)
     done = imported(cli, CAPSULE)
     assert tree_digest(CAPSULE) == before  # read-only input stays untouched
-    assert done["recipe"].endswith("recipes/laguna-s21-b70-exact-short-decode.toml")
+    assert done.get("recipe") is None and done["arm"] == "evidence/record-run"
     shown = json.loads(cli("show", done["record"]["id"][:12], "--json").stdout)
     p = shown["statement"]["predicate"]
     [suite] = p["results"]
@@ -73,19 +71,26 @@ def test_import_the_laguna_capsule(cli, store_home, in_repo, signing_keys) -> No
     assert i["capsule"] == "laguna-b70-record" and i["unlisted"] == []
     assert i["importer"] == shown["check"]["signer"] and i["lab_identity"]["exact_max_m"] == "12"
     kv = p["identity"]["fields"]["precision.kv_cache"]
-    assert (kv["resolved"], kv["status"]) == ("bfloat16", "confirmed")
+    assert (kv["declared"], kv["resolved"], kv["status"]) == ("bfloat16", "bfloat16", "confirmed")
+    assert i["declared_by"]["precision.kv_cache"] == (
+        "evidence/record-run/server.log:7 (non-default args)")
+    assert i["declared_by"]["engine.commit"] == "evidence/record-run/identity.txt"
+    assert p["identity"]["fields"]["engine.commit"]["declared"] == (
+        "e596ef1543466ae1a05e5bb8091f58872e2b18ba")
     assert {s["role"]: s["commit"] for s in p["sources"]}["vllm"] == (
         "e596ef1543466ae1a05e5bb8091f58872e2b18ba")
     assert p["run"]["state"] == "unknown" and "status.txt" in p["run"]["reason"]
     capsule_files = sorted(str(f.relative_to(CAPSULE)) for f in CAPSULE.rglob("*") if f.is_file())
     names = sorted(s["name"] for s in shown["statement"]["subject"])
     assert names == sorted([*capsule_files, "bench.json"])
+    assert p["artifacts"]["bench.json"] == "bench.json"
+    assert p["artifacts"]["bench.original.json"] == "evidence/record-run/bench.json"
     assert cli("verify", done["record"]["id"]).exit_code == 0
     assert json.loads(cli("list", "--json", "--where", "imported=true").stdout)[0]["id"] == (
         done["record"]["id"])
 
 
-def test_converted_rows_keep_every_token_and_timestamp(cli, store_home, in_repo) -> None:
+def test_converted_rows_keep_every_token_and_timestamp(cli, store_home) -> None:
     from registry.rundir import Bench
     from registry.store.objects import ObjectStore
 
@@ -106,7 +111,7 @@ def test_converted_rows_keep_every_token_and_timestamp(cli, store_home, in_repo)
         "decode_tok_s.median"]["value"]
 
 
-def test_absent_files_are_reported(cli, store_home, in_repo) -> None:
+def test_absent_files_are_reported(cli, store_home) -> None:
     r = cli("import", CAPSULE)
     assert r.exit_code == 0, r.stderr
     assert "7 files verified, 32 listed but absent" in r.stdout
@@ -114,7 +119,7 @@ def test_absent_files_are_reported(cli, store_home, in_repo) -> None:
     assert "101.94172124017027 tok/s = median over rows of 99 / (t[99] - t[0])" in r.stdout
 
 
-def test_a_changed_capsule_file_is_refused(cli, store_home, in_repo, capsule_copy) -> None:
+def test_a_changed_capsule_file_is_refused(cli, store_home, capsule_copy) -> None:
     log = capsule_copy / "evidence" / "record-run" / "server.log"
     log.write_bytes(log.read_bytes().replace(b"bfloat16", b"bfloat17", 1))
     r = cli("import", capsule_copy)
@@ -123,46 +128,81 @@ def test_a_changed_capsule_file_is_refused(cli, store_home, in_repo, capsule_cop
     assert json.loads(cli("list", "--json").stdout) == []
 
 
-def test_unlisted_files_are_sealed_and_reported(cli, store_home, in_repo, capsule_copy) -> None:
+def test_unlisted_files_are_sealed_and_reported(cli, store_home, capsule_copy) -> None:
     (capsule_copy / "evidence" / "record-run" / "notes.txt").write_text("added later\n")
     done = imported(cli, capsule_copy)
     assert done["imported"]["unlisted"] == ["evidence/record-run/notes.txt"]
 
 
 @pytest.mark.parametrize("damage, code, message", [
-    (lambda c: (c / "evidence" / "record-run.sha256").unlink(), ExitCode.INVALID_INPUT,
-     "not a lab record capsule"),
-    (lambda c: (c / "evidence" / "record-run" / "bench.json").unlink(), ExitCode.INVALID_INPUT,
-     "evidence/record-run/bench.json is absent"),
     (lambda c: (c / "evidence" / "record-run.sha256").write_text("abc  ../../etc/passwd\n"),
      ExitCode.INVALID_INPUT, "not a `sha256  relative/path` line"),
+    (lambda c: (c / "evidence" / "record-run.sha256").write_text(
+        "0" * 64 + "  /etc/passwd\n"), ExitCode.INVALID_INPUT, "relative/path"),
+    (lambda c: (c / "evidence" / "record-run" / "x.log").symlink_to("/etc/passwd"),
+     ExitCode.INVALID_INPUT, "x.log: a symbolic link (to /etc/passwd) in the capsule"),
+    (lambda c: (c / "evidence" / "linked").symlink_to(c.parent), ExitCode.INVALID_INPUT,
+     "linked: a symbolic link"),
+    (lambda c: [p.unlink() for p in c.rglob("*") if p.is_file()], ExitCode.INVALID_INPUT,
+     "no run evidence found"),
 ])
-def test_bad_capsules(cli, store_home, in_repo, capsule_copy, damage, code, message) -> None:
+def test_bad_capsules(cli, store_home, capsule_copy, damage, code, message) -> None:
     damage(capsule_copy)
     r = cli("import", capsule_copy)
     assert r.exit_code == code and message in r.stderr and "Traceback" not in r.stderr
+    assert json.loads(cli("list", "--json").stdout) == []  # nothing half-written
 
 
-def test_a_recipe_that_does_not_match_is_refused(cli, store_home, in_repo) -> None:
+def test_a_capsule_without_its_manifest_still_imports(cli, store_home, capsule_copy) -> None:
+    (capsule_copy / "evidence" / "record-run.sha256").unlink()
+    done = imported(cli, capsule_copy)
+    assert "manifest" not in done["imported"] and done["imported"]["verified"] == []
+    assert done["results"][0]["rows"] == 13
+
+
+def test_a_capsule_without_rows_imports_without_results(cli, store_home, capsule_copy) -> None:
+    (capsule_copy / "evidence" / "record-run" / "bench.json").unlink()
+    done = imported(cli, capsule_copy)
+    assert done["results"] == [] and "evidence/record-run/bench.json" in done["imported"][
+        "missing"]
+
+
+def test_importing_twice_gives_the_same_record(cli, store_home) -> None:
+    first, again = imported(cli, CAPSULE), imported(cli, CAPSULE)
+    assert again["record"]["id"] == first["record"]["id"] and again["already"]
+    assert not first["already"]
+    assert len(json.loads(cli("list", "--json").stdout)) == 1
+
+
+def test_hand_pointed_files_must_be_inside_the_capsule(cli, store_home, capsule_copy,
+                                                       tmp_path) -> None:
+    outside = tmp_path / "server.log"
+    outside.write_text("x\n")
+    r = cli("import", capsule_copy, "--log", outside)
+    assert r.exit_code == ExitCode.INVALID_INPUT and "must be a file inside the capsule" in (
+        r.stderr)
+    run = capsule_copy / "evidence" / "record-run"
+    (run / "server.log").rename(run / "engine-output.txt")
+    done = imported(cli, capsule_copy, "--log", run / "engine-output.txt", "--bench",
+                    run / "bench.json")
+    p = done["imported"]
+    assert p["declared_by"]["parallel.tensor"] == (
+        "evidence/record-run/engine-output.txt:7 (non-default args)")
+
+
+def test_a_recipe_that_does_not_match_is_refused(cli, store_home) -> None:
     long_context = ROOT / "recipes" / "laguna-s21-b70-long-context-service.toml"
     r = cli("import", CAPSULE, "--recipe", long_context)
     assert r.exit_code == ExitCode.REFUSED
     assert "precision.kv_cache declared 'checkpoint', resolved 'bfloat16'" in r.stderr
 
 
-def test_no_recipe_found_asks_for_one(cli, store_home, tmp_path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    import registry.importer
-
-    monkeypatch.setattr(registry.importer, "recipe_dirs", lambda: [])
-    r = cli("import", CAPSULE)
-    assert r.exit_code == ExitCode.NOT_FOUND and "--recipe FILE" in r.stderr
+def test_the_matching_recipe_is_used_when_named(cli, store_home) -> None:
+    recipe = ROOT / "recipes" / "laguna-s21-b70-exact-short-decode.toml"
+    done = imported(cli, CAPSULE, "--recipe", recipe)
+    assert done["recipe"] == str(recipe) and done["imported"]["declared_by"] == {}
 
 
-def test_a_copy_of_the_recipes_is_the_same_recipe(cli, store_home, tmp_path, monkeypatch) -> None:
-    """From another clone: its recipes/ and the installed package's hold the same files."""
-    shutil.copytree(ROOT / "recipes", tmp_path / "recipes")
-    shutil.copytree(ROOT / "identities", tmp_path / "identities")
-    monkeypatch.chdir(tmp_path)
-    r = cli("import", CAPSULE, "--json")
-    assert r.exit_code == 0, r.stderr
+def test_allow_mismatch_needs_a_recipe(cli, store_home) -> None:
+    r = cli("import", CAPSULE, "--allow-mismatch", "precision.kv_cache", "--reason", "x")
+    assert r.exit_code == ExitCode.INVALID_INPUT and "--allow-mismatch needs --recipe" in r.stderr

@@ -10,6 +10,7 @@ from registry.cli.store import HomeOpt, Json
 
 if TYPE_CHECKING:
     from registry.diff import Diff
+    from registry.record import PublishedFigure
 
 
 def diff(
@@ -55,6 +56,14 @@ def _percent(x: float | None) -> str:
     return "" if x is None else f"{x * 100:+.3f}%"
 
 
+def _published(f: PublishedFigure | None) -> str:
+    if f is None:
+        return ""
+    if f.rederived is None:
+        return f"{f.value:.6g} (not re-derived)"
+    return f"{f.value:.6g} {'=' if f.agrees else '≠ FINDING'} rows {f.rederived:.6g}"
+
+
 def render(d: Diff, *, show_all: bool) -> None:
     from registry.cli.output import console, table
     from registry.identity import PRECISION_AXES
@@ -78,6 +87,11 @@ def render(d: Diff, *, show_all: bool) -> None:
     if metrics:
         console.print(table("metrics", ["suite", "metric", "a", "b", "delta", "ratio",
                                         "formula"], metrics))
+    if d.published:
+        console.print(table("published by the lab (re-derived from each side's rows)",
+                            ["figure", "a", "b"], [
+            [f"{p.metric} {p.aggregation}", _published(p.a), _published(p.b)]
+            for p in d.published]))
     outputs = [[o.suite, o.prompt_id, "equal" if o.equal else
                 f"differs at {o.first_diff_index}: {o.a_token} vs {o.b_token}", o.text_equal]
                for o in d.outputs if show_all or not o.equal]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -91,40 +91,76 @@ def seal(
                   f"ledger commit {sealed.ledger_commit[:12]}", highlight=False, style="dim")
 
 
+PathOpt = Annotated[Path | None, typer.Option(show_default=False)]
+
+
 def import_(
-    capsule: Annotated[Path, typer.Argument(show_default=False, help="Lab record capsule.")],
+    capsule: Annotated[Path, typer.Argument(show_default=False,
+                                            help="Lab capsule (or, with --each, a folder).")],
+    each: Annotated[bool, typer.Option(
+        "--each", help="Import every subfolder of CAPSULE as a capsule.")] = False,
     recipe: RecipeOpt = None,
     allow_mismatch: AllowOpt = None,
     reason: ReasonOpt = None,
+    log: Annotated[Path | None, typer.Option(
+        "--log", show_default=False, help="The engine log, inside the capsule.")] = None,
+    bench: Annotated[Path | None, typer.Option(
+        "--bench", show_default=False, help="The raw rows, inside the capsule.")] = None,
+    manifest: Annotated[Path | None, typer.Option(
+        "--manifest", show_default=False, help="The sha256 manifest, inside the capsule.")] = None,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
-    """Seal a lab record capsule: verify its manifest, re-derive its results, sign.
+    """Seal a lab capsule: verify its manifest, one record per arm, results re-derived.
 
     Example: registry import tests/data/lab/laguna-b70-record
     """
-    from registry.cli.output import console, print_json
-    from registry.importer import import_capsule
+    from registry.cli.importing import print_folder, print_records
+    from registry.cli.output import print_json
+    from registry.importer.capsule import Options, import_capsule
+    from registry.importer.folder import import_folder
     from registry.store.home import find_home
 
-    allowed = _allowed(allow_mismatch, reason)
-    with hashing(capsule, json) as progress:
-        done = import_capsule(capsule, home=find_home(home), recipe_path=recipe,
-                              allow_mismatch=allowed, progress=progress)
-    if json:
-        print_json(done)
+    options = Options(recipe_path=recipe, allow_mismatch=_allowed(allow_mismatch, reason),
+                      log=log, bench=bench, manifest=manifest)
+    if each:
+        if log or bench or manifest:
+            raise UsageError("--log, --bench and --manifest name one capsule's files",
+                             hint="import that capsule on its own")
+        with stepping(capsule, json) as step:
+            done = import_folder(capsule, home=find_home(home), options=options, step=step)
+        print_json(done) if json else print_folder(done)
+        if done.failed:
+            raise typer.Exit(done.failed[0].exit_code)
         return
-    i = done.imported
-    console.print(done.record.id, highlight=False)
-    console.print(f"recipe {done.recipe}\nmanifest: {len(i.verified)} files verified, "
-                  f"{len(i.missing)} listed but absent", highlight=False)
-    for name in i.missing:
-        console.print(f"  absent: {name}", highlight=False)
-    for name in i.unlisted:
-        console.print(f"  not in the manifest: {name}", highlight=False)
-    for suite in done.results:
-        for name in ("decode_tok_s.median", "decode_tok_s_other_formula.median"):
-            if name in suite.metrics:
-                m = suite.metrics[name]
-                console.print(f"{suite.suite}: {m.value} {m.unit} = {m.formula} ({m.count} rows)",
-                              highlight=False)
+    with hashing(capsule, json) as progress:
+        records = import_capsule(capsule, home=find_home(home), options=options,
+                                 progress=progress)
+    print_json(records) if json else print_records(records)
+
+
+@contextmanager
+def stepping(folder: Path, quiet: bool) -> Iterator[Callable[[str], None] | None]:
+    """A progress bar over the capsules of a folder, on a terminal and without --json."""
+    from registry.cli.output import err_console
+    from registry.cli.output import quiet as not_a_tty
+
+    if quiet or not_a_tty() or not folder.is_dir():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    total = sum(1 for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+    columns = ("importing", BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("", total=total)
+        started = False
+
+        def step(name: str) -> None:
+            nonlocal started
+            if started:
+                bar.advance(task)
+            started = True
+            bar.update(task, description=name)
+
+        yield step

@@ -395,8 +395,9 @@ def _render(shown: ShownRecord) -> None:
     console.print(table("sources", ["role", "commit", "dirty", "path"], [
         [s.role, s.commit, s.dirty, s.path] for s in p.sources]))
     if p.imported:
-        console.print(f"imported from {p.imported.capsule}; missing from the capsule: "
-                      f"{', '.join(p.imported.missing) or 'none'}", highlight=False)
+        from registry.cli.importing import print_imported
+
+        print_imported(p)
     console.print(f"{len(shown.statement.subject)} artifacts", highlight=False)
 
 
