@@ -156,9 +156,8 @@ def change_keyring(home: Home, edit: Callable[[Keyring], Keyring], message: str,
     before = ledger.head()
     commit = ledger.commit({file_name(new.version): data}, f"keyring v{new.version}: {message}",
                            usable[0])
-    advance(home, state, chain)
     appended(home, before, commit)
-    current_keyring(home)
+    current_keyring(home)  # verifies the new version from the pin, and pins it
     return new
 
 
