@@ -51,8 +51,8 @@ def distribution(rates: Sequence[tuple[str, str, float]], formula: str) -> Spec:
                  height=max(60, 40 * len({v["series"] for v in values})),
                  mark={"type": "tick", "thickness": 2},
                  encoding={
-                     "x": {"field": "rate", "type": "quantitative", "title": "tok/s",
-                           "scale": {"zero": False}},
+                     "x": {"field": "rate", "type": "quantitative", "title": "tok/s (log scale)",
+                           "scale": {"type": "log"}},
                      "y": {"field": "series", "type": "nominal", "title": None},
                      "color": {"field": "series", "type": "nominal", "legend": None},
                      "tooltip": [{"field": "prompt"}, {"field": "rate", "format": ".2f"}]})

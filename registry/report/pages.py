@@ -12,7 +12,7 @@ from typing import Any
 
 from registry.contracts.verdict import Verdict
 from registry.diff import Diff
-from registry.identity import Evidence
+from registry.identity import PRECISION_AXES, Evidence
 from registry.metrics import Metric, formula_text
 from registry.report import charts
 from registry.report.html import (
@@ -202,9 +202,16 @@ def diff_page(d: Diff, a: RecordData, b: RecordData) -> str:
     facts = _facts({"a": link(_up(PATHS.record(a.id)), f"{short(a.id)}  {a.row.summary}"),
                     "b": link(_up(PATHS.record(b.id)), f"{short(b.id)}  {b.row.summary}")})
     changed = sum(f.changed for f in d.identity)
-    identity = table(["field", "kind", "a", "b", "changed"], [
-        [Html(f"<code>{esc(f.name)}</code>"), f.kind.value, _side(f.a), _side(f.b),
-         status("changed") if f.changed else ""] for f in d.identity])
+    columns = ["field", "kind", "a", "b", "changed"]
+    rows = [[Html(f"<code>{esc(f.name)}</code>"), f.kind.value, _side(f.a), _side(f.b),
+             status("changed") if f.changed else ""] for f in d.identity]
+    first = [row for f, row in zip(d.identity, rows, strict=True)
+             if f.changed or f.name in PRECISION_AXES]
+    rest = [row for f, row in zip(d.identity, rows, strict=True)
+            if not (f.changed or f.name in PRECISION_AXES)]
+    identity = Html(table(columns, first) + (
+        f"<details><summary>{len(rest)} more fields, equal</summary>{table(columns, rest)}"
+        "</details>" if rest else ""))
     contracts = table(["contract", "comparable", "why"], [
         [c.contract, status("comparable" if c.comparable else "refused"), "; ".join(c.reasons)]
         for c in d.contracts])
@@ -223,7 +230,7 @@ def diff_page(d: Diff, a: RecordData, b: RecordData) -> str:
     rates += [(f"b {short(b.id)}", f"{x.suite}/{x.prompt_id}", x.rate) for x in b.rates]
     formula, window = a.formula
     parts = [facts,
-             section(f"identity ({changed} changed, shown first)", identity),
+             section(f"identity: {changed} changed (first), then the precision axes", identity),
              section("contracts: can these two be compared?", contracts),
              section("metrics", metrics)]
     if rates:
