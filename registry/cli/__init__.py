@@ -82,6 +82,9 @@ def _register() -> None:
     from registry.cli import report
 
     app.command("report")(report.report)
+    from registry.cli import compare
+
+    app.command("compare")(compare.compare)
 
 
 _register()

@@ -27,10 +27,14 @@ def print_error(e: RegistryError) -> None:
         err_console.print(f"  hint: {e.hint}", highlight=False)
 
 
-def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
+def table(title: str | None, columns: list[str], rows: list[list[Any]], *,
+          fold: bool = True) -> Table:
+    """`fold=False`: every cell on one line, cut with an ellipsis when the terminal is too
+    narrow (never broken inside a word, an id or a path)."""
     t = Table(title=title, title_justify="left", header_style="bold")
     for i, column in enumerate(columns):
-        t.add_column(column, overflow="fold", no_wrap=i == 0)  # the key column stays whole
+        whole = i == 0 or not fold  # the key column stays whole
+        t.add_column(column, overflow="fold" if fold else "ellipsis", no_wrap=whole)
     for row in rows:
         t.add_row(*("" if v is None else str(v) for v in row))
     return t
