@@ -92,7 +92,7 @@ def record_value(rid: str, statement: Statement, name: str) -> Value:
               "recipe": recipe.get("name"), "parent": p.parent,
               "imported": p.imported is not None, "state": p.run.state}
     if name in record:
-        return record[name]  # type: ignore[no-any-return]
+        return record[name]
     if name in p.identity.fields:
         return _scalar(p.identity.value(name))
     suite, _, metric = name.rpartition(":")
