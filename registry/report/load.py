@@ -74,23 +74,26 @@ class Skipped(Model):
 
 
 def load_records(home: Home, rows: Sequence[RecordRow]) -> tuple[list[RecordData], list[Skipped]]:
+    from registry.store.ledger import committed_ids
+
     teachers: Teachers = {}
+    committed = committed_ids(home.ledger)
     shown, skipped = [], []
     for row in rows:
         try:
-            shown.append(load_record(home, row, teachers))
+            shown.append(load_record(home, row, teachers, committed))
         except RegistryError as e:
             skipped.append(Skipped(id=row.id, reason=e.message))
     return shown, skipped
 
 
-def load_record(home: Home, row: RecordRow,
-                teachers: Teachers) -> RecordData:
+def load_record(home: Home, row: RecordRow, teachers: Teachers,
+                committed: Sequence[str] | None = None) -> RecordData:
     from registry.contracts.sealed import sealed_run
     from registry.rundir import BENCH
     from registry.store.query import sealed_statement
 
-    rid, statement = sealed_statement(home, row.id)
+    rid, statement = sealed_statement(home, row.id, committed)
     predicate = statement.predicate
     if statement.subject_named(predicate.artifacts.get(BENCH, BENCH)) is None:
         return RecordData(row=row, statement=statement, recipe=None, bench=None,

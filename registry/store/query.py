@@ -69,9 +69,11 @@ def resolve_id(home: Home, prefix: str) -> str:
     return match_id(prefix, committed_ids(home.ledger, prefix.lower()))
 
 
-def statement_bytes_of(home: Home, prefix: str) -> tuple[str, bytes]:
-    """(full id, the statement's signed bytes) of one committed record."""
-    rid = resolve_id(home, prefix)
+def statement_bytes_of(home: Home, prefix: str, committed: Sequence[str] | None = None,
+                       ) -> tuple[str, bytes]:
+    """(full id, the statement's signed bytes) of one committed record; `committed`, the
+    ledger's ids listed once, saves a `git ls-tree` per record when reading many."""
+    rid = resolve_id(home, prefix) if committed is None else match_id(prefix, committed)
     path = home.ledger / RECORDS / rid / STATEMENT
     try:
         return rid, path.read_bytes()
@@ -80,10 +82,11 @@ def statement_bytes_of(home: Home, prefix: str) -> tuple[str, bytes]:
                        hint="registry verify " + rid[:16]) from None
 
 
-def sealed_statement(home: Home, prefix: str) -> tuple[str, Statement]:
+def sealed_statement(home: Home, prefix: str, committed: Sequence[str] | None = None,
+                     ) -> tuple[str, Statement]:
     """(full id, statement) of a committed record whose statement still hashes to its id:
     what judges and compares records reads (`registry verify` checks the rest)."""
-    rid, data = statement_bytes_of(home, prefix)
+    rid, data = statement_bytes_of(home, prefix, committed)
     if record_id(data) != rid:
         raise VerificationFailed(f"record {rid[:16]}: its statement was changed after sealing "
                                  "(it no longer hashes to the record id)",
