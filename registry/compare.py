@@ -56,8 +56,8 @@ class Condition(BaseModel):
 def parse_condition(term: str) -> Condition:
     m = _TERM.match(term)
     if not m:
-        raise InvalidInput(f"--where {term!r}: expected FIELD OP VALUE with OP one of "
-                           "= != < <= > >=", hint="e.g. --where 'decode_tok_s.median>=300'")
+        raise InvalidInput(f"--where {term!r}: expected FIELD=VALUE, or FIELD OP VALUE with OP "
+                           "one of != < <= > >=", hint="e.g. --where 'decode_tok_s.median>=300'")
     return Condition(name=m[1], op=m[2], value=m[3])
 
 
@@ -145,6 +145,21 @@ def sort_rows(rows: list[list[Value]], columns: list[str], sort: str) -> list[li
     missing = [r for r in rows if r[i] is None]
     present.sort(key=lambda r: (isinstance(r[i], str), r[i]), reverse=sort.startswith("-"))
     return present + missing
+
+
+def split_where(terms: Sequence[str]) -> tuple[list[str], list[Condition]]:
+    """`FIELD=VALUE` terms the index answers as they are, and the typed rest."""
+    conditions = [parse_condition(t) for t in terms]
+    return ([str(c) for c in conditions if c.op == "="],
+            [c for c in conditions if c.op != "="])
+
+
+def filter_ids(home: Home, ids: Sequence[str], conditions: Sequence[Condition]) -> list[str]:
+    """The ids, in order, whose records meet every typed condition."""
+    if not conditions:
+        return list(ids)
+    return [rid for rid, s in load(home, ids)
+            if all(c.holds(record_value(rid, s, c.name)) for c in conditions)]
 
 
 def load(home: Home, ids: Sequence[str]) -> list[tuple[str, Statement]]:

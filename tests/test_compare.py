@@ -53,7 +53,7 @@ def test_typed_conditions(compare, env) -> None:
 @pytest.mark.parametrize("term, message", [
     ("decode_tok_s.median>=fast", "is not a number"),
     ("imported<yes", "use = or !="),
-    ("decode_tok_s.median~3", "expected FIELD OP VALUE"),
+    ("decode_tok_s.median~3", "expected FIELD=VALUE"),
     ("no.such.field=1", "unknown column"),
 ])
 def test_bad_conditions_exit_4(compare, term, message) -> None:
@@ -87,3 +87,28 @@ def test_table_fits_without_folding(compare, env, monkeypatch, width) -> None:
     assert all(len(line) <= width for line in lines), [len(x) for x in lines]
     ids = {line.split()[0] for line in lines[1:-1]}
     assert ids == {x[:16] for x in [*env["bf16"], *env["others"], env["laguna"]]}
+
+
+def test_list_takes_the_same_typed_conditions(cli, env) -> None:
+    def ids(*where: str) -> list[str]:
+        r = cli("list", "--json", "--home", env["home"].root,
+                *[x for w in where for x in ("--where", w)])
+        assert r.exit_code == 0, r.stderr
+        return [row["id"] for row in json.loads(r.stdout)]
+
+    assert ids("parallel.tensor>1") == [env["laguna"]]
+    assert ids("parallel.tensor>=1", "lane=tiny-bf16-exact") == list(reversed(env["bf16"]))
+    slow = ids("decode_tok_s.median<1000")
+    assert env["laguna"] in slow and env["others"][1] not in slow  # ngram's bursts: ~86k
+    r = cli("list", "--where", "parallel.tensor>two", "--home", env["home"].root)
+    assert r.exit_code == ExitCode.INVALID_INPUT and "not a number" in r.stderr
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_list_fits_without_folding(cli, env, monkeypatch, width) -> None:
+    monkeypatch.setenv("COLUMNS", str(width))
+    lines = cli("list", "--home", env["home"].root).stdout.splitlines()
+    assert all(len(line) <= width for line in lines)
+    assert {line.split()[0] for line in lines[1:-1]} == {
+        x[:16] for x in [*env["bf16"], *env["others"], env["laguna"]]}
+    assert "None" not in "\n".join(lines) and "False" not in "\n".join(lines)

@@ -132,6 +132,9 @@ def test_chosen_records_and_a_rewrite_of_an_earlier_report(cli, env, tmp_path) -
     r = cli("report", "--where", "precision.kv_cache=fp8_e4m3", "--out", out,
             "--home", env["home"].root, "--json")
     assert json.loads(r.stdout)["records"] == 1
+    r = cli("report", "--where", "parallel.tensor>1", "--out", out, "--home", env["home"].root,
+            "--json")
+    assert json.loads(r.stdout)["records"] == 1  # the Laguna record, tp 4
     r = cli("report", "ffff", "--out", out, "--home", env["home"].root)
     assert r.exit_code == ExitCode.NOT_FOUND
     assert (out / "index.html").is_file()  # the earlier report is still whole

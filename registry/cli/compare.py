@@ -51,7 +51,7 @@ def compare(
 
 
 def render(result: Comparison, fmt: Format) -> None:
-    from registry.cli.output import console, print_json
+    from registry.cli.output import console, print_fitted, print_json
 
     if fmt is Format.json:
         print_json([dict(zip(result.columns, row, strict=True)) for row in result.rows])
@@ -67,34 +67,11 @@ def render(result: Comparison, fmt: Format) -> None:
                   for row in result.rows]
         sys.stdout.write("\n".join(lines) + "\n")
     else:
-        headers = [LABELS.get(c, c) for c in result.columns]
-        cells = [[_shown(c, v) for c, v in zip(result.columns, row, strict=True)]
-                 for row in result.rows]
-        keep = [c in ("id", "parent") for c in result.columns]
-        lines = fit([headers, *cells], keep, console.width)
-        console.print(lines[0], style="bold underline", highlight=False, soft_wrap=True)
-        for line in lines[1:]:
-            console.print(line, highlight=False, soft_wrap=True)
+        print_fitted([LABELS.get(c, c) for c in result.columns],
+                     [[_shown(c, v) for c, v in zip(result.columns, row, strict=True)]
+                      for row in result.rows],
+                     keep=[c in ("id", "parent") for c in result.columns])
         console.print(f"{len(result.rows)} records", highlight=False, soft_wrap=True)
-
-
-def fit(rows: list[list[str]], keep: list[bool], width: int, gap: int = 2) -> list[str]:
-    """Columns fitted to `width`: the widest column that may shrink loses one character
-    at a time (down to 5); a cut value or header ends in an ellipsis, and an id column is
-    never cut. Nothing is ever broken over two lines."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(keep))]
-    floor = [w if k else min(w, 5) for w, k in zip(widths, keep, strict=True)]
-    while sum(widths) + gap * (len(widths) - 1) > width:
-        i = max(range(len(widths)), key=lambda j: widths[j] - floor[j])
-        if widths[i] <= floor[i]:
-            break  # as narrow as it goes: the terminal scrolls rather than folds
-        widths[i] -= 1
-    return [(" " * gap).join(_cut(v, w).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
-            for r in rows]
-
-
-def _cut(value: str, width: int) -> str:
-    return value if len(value) <= width else value[:width - 1] + "…"
 
 
 # short headers for the usual columns, so a default table reads at 80 columns

@@ -14,7 +14,8 @@ def report(
     records: Annotated[list[str] | None, typer.Argument(
         show_default=False, help="Record ids or prefixes (default: every record chosen).")] = None,
     where: Annotated[list[str] | None, typer.Option(
-        "--where", show_default=False, help="FIELD=VALUE: an identity field or a column.")] = None,
+        "--where", show_default=False,
+        help="FIELD OP VALUE, OP one of = != < <= > >= (typed: numbers as numbers).")] = None,
     lane: Annotated[str | None, typer.Option(
         "--lane", show_default=False, help="Only the records of this lane.")] = None,
     out: Annotated[Path, typer.Option(

@@ -201,25 +201,35 @@ def verify(
 
 def list_records(
     where: Annotated[list[str] | None, typer.Option(
-        "--where", show_default=False, help="FIELD=VALUE: an identity field or a column.")] = None,
+        "--where", show_default=False,
+        help="FIELD OP VALUE, OP one of = != < <= > >= (typed: numbers as numbers).")] = None,
     limit: Annotated[int, typer.Option(min=0, help="Most recent N records; 0 for all.")] = 50,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
-    """List records, newest first, filtered by identity fields.
+    """List records, newest first, filtered by identity fields, columns or metrics.
 
-    Example: registry list --where precision.kv_cache=fp8_e4m3 --where lane=tiny-fp8-kv
+    Example: registry list --where precision.kv_cache=fp8_e4m3 --where 'parallel.tensor>1'
     """
-    from registry.cli.output import console, print_json, table
+    from registry.cli.output import console, print_fitted, print_json
+    from registry.compare import filter_ids, split_where
     from registry.store.query import find_records
 
-    rows = find_records(_home(home), where or [], limit or None)
+    target = _home(home)
+    equal, typed = split_where(where or [])
+    rows = find_records(target, equal, None if typed else limit or None)
+    if typed:
+        kept = set(filter_ids(target, [r.id for r in rows], typed))
+        rows = [r for r in rows if r.id in kept][:limit or None]
     if json:
         print_json(rows)
         return
-    console.print(table(None, ["id", "sealed", "lane", "model", "weights", "kv cache", "tok/s"], [
-        [r.id[:12], r.created_at[:16].replace("T", " "), r.lane, r.model, r.weights, r.kv_cache,
-         f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else None] for r in rows]))
+    # the model is in `show` and `compare --columns model.architecture`: 80 columns fit
+    print_fitted(["id", "sealed", "lane", "weights", "kv cache", "tok/s"], [
+        [r.id[:16], r.created_at[:16].replace("T", " "), r.lane or "", r.weights or "",
+         r.kv_cache or "", f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else ""]
+        for r in rows], keep=[True, True, False, False, False, True])
+    console.print(f"{len(rows)} records", highlight=False, soft_wrap=True)
 
 
 def show(

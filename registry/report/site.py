@@ -53,17 +53,23 @@ class ReportSummary(BaseModel):
 
 
 def select(home: Home, selection: Selection) -> list[RecordRow]:
-    """Index rows of the chosen records, newest first (all records when nothing is chosen)."""
+    """Index rows of the chosen records, newest first (all records when nothing is chosen);
+    `where` takes the typed conditions of `registry compare`."""
+    from registry.compare import filter_ids, split_where
     from registry.store.query import find_records, resolve_id
 
-    where = [*selection.where, *([f"lane={selection.lane}"] if selection.lane else [])]
-    if not selection.ids:
-        return find_records(home, where)
-    rows: dict[str, RecordRow] = {}
-    for prefix in selection.ids:
-        rid = resolve_id(home, prefix)
-        rows.update((r.id, r) for r in find_records(home, [*where, f"id={rid}"]))
-    return sorted(rows.values(), key=lambda r: (r.created_at, r.id), reverse=True)
+    equal, typed = split_where([*selection.where, *(
+        [f"lane={selection.lane}"] if selection.lane else [])])
+    if selection.ids:
+        rows: dict[str, RecordRow] = {}
+        for prefix in selection.ids:
+            rid = resolve_id(home, prefix)
+            rows.update((r.id, r) for r in find_records(home, [*equal, f"id={rid}"]))
+        found = sorted(rows.values(), key=lambda r: (r.created_at, r.id), reverse=True)
+    else:
+        found = find_records(home, equal)
+    kept = set(filter_ids(home, [r.id for r in found], typed))
+    return [r for r in found if r.id in kept]
 
 
 def build_report(home: Home, out: Path, selection: Selection) -> ReportSummary:

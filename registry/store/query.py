@@ -73,7 +73,7 @@ def statement_bytes_of(home: Home, prefix: str, committed: Sequence[str] | None 
                        ) -> tuple[str, bytes]:
     """(full id, the statement's signed bytes) of one committed record; `committed`, the
     ledger's ids listed once, saves a `git ls-tree` per record when reading many."""
-    rid = resolve_id(home, prefix) if committed is None else match_id(prefix, committed)
+    rid = resolve_id(home, prefix) if committed is None else match_id(prefix, list(committed))
     path = home.ledger / RECORDS / rid / STATEMENT
     try:
         return rid, path.read_bytes()
