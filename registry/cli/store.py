@@ -244,34 +244,71 @@ def show(
     from registry.cli.output import print_json
     from registry.store.query import show_record
 
-    shown = show_record(_home(home), record)
+    found = show_record(_home(home), record)
     if json:
-        print_json(shown)
+        print_json(found)
         return
-    _render(shown)
+    _render(found)
 
 
-def _render(shown: ShownRecord) -> None:
-    from registry.cli.output import console, table
+def _render(record: ShownRecord) -> None:
+    """A summary a person reads in one screen, then the details, each row on one line."""
+    from collections import Counter
 
-    p = shown.statement.predicate
-    console.print(f"[bold]record {shown.id}[/]\nledger commit {shown.ledger_commit}  "
-                  f"signer {shown.signer}  sealed {p.run.sealed_at}", highlight=False)
-    if not shown.statement_matches_id:
+    from registry.cli.output import console, print_fitted, shown
+    from registry.record import summary_line
+
+    p = record.statement.predicate
+    decode = next((s.metrics["decode_tok_s.median"] for s in p.results
+                   if "decode_tok_s.median" in s.metrics), None)
+    statuses = Counter(f.status.value for f in p.identity.fields.values())
+    flagged = sorted(n for n, f in p.identity.fields.items()
+                     if f.status.value in ("mismatch", "unresolved"))
+    facts = [("record", record.id), ("what", summary_line(p)),
+             ("sealed", f"{p.run.sealed_at}  by {(record.signer or '?')[:16]}  "
+                        f"ledger commit {(record.ledger_commit or '?')[:12]}"),
+             ("recipe", (p.recipe or {}).get("name")), ("parent", p.parent),
+             ("imported", p.imported and f"from {p.imported.capsule}; "
+                                         f"{len(p.imported.missing)} manifest entries absent"),
+             ("decode", decode and f"{decode.value:.2f} tok/s ({decode.formula}, "
+                                   f"{decode.count} rows)"),
+             ("identity", ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))),
+             ("check", ", ".join(flagged)),
+             ("overrides", ", ".join(f"{o.field} ({o.reason})" for o in p.overrides))]
+    for name, value in facts:
+        if value:
+            console.print(f"[bold]{name:9}[/] {value}", highlight=False, soft_wrap=False)
+    if not record.statement_matches_id:
         console.print("[red]the statement file does not hash to this id: registry verify[/]")
-    console.print(table("identity", ["field", "declared", "resolved", "status", "evidence"], [
-        [name, f.declared, f.resolved, f.status.value,
-         f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else None]
-        for name, f in sorted(p.identity.fields.items())]))
-    console.print(table("results", ["suite", "metric", "value", "unit", "formula", "n"], [
-        [s.suite, m.name, f"{m.value:.6g}", m.unit, m.formula, m.count]
-        for s in p.results for m in s.metrics.values()]))
-    console.print(table("sources", ["role", "commit", "dirty", "path"], [
-        [s.role, s.commit, s.dirty, s.path] for s in p.sources]))
-    if p.imported:
-        console.print(f"imported from {p.imported.capsule}; missing from the capsule: "
-                      f"{', '.join(p.imported.missing) or 'none'}", highlight=False)
-    console.print(f"{len(shown.statement.subject)} artifacts", highlight=False)
+    console.print(f"{len(record.statement.subject)} artifacts; details follow "
+                  "(--json for everything)\n", highlight=False)
+    print_fitted(["field", "value", "status", "evidence"], [
+        [name, _value(f.declared, f.resolved), f.status.value,
+         f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else ""]
+        for name, f in sorted(p.identity.fields.items())],
+        keep=[True, False, True, True], title="identity (value: resolved, else declared)")
+    console.print()
+    print_fitted(["suite", "metric", "value", "unit", "n"], [
+        [s.suite, m.name, f"{m.value:.6g}", m.unit, str(m.count)]
+        for s in p.results for m in s.metrics.values()],
+        keep=[False, True, True, True, True], title="results")
+    formulas = {m.name: m.formula for s in p.results for m in s.metrics.values()}
+    for name, formula in formulas.items():  # below the table: a formula is never cut
+        console.print(f"  {name} = {formula}", highlight=False, soft_wrap=False)
+    console.print()
+    print_fitted(["role", "commit", "dirty", "path"], [
+        [s.role, (s.commit or "")[:12], shown(s.dirty), s.path] for s in p.sources],
+        keep=[True, True, True, False], title="sources")
+
+
+def _value(declared: object, resolved: object) -> str:
+    from registry.cli.output import shown
+
+    if resolved is None:
+        return f"declared {shown(declared)}" if declared is not None else ""
+    if declared is not None and declared != resolved:
+        return f"{shown(resolved)} (declared {shown(declared)})"
+    return shown(resolved)
 
 
 def reindex(home: HomeOpt = None, json: Json = False) -> None:
