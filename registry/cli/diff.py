@@ -48,7 +48,7 @@ def _value(field: Any) -> str:
 def _num(x: float | None) -> str:
     if x is None:
         return "-"
-    return f"{x:,.0f}" if float(x).is_integer() else f"{x:.8g}"
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:.6g}"
 
 
 def _percent(x: float | None) -> str:
@@ -76,7 +76,7 @@ def render(d: Diff, *, show_all: bool) -> None:
         print_fitted(["suite", "metric", "a", "b", "delta", "relative", "ratio"], [
             [m.suite, m.name, _num(m.a), _num(m.b), _num(m.delta), _percent(m.relative),
              f"{m.ratio:.2f}x" if m.ratio is not None else ""] for m in shown_metrics],
-            keep=[False, True, True, True, True, True, True], title="metrics")
+            keep=[False, False, True, True, True, True, True], title="metrics")
         notes = {m.name: m.note or m.formula_a for m in shown_metrics}
         for name, note in notes.items():  # below the table: never cut
             console.print(f"  {name}: {note}", highlight=False, soft_wrap=False)
