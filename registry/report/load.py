@@ -94,6 +94,7 @@ def load_record(home: Home, row: RecordRow, teachers: Teachers,
     from registry.store.query import sealed_statement
 
     rid, statement = sealed_statement(home, row.id, committed)
+    row = row.model_copy(update={"id": rid})  # the ledger's id names the pages, not the cache's
     predicate = statement.predicate
     if statement.subject_named(predicate.artifacts.get(BENCH, BENCH)) is None:
         return RecordData(row=row, statement=statement, recipe=None, bench=None,
