@@ -23,6 +23,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing registry with the vLLM CPU engine into .venv (about a minute)" >&2
   # torch first, alone: pip takes the CPU build from the machine's local wheels.
   .venv/bin/python -m pip install -q torch==2.13.0 2>&1 | grep -v "^WARNING: Location" || true
+  # the distribution was called `registry` before it became serving-registry
+  .venv/bin/python -m pip uninstall -q -y registry 2>&1 | grep -v "^WARNING" || true
   PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q -e '.[test,postgres,engine]' 2>&1 | grep -v "^WARNING: Location" || true
   # PyPI's torchvision/torchaudio/torchcodec do not load beside the CPU torch and
   # break transformers imports (see docs/engine.md).
