@@ -119,7 +119,7 @@ def check_manifest(capsule: Path) -> tuple[list[str], list[str], list[str]]:
 def _manifest_lines(manifest: Path) -> list[tuple[int, str, str]]:
     """(line number, sha256, path relative to the manifest) per `sha256sum` line."""
     out = []
-    for number, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(_text(manifest).splitlines(), 1):
         if not line.strip():
             continue
         digest_, _, name = line.partition(" ")
@@ -135,7 +135,7 @@ def key_values(path: Path) -> dict[str, str]:
     """KEY=VALUE lines (identity.txt, service-environment.txt); other lines skipped."""
     if not path.is_file():
         return {}
-    pairs = (line.partition("=") for line in path.read_text(encoding="utf-8").splitlines())
+    pairs = (line.partition("=") for line in _text(path).splitlines())
     return {k: v for k, sep, v in pairs if sep and k and " " not in k}
 
 
@@ -241,6 +241,15 @@ def _run(capsule: Path, missing: list[str]) -> RunInfo:
     started = _json(capsule / ROLES["bench.original.json"]).get("run_identity", {})
     return RunInfo(state="unknown", reason=reason, started_at=started.get("created_at_utc"),
                    sealed_at=now_utc())
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidInput(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise InvalidInput(f"{path}: cannot read ({e.strerror})") from None
 
 
 def _json(path: Path) -> dict[str, Any]:
