@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from registry.canonical import canonical_bytes, sha256_hex
 from registry.errors import NotFound, VerificationFailed
 from registry.identity import ResolvedIdentity
+from registry.measure.quality import Quality
 from registry.metrics import Metric
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
@@ -60,6 +61,7 @@ class SuiteResult(Model):
     formula: str = Field(description="the decode-rate formula the recipe names")
     window: int
     metrics: dict[str, Metric]
+    quality: Quality | None = Field(None, description="None: sealed before quality was judged")
 
 
 class ContractInfo(Model):

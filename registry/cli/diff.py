@@ -45,6 +45,16 @@ def _value(field: Any) -> str:
     return str(shown)
 
 
+def _flagged(value: float | None, quality: str | None) -> str:
+    """A figure with its measurement flag unless valid (engine facts carry none)."""
+    flag = "" if quality in (None, "valid") else f" ({quality})"
+    return _num(value) + flag
+
+
+def _noise(beyond: bool | None) -> str:
+    return "" if beyond is None else (" !" if beyond else " ~")
+
+
 def _num(x: float | None) -> str:
     if x is None:
         return "-"
@@ -70,12 +80,13 @@ def render(d: Diff, *, show_all: bool) -> None:
     if sources:
         console.print(table("sources", ["role", "a commit", "b commit", "dirty a / b",
                                         "same uncommitted diff"], sources))
-    metrics = [[m.suite, m.name, _num(m.a), _num(m.b), _percent(m.relative),
+    metrics = [[m.suite, m.name, _flagged(m.a, m.quality_a), _flagged(m.b, m.quality_b),
+                _percent(m.relative) + _noise(m.beyond_noise),
                 f"{m.ratio:.2f}x" if m.ratio is not None else "", m.note or m.formula_a]
                for m in d.metrics if show_all or m.comparable or m.note]
     if metrics:
-        console.print(table("metrics", ["suite", "metric", "a", "b", "delta", "ratio",
-                                        "formula"], metrics))
+        console.print(table("metrics (delta: ~ within noise, ! beyond it; 95% intervals)",
+                            ["suite", "metric", "a", "b", "delta", "ratio", "formula"], metrics))
     outputs = [[o.suite, o.prompt_id, "equal" if o.equal else
                 f"differs at {o.first_diff_index}: {o.a_token} vs {o.b_token}", o.text_equal]
                for o in d.outputs if show_all or not o.equal]

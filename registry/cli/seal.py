@@ -82,6 +82,8 @@ def seal(
     console.print(sealed.id, highlight=False)
     console.print(f"{sealed.summary}\n{sealed.artifacts} artifacts, {sealed.bytes:,} bytes, "
                   f"ledger commit {sealed.ledger_commit[:12]}", highlight=False, style="dim")
+    for line in sealed.measurement:
+        console.print(line, highlight=False)
 
 
 def import_(
@@ -98,6 +100,7 @@ def import_(
     """
     from registry.cli.output import console, print_json
     from registry.importer import import_capsule
+    from registry.measure.report import quality_lines, state
     from registry.store.home import find_home
 
     allowed = _allowed(allow_mismatch, reason)
@@ -119,5 +122,8 @@ def import_(
         for name in ("decode_tok_s.median", "decode_tok_s_other_formula.median"):
             if name in suite.metrics:
                 m = suite.metrics[name]
-                console.print(f"{suite.suite}: {m.value} {m.unit} = {m.formula} ({m.count} rows)",
-                              highlight=False)
+                console.print(f"{suite.suite}: {m.value} {m.unit} = {m.formula} ({m.count} rows)"
+                              + ("" if suite.quality and not suite.quality.degraded
+                                 else f" ({state(suite.quality)})"), highlight=False)
+    for line in quality_lines(done.results):
+        console.print(line, highlight=False)

@@ -16,6 +16,7 @@ from registry.errors import ExitCode, RegistryError
 
 if TYPE_CHECKING:
     from registry.store.home import Home
+    from registry.store.index import RecordRow
     from registry.store.query import ShownRecord
 
 HomeOpt = Annotated[Path | None, typer.Option(
@@ -219,7 +220,15 @@ def list_records(
         return
     console.print(table(None, ["id", "sealed", "lane", "model", "weights", "kv cache", "tok/s"], [
         [r.id[:12], r.created_at[:16].replace("T", " "), r.lane, r.model, r.weights, r.kv_cache,
-         f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else None] for r in rows]))
+         _decode_text(r)] for r in rows]))
+
+
+def _decode_text(r: RecordRow) -> str | None:
+    """The decode median, flagged unless its measurement is valid."""
+    if r.decode_tok_s is None:
+        return None
+    flag = "" if r.quality == "valid" else f" ({r.quality or 'not judged'})"
+    return f"{r.decode_tok_s:.2f}{flag}"
 
 
 def show(
@@ -243,6 +252,7 @@ def show(
 
 def _render(shown: ShownRecord) -> None:
     from registry.cli.output import console, table
+    from registry.measure.report import quality_lines, value_text
 
     p = shown.statement.predicate
     console.print(f"[bold]record {shown.id}[/]\nledger commit {shown.ledger_commit}  "
@@ -253,9 +263,11 @@ def _render(shown: ShownRecord) -> None:
         [name, f.declared, f.resolved, f.status.value,
          f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else None]
         for name, f in sorted(p.identity.fields.items())]))
-    console.print(table("results", ["suite", "metric", "value", "unit", "formula", "n"], [
-        [s.suite, m.name, f"{m.value:.6g}", m.unit, m.formula, m.count]
+    console.print(table("results", ["suite", "metric", "value [95% CI]", "unit", "formula", "n"], [
+        [s.suite, m.name, value_text(m, s.quality), m.unit, m.formula, m.count]
         for s in p.results for m in s.metrics.values()]))
+    for line in quality_lines(p.results):
+        console.print(line, highlight=False)
     console.print(table("sources", ["role", "commit", "dirty", "path"], [
         [s.role, s.commit, s.dirty, s.path] for s in p.sources]))
     if p.imported:

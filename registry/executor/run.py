@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 from pydantic import Field
@@ -29,7 +30,8 @@ from registry.executor.plan import model_path, plan, variables
 from registry.executor.profiles import PlatformProfile
 from registry.executor.suite import Suite, load_suites
 from registry.files import write_bytes, write_model
-from registry.metrics import Metric, suite_metrics
+from registry.measure.quality import Quality
+from registry.metrics import Metric, suite_figures
 from registry.recipe import load_recipe
 from registry.recipe.schema import Recipe
 from registry.rundir import BenchRow, LaunchPlan, RunState, RunStatus
@@ -46,6 +48,7 @@ class RunResult(RunModel):
     rows: int
     metrics: dict[str, dict[str, Metric]] = Field(
         default_factory=dict, description="suite -> metric name -> metric")
+    quality: dict[str, Quality] = Field(default_factory=dict, description="suite -> quality")
     cleanup: Cleanup | None = None
 
 
@@ -165,8 +168,8 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
     if state is RunState.failed:  # only an unclean teardown fails a run that got here
         raise EngineFailed(f"{reason}", hint=f"run directory {out_dir} is marked failed")
     return RunResult(run_dir=str(out_dir), recipe=recipe.name, state=state, served_model=served,
-                     ready_s=ready_s, rows=len(rows), metrics=_metrics(recipe, suites, rows),
-                     cleanup=cleanup)
+                     ready_s=ready_s, rows=len(rows), cleanup=cleanup,
+                     **_figures(recipe, suites, rows))
 
 
 def _raise_for(engine: Engine, fault: str | None, rows: list[BenchRow]) -> None:
@@ -200,8 +203,9 @@ def _bench(recipe: Recipe, model: str, suites: list[Suite], rows: list[BenchRow]
         rows=rows)
 
 
-def _metrics(recipe: Recipe, suites: list[Suite],
-             rows: list[BenchRow]) -> dict[str, dict[str, Metric]]:
+def _figures(recipe: Recipe, suites: list[Suite], rows: list[BenchRow]) -> dict[str, Any]:
     b = recipe.benchmark
-    return {s.name: suite_metrics([r for r in rows if r.suite == s.name], b.metric, b.window)
-            for s in suites}
+    figures = {s.name: suite_figures([r for r in rows if r.suite == s.name], b.metric, b.window)
+               for s in suites}
+    return {"metrics": {name: f.metrics for name, f in figures.items()},
+            "quality": {name: f.quality for name, f in figures.items()}}

@@ -38,6 +38,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from registry.errors import InvalidInput, NotFound
+from registry.measure.report import worst
 from registry.record import Statement, summary_line
 from registry.store.home import Home
 
@@ -56,6 +57,9 @@ records = Table(
     Column("weights", String(100)),
     Column("kv_cache", String(100)),
     Column("decode_tok_s", Float),
+    Column("decode_ci_low", Float),
+    Column("decode_ci_high", Float),
+    Column("quality", String(20)),
     Column("ledger_commit", String(40)),
     SqlIndex("ix_records_created_at", "created_at"),
 )
@@ -96,6 +100,9 @@ class RecordRow(BaseModel):
     weights: str | None
     kv_cache: str | None
     decode_tok_s: float | None
+    decode_ci_low: float | None = None
+    decode_ci_high: float | None = None
+    quality: str | None = None  # measurement: valid | degraded | not judged
     ledger_commit: str | None
 
 
@@ -112,14 +119,17 @@ def entry_rows(record_id: str, statement: Statement, signer: str | None) -> Rows
     """The rows of each table for one record."""
     p = statement.predicate
     v = p.identity.value
-    decode = next((s.metrics["decode_tok_s.median"].value for s in p.results
+    decode = next((s.metrics["decode_tok_s.median"] for s in p.results
                    if "decode_tok_s.median" in s.metrics), None)
     record = {
         "id": record_id, "created_at": p.run.sealed_at, "lane": (p.recipe or {}).get("lane"),
         "recipe": (p.recipe or {}).get("name"), "parent": p.parent,
         "imported": p.imported is not None, "signer": signer, "summary": summary_line(p),
         "model": value_text(v("model.architecture")), "weights": value_text(v("precision.weights")),
-        "kv_cache": value_text(v("precision.kv_cache")), "decode_tok_s": decode,
+        "kv_cache": value_text(v("precision.kv_cache")),
+        "decode_tok_s": decode.value if decode else None,
+        "decode_ci_low": decode.ci_low if decode else None,
+        "decode_ci_high": decode.ci_high if decode else None, "quality": worst(p.results),
         "ledger_commit": None,
     }
     fields = [{"record_id": record_id, "name": name, "value": value_text(f.resolved),

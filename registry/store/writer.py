@@ -17,10 +17,11 @@ import os
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from registry.errors import Refused
 from registry.hashing import Progress
+from registry.measure.report import quality_lines
 from registry.record import Predicate, Statement, Subject, record_id, statement_bytes, summary_line
 from registry.store import dsse
 from registry.store.home import Home
@@ -58,6 +59,7 @@ class SealedRecord(BaseModel):
     signer: str
     artifacts: int
     bytes: int
+    measurement: list[str] = Field(default_factory=list, description="per suite: quality")
 
 
 Signer = tuple[str, Ed25519PrivateKey]
@@ -88,7 +90,8 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
             _crash_point("ledger")
             index.mark_committed(rid, commit)
     return SealedRecord(id=rid, ledger_commit=commit, summary=summary, signer=keyid,
-                        artifacts=len(subjects), bytes=size)
+                        artifacts=len(subjects), bytes=size,
+                        measurement=quality_lines(predicate.results))
 
 
 def ready_signer(home: Home, signer: Signer | None = None) -> Signer:
