@@ -121,10 +121,11 @@ def cached_tokens(stream: Stream) -> int | None:
 
 
 def make_row(suite: Suite, index: int, prompt: Prompt, started: float, stream: Stream,
-             error: str | None) -> BenchRow:
+             error: str | None, round_: int = 0) -> BenchRow:
     text = "".join(stream.text)
     return BenchRow(
-        suite=suite.name, index=index, prompt_id=prompt.id, prompt_sha256=prompt.sha256,
+        suite=suite.name, index=index, round=round_, prompt_id=prompt.id,
+        prompt_sha256=prompt.sha256,
         prompt_tokens=stream.usage.get("prompt_tokens"), cached_tokens=cached_tokens(stream),
         completion_tokens=stream.usage.get("completion_tokens"),
         finish_reason=stream.finish_reason, request_started_epoch_s=started,
@@ -137,7 +138,9 @@ class SuiteRunner:
     """Sends one suite at the recipe's concurrency and keeps the rows in prompt order."""
 
     def __init__(self, base_url: str, model: str, bench: BenchmarkSpec, *,
-                 request_timeout: float, on_row: Callable[[BenchRow], None] | None = None):
+                 request_timeout: float, on_row: Callable[[BenchRow], None] | None = None,
+                 round_: int = 0):
+        self.round = round_
         self.base_url = base_url
         self.model = model
         self.bench = bench
@@ -162,7 +165,7 @@ class SuiteRunner:
             except httpx.HTTPError as e:
                 stream, error = Stream(), f"transport error: {type(e).__name__}: {e}"
                 self.fault = self.fault or f"request {prompt.id!r} failed ({error})"
-            row = make_row(suite, index, prompt, started, stream, error)
+            row = make_row(suite, index, prompt, started, stream, error, self.round)
             if self.on_row:
                 self.on_row(row)
             return row
@@ -185,9 +188,10 @@ class SuiteRunner:
 
 def run_suites(
     base_url: str, model: str, bench: BenchmarkSpec, suites: list[Suite], *,
-    request_timeout: float, on_row: Callable[[BenchRow], None] | None = None,
+    request_timeout: float, on_row: Callable[[BenchRow], None] | None = None, round_: int = 0,
 ) -> tuple[list[BenchRow], str | None]:
     """Rows of every prompt sent, and the fault that stopped the suite (if any)."""
-    runner = SuiteRunner(base_url, model, bench, request_timeout=request_timeout, on_row=on_row)
+    runner = SuiteRunner(base_url, model, bench, request_timeout=request_timeout, on_row=on_row,
+                         round_=round_)
     rows = asyncio.run(runner.run(suites))
     return rows, runner.fault

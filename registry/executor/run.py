@@ -59,6 +59,9 @@ class Hooks:
     waiting: Callable[[float], None] | None = None  # seconds since the engine started
     suite: Callable[[int], None] | None = None  # prompts about to be sent
     row: Callable[[BenchRow], None] | None = None
+    # Asked after each pass of the suites with every row so far: run another pass on the
+    # same engine? (reproduce's adaptive rounds; None: one pass)
+    more: Callable[[list[BenchRow]], bool] | None = None
 
 
 def run_recipe(recipe_path: Path, out_dir: Path, *, models_dir: Path | None = None,
@@ -142,6 +145,11 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
             hooks.suite(sum(len(s.prompts) for s in suites))
         rows, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
                                  request_timeout=request_timeout, on_row=hooks.row)
+        while not fault and not any(r.error for r in rows) and hooks.more and hooks.more(rows):
+            more, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
+                                     request_timeout=request_timeout, on_row=hooks.row,
+                                     round_=max(r.round for r in rows) + 1)
+            rows += more
         write_model(out_dir / rundir.BENCH, _bench(recipe, served, suites, rows))
         if engine.exit_code() is None:
             try:

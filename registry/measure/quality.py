@@ -54,6 +54,7 @@ class Model(BaseModel):
 
 class RowQuality(Model):
     index: int
+    round: int = 0
     prompt_id: str
     flags: list[RowFlag] = Field(default_factory=list)
     burst_tokens: float = Field(0.0, description="window tokens the run's pace cannot explain")
@@ -117,43 +118,43 @@ def burst_tokens(times: Sequence[float], run: Pace | None) -> float:
     return excess
 
 
-def _warmup(ok: list[BenchRow]) -> list[int]:
-    """Leading rows (send order) whose TTFT is WARMUP_FACTOR x the later rows' median."""
-    order = sorted(ok, key=lambda r: (r.request_started_epoch_s or 0.0, r.index))
-    out: list[int] = []
-    for i, row in enumerate(order[:-1]):
-        rest = statistics.median(r.token_times_s[0] for r in order[i + 1:])
-        if row.token_times_s[0] <= WARMUP_FACTOR * rest:
+def _warmup(rows: Sequence[BenchRow], ok: list[int]) -> set[int]:
+    """Positions of the leading rows (send order) whose TTFT is WARMUP_FACTOR x the
+    later rows' median."""
+    order = sorted(ok, key=lambda i: (rows[i].request_started_epoch_s or 0.0, rows[i].round,
+                                      rows[i].index))
+    out: set[int] = set()
+    for n, i in enumerate(order[:-1]):
+        rest = statistics.median(rows[j].token_times_s[0] for j in order[n + 1:])
+        if rows[i].token_times_s[0] <= WARMUP_FACTOR * rest:
             break
-        out.append(row.index)
+        out.add(i)
     return out
 
 
 def assess(rows: Sequence[BenchRow], window: int) -> Quality:
-    """Flag each row of one suite and judge the suite's measurement quality."""
-    ok = [r for r in rows if not r.error and r.token_times_s]
-    windows = {r.index: r.token_times_s[:window] for r in ok}
+    """Flag each row of one suite (every round) and judge the suite's measurement quality."""
+    ok = [i for i, r in enumerate(rows) if not r.error and r.token_times_s]
+    windows = {i: rows[i].token_times_s[:window] for i in ok}
     run = pace(list(windows.values()))
-    warm = set(_warmup(ok))
+    warm = _warmup(rows, ok)
     judged = []
-    for r in rows:
+    for i, r in enumerate(rows):
         flags, excess, seen = [], 0.0, 0
-        if r.error or not r.token_times_s:
+        if i not in windows:
             flags.append(RowFlag.error)
         else:
-            times = windows[r.index]
+            times = windows[i]
             excess, seen = burst_tokens(times, run), len(set(times))
             if len(r.token_times_s) < window:
                 flags.append(RowFlag.short)
             if len(times) > 1 and excess > BURST_SHARE * (len(times) - 1):
                 flags.append(RowFlag.burst)
-            if r.index in warm:
+            if i in warm:
                 flags.append(RowFlag.warmup)
-        judged.append(RowQuality(index=r.index, prompt_id=r.prompt_id, flags=flags,
-                                 burst_tokens=round(excess, 3), arrivals=seen))
+        judged.append(RowQuality(index=r.index, round=r.round, prompt_id=r.prompt_id,
+                                 flags=flags, burst_tokens=round(excess, 3), arrivals=seen))
     return _verdict(judged, run)
-
-
 def _verdict(judged: list[RowQuality], run: Pace | None) -> Quality:
     burst = [q.index for q in judged if RowFlag.burst in q.flags]
     warm = [q.index for q in judged if RowFlag.warmup in q.flags]
@@ -169,6 +170,5 @@ def _verdict(judged: list[RowQuality], run: Pace | None) -> Quality:
 
 
 def usable(rows: Sequence[BenchRow], quality: Quality) -> list[BenchRow]:
-    """The rows the decode figures use: no flag at all."""
-    clean = {q.index for q in quality.rows if not q.flags}
-    return [r for r in rows if r.index in clean]
+    """The rows the decode figures use: no flag at all (`quality` of these same rows)."""
+    return [r for r, q in zip(rows, quality.rows, strict=True) if not q.flags]
