@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from registry.errors import InvalidInput
+from registry.executor.sse import EventParser
 from registry.executor.suite import Prompt, Suite
 from registry.recipe.schema import BenchmarkSpec
 from registry.rundir import BenchRow
@@ -73,27 +74,29 @@ class Stream:
 async def stream_one(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> Stream:
     """Stamp each server-sent event with the arrival of the bytes that completed it.
 
-    Events are only split while streaming; JSON is parsed after the stream ends, so
-    the client spends as little CPU as it can while the server is still sending (on a
-    small host the client shares a core with the server's API process).
+    Events are only framed while streaming (registry.executor.sse); JSON is parsed after
+    the stream ends, so the client spends as little CPU as it can while the server is
+    still sending (on a small host the client shares a core with the server's API process).
     """
     out = Stream()
     start = time.perf_counter()
-    events: list[tuple[float, bytes]] = []
-    pending = b""
+    events: list[tuple[float, str]] = []
+    parser = EventParser()
     async with client.stream("POST", path, json=body) as response:
         if response.status_code != 200:
             detail = (await response.aread()).decode("utf-8", "replace")[:500]
             out.error = f"HTTP {response.status_code}: {detail}"
             return out
         async for data in response.aiter_raw():
-            at = time.perf_counter() - start
-            *complete, pending = (pending + data).split(b"\n\n")
-            events += [(at, event) for event in complete]
+            events += parser.feed(data, time.perf_counter() - start)
+    events += parser.close(time.perf_counter() - start)
     for at, event in events:
-        for line in event.splitlines():
-            if line.startswith(b"data: ") and line != b"data: [DONE]":
-                out.add(json.loads(line[6:]), at)
+        if event == "[DONE]":
+            continue
+        try:
+            out.add(json.loads(event), at)
+        except ValueError:
+            out.error = f"a server-sent event is not JSON: {event[:200]!r}"
     return out
 
 
