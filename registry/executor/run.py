@@ -24,7 +24,14 @@ from registry import rundir
 from registry.canonical import canonical_bytes
 from registry.errors import EngineFailed, InvalidInput, RegistryError, VerificationFailed
 from registry.executor.client import run_suites
-from registry.executor.engine import Cleanup, Engine, base_env, free_port
+from registry.executor.engine import (
+    Cleanup,
+    Engine,
+    EngineProcess,
+    Launcher,
+    base_env,
+    free_port,
+)
 from registry.executor.environment import gather
 from registry.executor.plan import model_path, plan, variables
 from registry.executor.profiles import PlatformProfile
@@ -77,9 +84,9 @@ def run_recipe(recipe_path: Path, out_dir: Path, *, models_dir: Path | None = No
 def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | None = None,
         models_dir: Path | None = None, timeout: float = 600.0, request_timeout: float = 600.0,
         port: int | None = None, cwd: Path | None = None, hooks: Hooks | None = None,
-        platform: PlatformProfile | None = None) -> RunResult:
+        platform: PlatformProfile | None = None, launcher: Launcher = Engine) -> RunResult:
     """Run a normalized recipe (suite paths relative to `recipe_dir`); `platform`
-    overrides the recipe's profile."""
+    overrides the recipe's profile; `launcher` makes the engine (the plan's process)."""
     suites = load_suites(recipe, recipe_dir, variables(models_dir))
     cache_root = Path(tempfile.mkdtemp(prefix="registry-run-cache-"))
     try:
@@ -93,7 +100,7 @@ def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | 
         write_model(out_dir / rundir.LAUNCH, launch)
         write_model(out_dir / rundir.ENVIRONMENT, gather(base_env(launch.platform)))
         return _execute(recipe, launch, suites, out_dir, timeout, request_timeout,
-                        hooks or Hooks())
+                        hooks or Hooks(), launcher)
     finally:
         shutil.rmtree(cache_root, ignore_errors=True)
 
@@ -126,11 +133,12 @@ def _preflight(recipe: Recipe, launch: LaunchPlan) -> None:
 
 
 def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: Path,
-             timeout: float, request_timeout: float, hooks: Hooks) -> RunResult:
+             timeout: float, request_timeout: float, hooks: Hooks,
+             launcher: Launcher) -> RunResult:
     status = RunStatus(state=RunState.running, started_at=_now())
     write_model(out_dir / rundir.STATUS, status)
     start = time.monotonic()
-    engine = Engine(launch, out_dir / rundir.SERVER_LOG)
+    engine = launcher(launch, out_dir / rundir.SERVER_LOG)
     rows: list[BenchRow] = []
     served: str | None = None
     ready_s: float | None = None
@@ -180,7 +188,7 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
                      **_figures(recipe, suites, rows))
 
 
-def _raise_for(engine: Engine, fault: str | None, rows: list[BenchRow]) -> None:
+def _raise_for(engine: EngineProcess, fault: str | None, rows: list[BenchRow]) -> None:
     """The run's verdict on what the suite saw (raised; the caller records it)."""
     if engine.exit_code() is not None:
         raise engine.died("the suite")
@@ -193,7 +201,7 @@ def _raise_for(engine: Engine, fault: str | None, rows: list[BenchRow]) -> None:
             hint="bench.json keeps every row with its error")
 
 
-def _scrape(engine: Engine, path: Path) -> None:
+def _scrape(engine: EngineProcess, path: Path) -> None:
     response = httpx.get(engine.base_url + "/metrics", timeout=30.0)
     response.raise_for_status()
     write_bytes(path, response.content)
