@@ -79,6 +79,9 @@ def _register() -> None:
     from registry.cli import reproduce
 
     app.command("reproduce")(reproduce.reproduce)
+    from registry.cli import bench
+
+    app.command("bench-import")(bench.bench_import)
 
 
 _register()
