@@ -17,12 +17,12 @@ Headline figures carry a seeded bootstrap 95% interval (registry.measure.interva
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from registry.measure.interval import bootstrap, percentile
+from registry.measure.interval import bootstrap, bootstrap_pooled, percentile
 from registry.measure.quality import Quality, assess, usable
 from registry.recipe.schema import MetricFormula
 from registry.rundir import BenchRow
@@ -71,8 +71,9 @@ def p10(values: Sequence[float]) -> float:
 
 
 def chunks(row: BenchRow) -> list[float]:
-    """Arrival time of each streamed chunk (rows that predate chunk times: per token)."""
-    return row.chunk_times_s or row.token_times_s
+    """Arrival time of each streamed chunk (rows that predate chunk times: each distinct
+    token arrival time, a chunk's tokens sharing one)."""
+    return row.chunk_times_s or list(dict.fromkeys(row.token_times_s))
 
 
 def ttft(row: BenchRow) -> float:
@@ -92,50 +93,48 @@ def itl(row: BenchRow) -> list[float]:
     return [b - a for a, b in pairwise(chunks(row))]
 
 
+def decode_rates(rows: Sequence[BenchRow], formula: MetricFormula, window: int) -> list[float]:
+    return [x for r in rows if (x := decode_rate(r.token_times_s, formula, window)) is not None]
+
+
 def decode_median(rows: Sequence[BenchRow], formula: MetricFormula, window: int) -> float | None:
-    rates = [x for r in rows if (x := decode_rate(r.token_times_s, formula, window)) is not None]
+    rates = decode_rates(rows, formula, window)
     return statistics.median(rates) if rates else None
 
 
-def _interval(rows: Sequence[BenchRow],
-              figure: Callable[[Sequence[BenchRow]], float | None]) -> dict[str, float]:
-    ci = bootstrap(rows, figure)
-    return {"ci_low": ci[0], "ci_high": ci[1]} if ci else {}
+def _ci(interval: tuple[float, float] | None) -> dict[str, float]:
+    return {"ci_low": interval[0], "ci_high": interval[1]} if interval else {}
 
 
 def _decode(clean: list[BenchRow], formula: MetricFormula, window: int,
             name: str) -> list[Metric]:
-    rates = [x for r in clean if (x := decode_rate(r.token_times_s, formula, window)) is not None]
+    rates = decode_rates(clean, formula, window)
     if not rates:
         return []
     text = formula_text(formula, window)
     return [
         Metric(name=f"{name}.median", value=statistics.median(rates), unit="tok/s",
                formula=f"median over unflagged rows of {text}", count=len(rates),
-               **_interval(clean, lambda rs: decode_median(rs, formula, window))),
+               **_ci(bootstrap(rates))),
         Metric(name=f"{name}.p10", value=p10(rates), unit="tok/s",
                formula=f"p10 (linear) over unflagged rows of {text}", count=len(rates)),
     ]
 
 
-def _distribution(name: str, rows: list[BenchRow], per_row: Callable[[BenchRow], list[float]],
-                  formula: str) -> list[Metric]:
-    """mean, p50, p90, p99 in ms of the values pooled over rows; the p50 with its interval."""
-    values = [1000 * v for r in rows for v in per_row(r)]
-    if not values:
+def _distribution(name: str, per_row: list[list[float]], formula: str) -> list[Metric]:
+    """mean, p50, p90, p99 in ms of the values pooled over rows; the p50 with its interval
+    (rows resampled)."""
+    groups = [[1000 * v for v in values] for values in per_row]
+    pooled = [v for g in groups for v in g]
+    if not pooled:
         return []
-
-    def p50(rs: Sequence[BenchRow]) -> float | None:
-        pooled = [1000 * v for r in rs for v in per_row(r)]
-        return percentile(pooled, 50) if pooled else None
-
-    out = [Metric(name=f"{name}.mean", value=statistics.fmean(values), unit="ms",
-                  formula=f"mean over successful rows of {formula}", count=len(values))]
-    for p in PERCENTILES:
-        extra = _interval(rows, p50) if p == 50 else {}
-        out.append(Metric(name=f"{name}.p{p}", value=percentile(values, p), unit="ms",
-                          formula=f"p{p} (linear) over successful rows of {formula}",
-                          count=len(values), **extra))
+    one_each = all(len(g) <= 1 for g in groups)
+    ci = bootstrap(pooled) if one_each else bootstrap_pooled(groups)
+    out = [Metric(name=f"{name}.mean", value=statistics.fmean(pooled), unit="ms",
+                  formula=f"mean over successful rows of {formula}", count=len(pooled))]
+    out += [Metric(name=f"{name}.p{p}", value=percentile(pooled, p), unit="ms",
+                   formula=f"p{p} (linear) over successful rows of {formula}",
+                   count=len(pooled), **(_ci(ci) if p == 50 else {})) for p in PERCENTILES]
     return out
 
 
@@ -165,11 +164,11 @@ def suite_figures(rows: Sequence[BenchRow], formula: MetricFormula = MetricFormu
              else MetricFormula.intervals_99)
     out = _decode(clean, formula, window, "decode_tok_s")
     out += _decode(clean, other, window, "decode_tok_s_other_formula")
-    out += _distribution("ttft_ms", ok, lambda r: [ttft(r)], "t_first_chunk")
-    out += _distribution("tpot_ms", ok, lambda r: [x] if (x := tpot(r)) is not None else [],
+    out += _distribution("ttft_ms", [[ttft(r)] for r in ok], "t_first_chunk")
+    out += _distribution("tpot_ms", [[x] for r in ok if (x := tpot(r)) is not None],
                          "(e2el - ttft) / (output_tokens - 1)")
-    out += _distribution("itl_ms", ok, itl, "t_chunk[i+1] - t_chunk[i]")
-    out += _distribution("e2el_ms", ok, lambda r: [e2el(r)], "t_last_chunk")
+    out += _distribution("itl_ms", [itl(r) for r in ok], "t_chunk[i+1] - t_chunk[i]")
+    out += _distribution("e2el_ms", [[e2el(r)] for r in ok], "t_last_chunk")
     out += _throughput(ok)
     return SuiteFigures(quality=quality, metrics={m.name: m for m in out})
 

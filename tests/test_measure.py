@@ -138,7 +138,24 @@ def test_bootstrap_is_seeded_and_brackets_the_figure() -> None:
     assert (m.ci_low, m.ci_high) == (again.ci_low, again.ci_high)
     assert m.ci_low is not None and m.ci_high is not None
     assert m.ci_low <= m.value <= m.ci_high and m.ci_high - m.ci_low > 1
-    assert bootstrap([1.0], lambda xs: xs[0]) is None
+    assert bootstrap([1.0]) is None
+
+
+def test_pooled_bootstrap_equals_pooling_each_resample() -> None:
+    from registry.measure.interval import RESAMPLES, SEED, bootstrap_pooled
+
+    rng = np.random.default_rng(7)
+    groups = [list(rng.exponential(2.0, size=int(rng.integers(1, 30)))) for _ in range(9)]
+    draws = np.random.default_rng(SEED).integers(0, 9, size=(RESAMPLES, 9))
+    naive = [np.percentile(np.concatenate([groups[j] for j in d]), 50) for d in draws]
+    expected = np.percentile(naive, [2.5, 97.5])
+    assert bootstrap_pooled(groups) == pytest.approx(tuple(expected), rel=1e-12)
+
+
+def test_capsule_itl_is_per_arrival_without_chunk_times() -> None:
+    m = suite_figures(_capsule_rows()).metrics
+    assert m["itl_ms.p50"].value > 20  # a speculative step every ~30 ms, not 0 within one
+    assert m["itl_ms.p50"].ci_low is not None
 
 
 def test_interval_narrows_with_more_rows() -> None:
@@ -149,7 +166,7 @@ def test_interval_narrows_with_more_rows() -> None:
     many = few + [rng.gauss(100, 10) for _ in range(120)]
 
     def width(xs: list[float]) -> float:
-        ci = bootstrap(xs, lambda s: percentile(s, 50))
+        ci = bootstrap(xs)
         assert ci is not None
         return ci[1] - ci[0]
 

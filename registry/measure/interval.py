@@ -2,66 +2,85 @@
 
 Percentiles interpolate linearly between order statistics (numpy's default, the one
 `vllm bench serve` uses). A figure's interval is a percentile bootstrap: the rows
-(requests) are resampled with replacement `RESAMPLES` times by a generator seeded with
-`SEED`, the figure is recomputed on each resample, and the 2.5th and 97.5th percentiles
-of those recomputations bound the 95% interval. Same rows, same interval, every time.
+(requests) are resampled with replacement `RESAMPLES` times by numpy's PCG64 generator
+seeded with `SEED`, the figure is recomputed on each resample, and the 2.5th and 97.5th
+percentiles of those recomputations bound the 95% interval. Same rows, same interval.
+A figure pooled over rows (ITL: every gap of every row) resamples rows, not gaps, and
+weighs each row's gaps by how often the resample drew that row.
 """
 
 from __future__ import annotations
 
-import math
-import random
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
+
+import numpy as np
 
 RESAMPLES = 1000
 SEED = 20240616
 LEVEL = 0.95
-
-T = TypeVar("T")
+Interval = tuple[float, float]
 
 
 def percentile(values: Sequence[float], p: float) -> float:
     """The p-th percentile (0..100), linear interpolation (numpy `linear`)."""
-    ordered = sorted(values)
-    if not ordered:
+    if not len(values):
         raise ValueError("percentile of no values")
-    at = (len(ordered) - 1) * p / 100
-    low = math.floor(at)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+    return float(np.percentile(np.asarray(values, dtype=float), p))
 
 
-def resample(items: Sequence[T], rng: random.Random) -> list[T]:
-    return [items[rng.randrange(len(items))] for _ in items]
-
-
-def bootstrap(items: Sequence[T], figure: Callable[[Sequence[T]], float | None],
-              resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float] | None:
-    """The 95% percentile-bootstrap interval of `figure` over resampled `items`."""
-    if len(items) < 2:
-        return None
-    rng = random.Random(seed)
-    values = [v for _ in range(resamples) if (v := figure(resample(items, rng))) is not None]
-    if not values:
+def _bounds(estimates: np.ndarray) -> Interval | None:
+    estimates = estimates[np.isfinite(estimates)]
+    if not estimates.size:
         return None
     tail = (1 - LEVEL) / 2 * 100
-    return percentile(values, tail), percentile(values, 100 - tail)
+    low, high = np.percentile(estimates, [tail, 100 - tail])
+    return float(low), float(high)
 
 
-def ratio_interval(new: Sequence[T], old: Sequence[T],
-                   figure: Callable[[Sequence[T]], float | None], resamples: int = RESAMPLES,
-                   seed: int = SEED) -> tuple[float, float] | None:
-    """95% interval of figure(new) / figure(old), both sides resampled independently."""
+def _draws(n: int, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    return rng.integers(0, n, size=(resamples, n))
+
+
+def bootstrap(values: Sequence[float], p: float = 50, resamples: int = RESAMPLES,
+              seed: int = SEED) -> Interval | None:
+    """95% interval of the p-th percentile of one value per row."""
+    if len(values) < 2:
+        return None
+    v = np.asarray(values, dtype=float)
+    draws = v[_draws(len(v), np.random.default_rng(seed), resamples)]
+    return _bounds(np.percentile(draws, p, axis=1))
+
+
+def bootstrap_pooled(groups: Sequence[Sequence[float]], p: float = 50,
+                     resamples: int = RESAMPLES, seed: int = SEED) -> Interval | None:
+    """95% interval of the p-th percentile of the values of all rows pooled, rows resampled."""
+    groups = [g for g in groups if len(g)]
+    if len(groups) < 2:
+        return None
+    values = np.concatenate([np.asarray(g, dtype=float) for g in groups])
+    owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+    order = np.argsort(values, kind="stable")
+    values, owner = values[order], owner[order]
+    rng = np.random.default_rng(seed)
+    estimates = np.empty(resamples)
+    for i, draw in enumerate(_draws(len(groups), rng, resamples)):
+        weight = np.bincount(draw, minlength=len(groups))[owner]
+        ends = np.cumsum(weight)  # the pooled sorted sample: values[k] repeated weight[k]
+        at = (ends[-1] - 1) * p / 100
+        low = int(np.floor(at))
+        lo, hi = np.searchsorted(ends, [low + 1, min(low + 2, ends[-1])])
+        estimates[i] = values[lo] + (values[hi] - values[lo]) * (at - low)
+    return _bounds(estimates)
+
+
+def ratio_interval(new: Sequence[float], old: Sequence[float], p: float = 50,
+                   resamples: int = RESAMPLES, seed: int = SEED) -> Interval | None:
+    """95% interval of percentile(new) / percentile(old), both resampled independently."""
     if len(new) < 2 or len(old) < 2:
         return None
-    rng = random.Random(seed)
-    ratios = []
-    for _ in range(resamples):
-        a, b = figure(resample(new, rng)), figure(resample(old, rng))
-        if a is not None and b:
-            ratios.append(a / b)
-    if not ratios:
-        return None
-    tail = (1 - LEVEL) / 2 * 100
-    return percentile(ratios, tail), percentile(ratios, 100 - tail)
+    rng = np.random.default_rng(seed)
+    a, b = np.asarray(new, dtype=float), np.asarray(old, dtype=float)
+    top = np.percentile(a[_draws(len(a), rng, resamples)], p, axis=1)
+    bottom = np.percentile(b[_draws(len(b), rng, resamples)], p, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _bounds(top / bottom)

@@ -52,6 +52,13 @@ class Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class Pace(Model):
+    """The run's own decode rhythm, from its arrivals (see the rule above)."""
+
+    step_s: float = Field(description="tau: median arrival gap at or above the floor")
+    width: float = Field(description="kappa: p90 tokens per paced arrival")
+
+
 class RowQuality(Model):
     index: int
     round: int = 0
@@ -90,13 +97,6 @@ def arrivals(times: Sequence[float]) -> list[tuple[float, int]]:
             out.append((t - previous, 1))
             previous = t
     return out
-
-
-class Pace(Model):
-    """The run's own decode rhythm, from its arrivals (see the rule above)."""
-
-    step_s: float = Field(description="tau: median arrival gap at or above the floor")
-    width: float = Field(description="kappa: p90 tokens per paced arrival")
 
 
 def pace(rows: Sequence[Sequence[float]]) -> Pace | None:

@@ -22,8 +22,8 @@ from registry.contracts.teacher import Teacher
 from registry.contracts.verdict import Verdict, VerdictStatus
 from registry.identity import Kind, kind_of
 from registry.measure.interval import ratio_interval
-from registry.measure.quality import usable
-from registry.metrics import decode_median, formula_text, suite_figures
+from registry.measure.quality import assess, usable
+from registry.metrics import decode_median, decode_rates, formula_text
 from registry.recipe.schema import ContractName, MetricFormula, Recipe
 from registry.rundir import BenchRow
 from registry.store.home import Home
@@ -182,22 +182,22 @@ def judge_rows(original: list[BenchRow], new: list[BenchRow], suites: list[str],
 
 def _suite(name: str, original: list[BenchRow], new: list[BenchRow], formula: MetricFormula,
            window: int, min_ratio: float) -> SuitePerformance:
-    fa, fb = suite_figures(original, formula, window), suite_figures(new, formula, window)
-    a, b = usable(original, fa.quality), usable(new, fb.quality)
+    qa, qb = assess(original, window), assess(new, window)
+    a, b = usable(original, qa), usable(new, qb)
     before, after = decode_median(a, formula, window), decode_median(b, formula, window)
     base = SuitePerformance(suite=name, formula=formula_text(formula, window), original=before,
                             new=after, ratio=None, rows_original=len(a), rows_new=len(b),
-                            quality_original=fa.quality.state, quality_new=fb.quality.state,
+                            quality_original=qa.state, quality_new=qb.state,
                             status="undecided", detail="")
     if before is None:
         return base.model_copy(update={
             "status": "passed", "detail": "the original has no unflagged decode rate to compare "
-                                          f"with ({fa.quality.state})"})
+                                          f"with ({qa.state})"})
     if after is None:  # bursts may clear in another round; too-short rows never will
         return base.model_copy(update={
-            "status": "undecided" if fb.quality.burst else "failed",
+            "status": "undecided" if qb.burst else "failed",
             "detail": f"no unflagged row of the new run reached {window} tokens"})
-    ci = ratio_interval(b, a, lambda rows: decode_median(rows, formula, window))
+    ci = ratio_interval(decode_rates(b, formula, window), decode_rates(a, formula, window))
     low, high = ci if ci else (after / before, after / before)
     status = "passed" if low >= min_ratio else "failed" if high < min_ratio else "undecided"
     detail = (f"median {after:.1f} vs {before:.1f} tok/s: ratio {after / before:.3f}, "
