@@ -182,3 +182,17 @@ def test_seal_of_a_captured_run_reports_its_burst_rows(cli, store_home) -> None:
     assert "measurement degraded" in shown.stdout
     listed = json.loads(cli("list", "--json").stdout)
     assert listed[0]["quality"] == "degraded"
+
+
+def test_diff_flags_degraded_figures_and_says_whether_a_delta_is_noise(cli, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    a, b = CAPTURED / "tiny-fp8-kv", CAPTURED / "tiny-bf16-kv"
+    shown = cli("diff", a, b)
+    assert shown.exit_code == 0, shown.stderr
+    assert "(degraded)" in shown.stdout and "~ within noise" in shown.stdout
+    d = json.loads(cli("diff", a, b, "--json").stdout)
+    ttft = next(m for m in d["metrics"] if m["name"] == "ttft_ms.p50")
+    assert ttft["quality_a"] == ttft["quality_b"] == "degraded"
+    assert ttft["beyond_noise"] in (True, False)
+    decode = next(m for m in d["metrics"] if m["name"] == "decode_tok_s.median")
+    assert decode.get("b") is None and not decode["comparable"]  # bf16: no unflagged row
