@@ -197,11 +197,16 @@ def _suite(name: str, original: list[BenchRow], new: list[BenchRow], formula: Me
         return base.model_copy(update={
             "status": "undecided" if qb.burst else "failed",
             "detail": f"no unflagged row of the new run reached {window} tokens"})
+    ratio = after / before
     ci = ratio_interval(decode_rates(b, formula, window), decode_rates(a, formula, window))
-    low, high = ci if ci else (after / before, after / before)
+    if ci is None:  # one unflagged row on a side: no interval, no decision
+        return base.model_copy(update={"ratio": ratio, "detail": f"ratio {ratio:.3f} from "
+                                       f"{len(a)} and {len(b)} unflagged rows: too few for an "
+                                       "interval"})
+    low, high = ci
     status = "passed" if low >= min_ratio else "failed" if high < min_ratio else "undecided"
-    detail = (f"median {after:.1f} vs {before:.1f} tok/s: ratio {after / before:.3f}, "
+    detail = (f"median {after:.1f} vs {before:.1f} tok/s: ratio {ratio:.3f}, "
               f"95% interval [{low:.3f}, {high:.3f}] vs floor {min_ratio}")
-    return base.model_copy(update={"ratio": after / before, "ratio_low": low,
+    return base.model_copy(update={"ratio": ratio, "ratio_low": low,
                                    "ratio_high": high, "status": status, "slower": high < 1.0,
                                    "detail": detail})
