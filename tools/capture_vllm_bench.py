@@ -14,7 +14,6 @@ output as `server.log`. Usage: capture_vllm_bench.py MODELS_DIR [OUT_DIR]
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,7 @@ def main() -> None:
         model = str(model_path(launch))
         with Engine(launch, out / "server.log") as engine:
             served = engine.wait_ready(900)
-            vllm = shutil.which("vllm") or "vllm"
+            vllm = str(Path(sys.executable).with_name("vllm"))  # the venv beside python
             bench = subprocess.run(
                 [vllm, "bench", "serve", "--backend", "vllm", "--base-url", engine.base_url,
                  "--model", served, "--tokenizer", model, *BENCH, "--result-dir", str(out),
