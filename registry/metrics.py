@@ -167,7 +167,7 @@ def suite_figures(rows: Sequence[BenchRow], formula: MetricFormula = MetricFormu
     out += _distribution("ttft_ms", [[ttft(r)] for r in ok], "t_first_chunk")
     out += _distribution("tpot_ms", [[x] for r in ok if (x := tpot(r)) is not None],
                          "(e2el - ttft) / (output_tokens - 1)")
-    out += _distribution("itl_ms", [itl(r) for r in ok], "t_chunk[i+1] - t_chunk[i]")
+    out += _distribution("itl_ms", [itl(r) for r in ok], "t_chunk(k+1) - t_chunk(k)")
     out += _distribution("e2el_ms", [[e2el(r)] for r in ok], "t_last_chunk")
     out += _throughput(ok)
     return SuiteFigures(quality=quality, metrics={m.name: m for m in out})
