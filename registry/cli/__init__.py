@@ -96,6 +96,9 @@ def _register() -> None:
     from registry.cli import compare
 
     app.command("compare")(compare.compare)
+    from registry.cli import bench
+
+    app.command("bench-import")(bench.bench_import)
 
 
 _register()

@@ -17,6 +17,7 @@ from registry.errors import ExitCode, RegistryError
 if TYPE_CHECKING:
 
     from registry.store.home import Home
+    from registry.store.index import RecordRow
     from registry.store.query import ShownRecord
     from registry.store.signed import Trust
 
@@ -335,8 +336,7 @@ def list_records(
     # the model is in `show` and `compare --columns model.architecture`: 80 columns fit
     print_fitted(["id", "sealed", "lane", "weights", "kv cache", "tok/s"], [
         [_marked_id(r.id, r.trust, bad), r.created_at[:16].replace("T", " "), r.lane or "",
-         r.weights or "", r.kv_cache or "",
-         f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else ""]
+         r.weights or "", r.kv_cache or "", _decode_text(r) or ""]
         for r, bad in zip(rows, unproven, strict=True)],
         keep=[True, True, False, False, False, True])
     console.print(f"{len(rows)} records", highlight=False, soft_wrap=True)
@@ -355,6 +355,14 @@ def _marked_id(rid: str, trust: Trust | None, unproven: bool) -> str:
     if trust != "verified":
         return f"{rid[:16]} {str(trust or '?').upper()}"
     return f"{rid[:16]}!" if unproven else rid[:16]
+
+
+def _decode_text(r: RecordRow) -> str | None:
+    """The decode median, flagged unless its measurement is valid."""
+    if r.decode_tok_s is None:
+        return None
+    flag = "" if r.quality == "valid" else f" ({r.quality or 'not judged'})"
+    return f"{r.decode_tok_s:.2f}{flag}"
 
 
 def show(
@@ -381,6 +389,7 @@ def _render(record: ShownRecord) -> None:
     from collections import Counter
 
     from registry.cli.output import console, print_fitted, safe, shown
+    from registry.measure.report import quality_lines, value_text
     from registry.proof import mark
     from registry.record import summary_line
 
@@ -422,10 +431,12 @@ def _render(record: ShownRecord) -> None:
         for name, f in sorted(p.identity.fields.items())],
         keep=[True, False, True, True], title="identity (value: resolved, else declared)")
     console.print()
-    print_fitted(["suite", "metric", "value", "unit", "n"], [
-        [s.suite, m.name, f"{m.value:.6g}", m.unit, str(m.count)]
+    print_fitted(["suite", "metric", "value [95% CI]", "unit", "n"], [
+        [s.suite, m.name, value_text(m, s.quality), m.unit, str(m.count)]
         for s in p.results for m in s.metrics.values()],
         keep=[False, True, True, True, True], title="results")
+    for line in quality_lines(p.results):
+        console.print(line, highlight=False)
     formulas = {m.name: m.formula for s in p.results for m in s.metrics.values()}
     for name, formula in formulas.items():  # below the table: a formula is never cut
         console.print(f"  {name} = {formula}", highlight=False, soft_wrap=False)

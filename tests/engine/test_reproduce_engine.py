@@ -17,11 +17,6 @@ from tests.conftest import ROOT
 
 pytestmark = pytest.mark.engine
 RECIPES = ROOT / "recipes"
-# The tiny model decodes a token in about 1.4 ms, so a few ms of scheduling on a shared
-# two-core host move a median by tens of percent: the speed verdict's logic is tested
-# with exact timestamps in tests/test_reproduce.py; here it only has to hold loosely.
-MIN_PERFORMANCE = "0.5"
-
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
@@ -82,8 +77,9 @@ def test_run_seals_by_default(home, bf16_record) -> None:
 
 def test_reproduce_passes_identity_and_bitwise_outputs(home, bf16_record, tiny_models) -> None:
     rid, _ = bf16_record
+    # The default floor, 0.95: the verdict compares the ratio's 95% interval with it and
+    # runs more rounds while undecided (tests/test_reproduce.py: exact-timestamp cases).
     code, done, stderr = run_cli("reproduce", rid[:10], "--models", tiny_models,
-                                 "--min-performance", MIN_PERFORMANCE,
                                  "--out", home / "runs" / "again", "--json")
     assert code == 0, (stderr, done)
     assert done["passed"] and done["environment"]["drift"] == []
@@ -91,7 +87,9 @@ def test_reproduce_passes_identity_and_bitwise_outputs(home, bf16_record, tiny_m
     [bitwise] = done["contract"]["verdicts"]
     assert bitwise["status"] == "passed" and bitwise["rows_passed"] == bitwise["rows_total"] == 8
     assert rid[:12] in bitwise["reference"]
-    assert done["performance"]["suites"][0]["formula"] == "99 / (t[99] - t[0])"
+    [speed] = done["performance"]["suites"]
+    assert speed["formula"] == "99 / (t[99] - t[0])" and speed["status"] == "passed"
+    assert speed["ratio_low"] >= 0.95 and speed["rows_new"] >= 5
     code, shown, _ = run_cli("show", done["record"], "--json")
     assert code == 0 and shown["statement"]["predicate"]["parent"] == rid
     assert run_cli("verify", done["record"], "--json")[0] == 0

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Does the statistical speed verdict tell noise from a real slowdown? (real CPU engine)
+
+One tiny record (recipes/tiny-bf16-kv.toml, sealed by `registry run`), then:
+
+- `--same` reproductions of it at the default 0.95 floor: target >= 90% passed, none failed;
+- `--slow` reproductions with a real change to the run, the engine's OpenMP threads bound
+  to one core (`VLLM_CPU_OMP_THREADS_BIND=0` in [engine.env], through `--recipe`):
+  target: every one failed, or reported slower with a ratio interval that excludes 1.0.
+  The slowdown is measured here (mean new/sealed median) and printed.
+
+Each reproduction must finish within 3 minutes. Prints both rates, the mean number of
+rounds and the slowest reproduction. Everything lives in a temp dir (models are reused
+from $REGISTRY_TEST_MODELS when set). Heavy: one engine at a time, minutes per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE = ROOT / "recipes/tiny-bf16-kv.toml"
+SLOW_ENV = '\n[engine.env]\nVLLM_CPU_OMP_THREADS_BIND = "0"\n'
+LIMIT_S = 180
+
+
+def registry(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "registry", *args], env=env, text=True,
+                          capture_output=True, cwd=ROOT)
+
+
+def reproduce(rid: str, out: Path, models: Path, env: dict[str, str],
+              recipe: Path | None) -> dict:
+    args = ["reproduce", rid, "--models", str(models), "--out", str(out), "--json"]
+    if recipe:
+        args += ["--recipe", str(recipe), "--allow-env-drift"]
+    start = time.monotonic()
+    r = registry(*args, env=env)
+    seconds = time.monotonic() - start
+    try:
+        perf = json.loads(r.stdout)["performance"]
+    except (ValueError, KeyError, TypeError):
+        raise SystemExit(f"reproduce failed (exit {r.returncode}): {r.stderr[-2000:]}") from None
+    [suite] = perf["suites"]
+    return {"status": perf["status"], "rounds": perf["rounds"], "ratio": suite["ratio"],
+            "low": suite["ratio_low"], "high": suite["ratio_high"], "slower": suite["slower"],
+            "seconds": seconds}
+
+
+def series(name: str, n: int, rid: str, tmp: Path, models: Path, env: dict[str, str],
+           recipe: Path | None) -> list[dict]:
+    out = []
+    for i in range(n):
+        v = reproduce(rid, tmp / "runs" / f"{name}-{i}", models, env, recipe)
+        print(f"{name} {i + 1}/{n}: {v['status']:<12} ratio {v['ratio']:.3f} "
+              f"[{v['low']:.3f}, {v['high']:.3f}] rounds {v['rounds']} {v['seconds']:.0f} s",
+              flush=True)
+        out.append(v)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--same", type=int, default=10)
+    ap.add_argument("--slow", type=int, default=10)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="registry-verdicts-") as t:
+        tmp = Path(t)
+        kept = os.environ.get("REGISTRY_TEST_MODELS")
+        models = Path(kept) if kept else tmp / "models"
+        subprocess.run([sys.executable, str(ROOT / "tools/tiny_checkpoint.py"), "--out",
+                        str(models), "tiny-llama"], check=True, capture_output=True)
+        env = {**os.environ, "REGISTRY_KEYS_DIR": str(tmp / "keys"),
+               "REGISTRY_HOME": str(tmp / ".registry"),
+               "REGISTRY_HASH_CACHE": str(tmp / "hashes.sqlite"), "PYTHONPATH": str(ROOT)}
+        env.pop("REGISTRY_DATABASE_URL", None)
+        registry("keys", "init", env=env)
+        registry("init", str(tmp), env=env)
+        base = registry("run", str(RECIPE), "--models", str(models), "--out",
+                        str(tmp / "runs/base"), "--json", env=env)
+        if base.returncode:
+            raise SystemExit(f"the base run failed: {base.stderr[-2000:]}")
+        rid = json.loads(registry("list", "--json", env=env).stdout)[0]["id"]
+        slow = tmp / "slow" / RECIPE.name
+        shutil.copytree(RECIPE.parent, slow.parent)
+        slow.write_text(RECIPE.read_text() + SLOW_ENV)
+        same = series("same", args.same, rid, tmp, models, env, None)
+        slower = series("slow", args.slow, rid, tmp, models, env, slow)
+    passed = sum(v["status"] == "passed" for v in same)
+    failed = sum(v["status"] == "failed" for v in same)
+    caught = sum(v["status"] == "failed" or (v["slower"] and v["high"] < 1.0) for v in slower)
+    every = same + slower
+    print(f"\nsame record, floor 0.95: {passed}/{len(same)} passed, {failed} failed "
+          f"(target >= 90% passed, none failed)")
+    if slower:
+        print(f"slowdown (OMP threads on one core): mean ratio "
+              f"{statistics.fmean(v['ratio'] for v in slower):.3f}; "
+              f"{caught}/{len(slower)} failed or slower with 1.0 outside the interval "
+              f"(target: all)")
+    print(f"mean rounds {statistics.fmean(v['rounds'] for v in every):.2f}; slowest "
+          f"reproduction {max(v['seconds'] for v in every):.0f} s (limit {LIMIT_S} s)")
+
+
+if __name__ == "__main__":
+    main()
