@@ -4,10 +4,14 @@
 One tiny record (recipes/tiny-bf16-kv.toml, sealed by `registry run`), then:
 
 - `--same` reproductions of it at the default 0.95 floor: target >= 90% passed, none failed;
-- `--slow` reproductions with a real change to the run, the engine's OpenMP threads bound
-  to one core (`VLLM_CPU_OMP_THREADS_BIND=0` in [engine.env], through `--recipe`):
-  target: every one failed, or reported slower with a ratio interval that excludes 1.0.
-  The slowdown is measured here (mean new/sealed median) and printed.
+- `--slow` reproductions with a real change to the run: the engine's OpenMP threads bound
+  to CPU 0 (`VLLM_CPU_OMP_THREADS_BIND=0` in [engine.env], through `--recipe`) while
+  `--hogs` busy processes are pinned to CPU 0 too, so the engine gets a share of one
+  core. (Binding alone is no slowdown on a small shared host: it was ~2x faster than
+  the default binding, which lets OpenMP spin on the cores the API server and the client
+  need.) Target: every one failed, or reported slower with a ratio interval that
+  excludes 1.0. The slowdown is measured and printed: the slow series' mean ratio over
+  the same series' mean ratio, both against the one sealed record.
 
 Each reproduction must finish within 3 minutes. Prints both rates, the mean number of
 rounds and the slowest reproduction. Everything lives in a temp dir (models are reused
@@ -25,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,9 +57,15 @@ def reproduce(rid: str, out: Path, models: Path, env: dict[str, str],
     except (ValueError, KeyError, TypeError):
         raise SystemExit(f"reproduce failed (exit {r.returncode}): {r.stderr[-2000:]}") from None
     [suite] = perf["suites"]
-    return {"status": perf["status"], "rounds": perf["rounds"], "ratio": suite["ratio"],
-            "low": suite["ratio_low"], "high": suite["ratio_high"], "slower": suite["slower"],
-            "seconds": seconds}
+    # --json leaves out null fields: no ratio when a side has no unflagged row
+    return {"status": perf["status"], "rounds": perf["rounds"], "ratio": suite.get("ratio"),
+            "low": suite.get("ratio_low"), "high": suite.get("ratio_high"),
+            "slower": suite.get("slower", False), "detail": suite["detail"],
+            "quality": suite.get("quality_new"), "seconds": seconds}
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def series(name: str, n: int, rid: str, tmp: Path, models: Path, env: dict[str, str],
@@ -61,17 +73,32 @@ def series(name: str, n: int, rid: str, tmp: Path, models: Path, env: dict[str, 
     out = []
     for i in range(n):
         v = reproduce(rid, tmp / "runs" / f"{name}-{i}", models, env, recipe)
-        print(f"{name} {i + 1}/{n}: {v['status']:<12} ratio {v['ratio']:.3f} "
-              f"[{v['low']:.3f}, {v['high']:.3f}] rounds {v['rounds']} {v['seconds']:.0f} s",
-              flush=True)
+        print(f"{name} {i + 1}/{n}: {v['status']:<12} ratio {_num(v['ratio'])} "
+              f"[{_num(v['low'])}, {_num(v['high'])}] rounds {v['rounds']} "
+              f"{v['seconds']:.0f} s; new measurement {v['quality']}: {v['detail']}", flush=True)
         out.append(v)
     return out
+
+
+@contextmanager
+def hogs(n: int, cpu: int = 0) -> Iterator[None]:
+    """`n` busy processes pinned to `cpu` while the block runs."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        for p in procs:
+            os.sched_setaffinity(p.pid, {cpu})
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--same", type=int, default=10)
     ap.add_argument("--slow", type=int, default=10)
+    ap.add_argument("--hogs", type=int, default=2, help="busy processes on CPU 0 (slow series)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="registry-verdicts-") as t:
         tmp = Path(t)
@@ -94,18 +121,22 @@ def main() -> None:
         shutil.copytree(RECIPE.parent, slow.parent)
         slow.write_text(RECIPE.read_text() + SLOW_ENV)
         same = series("same", args.same, rid, tmp, models, env, None)
-        slower = series("slow", args.slow, rid, tmp, models, env, slow)
+        with hogs(args.hogs):
+            slower = series("slow", args.slow, rid, tmp, models, env, slow)
     passed = sum(v["status"] == "passed" for v in same)
     failed = sum(v["status"] == "failed" for v in same)
-    caught = sum(v["status"] == "failed" or (v["slower"] and v["high"] < 1.0) for v in slower)
+    caught = sum(v["status"] == "failed" or v["slower"] for v in slower)
     every = same + slower
     print(f"\nsame record, floor 0.95: {passed}/{len(same)} passed, {failed} failed "
           f"(target >= 90% passed, none failed)")
-    if slower:
-        print(f"slowdown (OMP threads on one core): mean ratio "
-              f"{statistics.fmean(v['ratio'] for v in slower):.3f}; "
-              f"{caught}/{len(slower)} failed or slower with 1.0 outside the interval "
-              f"(target: all)")
+    print(f"slow runs: {caught}/{len(slower)} failed or slower with 1.0 outside the "
+          f"interval (target: all)")
+    slow_ratios = [v["ratio"] for v in slower if v["ratio"] is not None]
+    same_ratios = [v["ratio"] for v in same if v["ratio"] is not None]
+    if slow_ratios and same_ratios:
+        speed, base = statistics.fmean(slow_ratios), statistics.fmean(same_ratios)
+        print(f"slowdown (OMP on CPU 0 beside {args.hogs} busy processes): mean ratio "
+              f"{speed:.3f} vs {base:.3f} for the same recipe: {(1 - speed / base) * 100:.0f}%")
     print(f"mean rounds {statistics.fmean(v['rounds'] for v in every):.2f}; slowest "
           f"reproduction {max(v['seconds'] for v in every):.0f} s (limit {LIMIT_S} s)")
 
