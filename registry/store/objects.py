@@ -111,6 +111,11 @@ class ObjectStore:
                 stop.set()  # deduplicated: no need to finish the copy
             return digest, copy.result()
 
+    def adopt(self, path: Path, digest: str) -> None:
+        """Move a file already checked to hash to `digest` (on this file system) into
+        place, as a finished write."""
+        self._publish(path, digest)
+
     def state(self, digest: str) -> ObjectState:
         from registry.hashing import sha256_file
 
