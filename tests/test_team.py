@@ -189,9 +189,15 @@ def test_a_rewritten_remote_is_refused(cli, shared, tmp_path, monkeypatch) -> No
     alice, bob, remote, ids = shared
     clone = outsider_clone(remote / "ledger.git", tmp_path)
     subprocess.run(["git", "-C", str(clone), "reset", "-q", "--hard", "HEAD~1"], check=True)
-    force(clone, remote / "ledger.git")
+    force(clone, remote / "ledger.git")  # back one commit: a record gone
     act(monkeypatch, bob)
     refused(cli, bob, "history was rewritten")
+    (clone / "records" / "x").mkdir(parents=True)
+    (clone / "records" / "x" / "statement.json").write_text("{}")
+    subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(clone), "commit", "-qm", "another"], check=True)
+    force(clone, remote / "ledger.git")  # and a new line of history on top
+    refused(cli, bob, "history was rewritten", "does not descend")
 
 
 def test_a_deleted_record_is_refused(cli, shared, tmp_path, monkeypatch) -> None:

@@ -171,6 +171,7 @@ def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
     commits on top); a no-op when the local branch already contains it."""
     report = SyncReport(remote=remote.name, before=before, after=ledger.head())
     local = ledger.head()
+    _no_rollback(home, ledger, remote, incoming)
     if incoming is None or incoming == local or (local and _is_ancestor(ledger, incoming, local)):
         if incoming is not None:
             _remember(home, remote, incoming)
@@ -203,6 +204,19 @@ def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
                                                               remote.name: incoming}}))
     return report.model_copy(update={"after": head, "received": new, "replayed": replayed,
                                      "objects_in": objects})
+
+
+def _no_rollback(home: Home, ledger: Ledger, remote: Remote, incoming: str | None) -> None:
+    """The remote's head must descend from the one this home last verified there: a
+    remote that went back or was rewritten lost records."""
+    seen = load_state(home).remotes.get(remote.name)
+    if seen is None or seen == incoming:
+        return
+    if incoming is None or not _is_ancestor(ledger, seen, incoming):
+        now = incoming[:12] if incoming else "no branch at all"
+        raise PullRefused(remote.name, [
+            f"history was rewritten: the remote's head is {now}, which does not descend from "
+            f"{seen[:12]}, the remote head this home last verified (commits were removed)"])
 
 
 def _verified(ledger: Ledger, remote: Remote, state: TrustState,
