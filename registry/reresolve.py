@@ -10,7 +10,12 @@ reported as differing, which is the honest answer.
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -76,7 +81,8 @@ def reresolve(home: Home, rid: str, statement: Statement) -> Reresolved:
         if not any(staged.iterdir()) or (p.imported and not (staged / "server.log").exists()):
             (staged / "server.log").write_bytes(b"")
         checkpoints = evidence_checkpoints(lambda n: files[n].read_bytes() if n in files else None)
-        identity = resolve_run(staged, recipe=_recipe(p.recipe), checkpoints=checkpoints)
+        with _unset(_variables(p.recipe)):
+            identity = resolve_run(staged, recipe=_recipe(p.recipe), checkpoints=checkpoints)
     if p.imported and not p.recipe:
         identity = _with_signed_declared(identity, p.identity)
     checks = [_compare(name, p.identity.fields.get(name), identity.fields.get(name))
@@ -121,6 +127,22 @@ def _import_role(statement: Statement, name: str) -> str:
 def _safe(name: str) -> bool:
     path = PurePosixPath(name)
     return not path.is_absolute() and ".." not in path.parts and "\0" not in name
+
+
+def _variables(recipe: dict[str, Any] | None) -> set[str]:
+    return set(re.findall(r"\$\{(\w+)\}", json.dumps(recipe))) if recipe else set()
+
+
+@contextmanager
+def _unset(names: set[str]) -> Iterator[None]:
+    """A recipe path's `${VAR}` is this machine's setting: unset while re-resolving, it
+    is the wildcard it was for the sealer's own value, so the answer is the same on
+    any machine."""
+    saved = {n: os.environ.pop(n) for n in names if n in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
 
 
 def _recipe(recipe: dict[str, Any] | None) -> Any:

@@ -76,8 +76,9 @@ def start_sshd(folder: Path) -> Sshd:
         "MaxSessions 100", "",
     ]))
     Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation directory sshd checks for
-    process = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)],
-                               stdout=subprocess.DEVNULL, stderr=open(folder / "sshd.log", "wb"))
+    with open(folder / "sshd.log", "wb") as log:  # the child keeps its own descriptor
+        process = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)],
+                                   stdout=subprocess.DEVNULL, stderr=log)
     server = Sshd(process=process, port=port, user=getpass.getuser(),
                   user_key=folder / "user_key", known_hosts=folder / "known_hosts", folder=folder)
     deadline = time.monotonic() + 20

@@ -56,8 +56,9 @@ def team(tmp_path, monkeypatch, cli, hash_cache):
 
 
 def create_pub(member: Member) -> str:
-    from registry.store.keys import local_keys
     import os
+
+    from registry.store.keys import local_keys
 
     old = os.environ.get("REGISTRY_KEYS_DIR")
     os.environ["REGISTRY_KEYS_DIR"] = str(member.keys)
@@ -186,7 +187,7 @@ def refused(cli, bob: Member, *words: str) -> None:
 
 
 def test_a_rewritten_remote_is_refused(cli, shared, tmp_path, monkeypatch) -> None:
-    alice, bob, remote, ids = shared
+    _, bob, remote, _ = shared
     clone = outsider_clone(remote / "ledger.git", tmp_path)
     subprocess.run(["git", "-C", str(clone), "reset", "-q", "--hard", "HEAD~1"], check=True)
     force(clone, remote / "ledger.git")  # back one commit: a record gone
@@ -201,7 +202,7 @@ def test_a_rewritten_remote_is_refused(cli, shared, tmp_path, monkeypatch) -> No
 
 
 def test_a_deleted_record_is_refused(cli, shared, tmp_path, monkeypatch) -> None:
-    alice, bob, remote, ids = shared
+    _, bob, remote, ids = shared
     clone = outsider_clone(remote / "ledger.git", tmp_path)
     subprocess.run(["git", "-C", str(clone), "rm", "-rq", f"records/{ids[0]}"], check=True)
     subprocess.run(["git", "-C", str(clone), "commit", "-qm", "tidy"], check=True)
@@ -235,7 +236,7 @@ def test_a_forged_record_is_refused(cli, shared, tmp_path, make_run, monkeypatch
 
 def test_corrupt_objects_on_the_remote_apply_nothing(cli, shared, tmp_path, make_run,
                                                       monkeypatch) -> None:
-    alice, bob, remote, ids = shared
+    alice, bob, remote, _ = shared
     act(monkeypatch, alice)
     new = seal(alice, make_run("three"))
     assert cli("push").exit_code == 0
@@ -253,7 +254,7 @@ def test_corrupt_objects_on_the_remote_apply_nothing(cli, shared, tmp_path, make
 
 def test_a_home_that_started_its_own_keyring_cannot_pull(cli, shared, tmp_path,
                                                          monkeypatch) -> None:
-    alice, bob, remote, ids = shared
+    alice, bob, remote, _ = shared
     act(monkeypatch, bob)
     other = tmp_path / "carol" / ".registry"
     assert cli("init", "--home", other).exit_code == 0
