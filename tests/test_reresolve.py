@@ -107,3 +107,39 @@ def test_a_record_whose_object_is_missing_cannot_be_resolved(cli, sealed, store_
     path.unlink()
     r = cli("resolve", rid[:12])
     assert r.exit_code == ExitCode.UNVERIFIABLE and "registry pull" in r.stderr
+
+
+def review(cli, rid: str) -> tuple[int, dict]:
+    r = cli("review", rid[:12], "--json")
+    assert "Traceback" not in r.stderr, r.stderr
+    return r.exit_code, json.loads(r.stdout)
+
+
+def test_review_accepts_rejects_and_asks_for_evidence(cli, sealed, store_home) -> None:
+    rid, _ = sealed
+    code, report = review(cli, rid)
+    assert code == 0 and report["verdict"] == "accept", report
+    parts = {f["part"]: f["status"] for f in report["findings"]}
+    assert parts["identity"] == parts["figures"] == parts["contract"] == "ok"
+    shown = json.loads(cli("show", rid[:12], "--json").stdout)["statement"]["subject"]
+    digests = {s["name"]: s["digest"]["sha256"] for s in shown}
+    bench = store_home.objects / "sha256" / digests["bench.json"][:2] / digests["bench.json"][2:]
+    data = bench.read_bytes()
+    bench.chmod(0o644)
+    bench.write_bytes(data + b" ")  # the same rows, but not the signed bytes
+    code, report = review(cli, rid)
+    assert code == ExitCode.FAILED and report["verdict"] == "reject"
+    assert any(f["part"] == "figures" and f["status"] == "reject" for f in report["findings"])
+    bench.unlink()
+    code, report = review(cli, rid)
+    assert code == ExitCode.UNVERIFIABLE and report["verdict"] == "needs evidence", report
+
+
+def test_review_of_an_imported_capsule_checks_the_published_figures(cli, store_home,
+                                                                     signing_keys) -> None:
+    r = cli("import", FIXTURES / "laguna-b70-record", "--json")
+    [done] = json.loads(r.stdout)
+    code, report = review(cli, done["record"]["id"])
+    assert code == 0, report
+    [published] = [f for f in report["findings"] if f["part"] == "published"]
+    assert published["status"] == "ok" and "published figures agree" in published["detail"]

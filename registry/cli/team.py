@@ -22,6 +22,9 @@ def register(app: typer.Typer) -> None:
     app.add_typer(remote_app, name="remote")
     app.command()(push)
     app.command()(pull)
+    from registry.cli.review import review
+
+    app.command()(review)
 
 
 @remote_app.command("add")
