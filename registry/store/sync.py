@@ -406,13 +406,15 @@ def _index(home: Home, ledger: Ledger, chain: Chain, history: History, ids: list
     index = open_index(home)
     index.create()
     files = _record_files(ledger, BRANCH, ids)
+    entries = []
     for rid in ids:
         check = _check(chain, history, rid, files)
         statement = files[rid][1]
         if check.ok and statement is not None:
             rows = entry_rows(rid, parse_statement(statement), check.signer)
             rows["records"][0]["ledger_commit"] = history.added[rid]
-            index.put(rows)
+            entries.append(rows)
+    index.put(entries)
     index_bindings(home)
 
 

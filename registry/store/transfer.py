@@ -15,6 +15,7 @@ Four or two processes per transfer, whatever the number of objects.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
@@ -75,20 +76,38 @@ class FolderObjects(ObjectRemote):
 
 
 def _copy(source: ObjectStore, target: ObjectStore, digests: list[str]) -> TransferReport:
+    """Each object copied into the target's `incoming/`, hashed as it is read, and
+    published (one sync for all) only when it hashes to its name."""
     report = TransferReport()
+    incoming = target.root / INCOMING
+    incoming.mkdir(exist_ok=True)
+    good = {}
     for digest in digests:
-        path = source.path(digest)
-        if not path.is_file():
+        path, part = source.path(digest), incoming / f"{digest}.part"
+        try:
+            size, again = _copy_hashing(path, part)
+        except FileNotFoundError:
             report.missing.append(digest)
             continue
-        stored = target.put_file(path)
-        if stored.sha256 != digest:
-            target.path(stored.sha256).unlink(missing_ok=True)
+        if again != digest:
+            part.unlink()
             report.corrupt.append(digest)
             continue
-        report.objects += 1
-        report.bytes += stored.size
+        good[digest] = part
+        report.bytes += size
+    target.adopt(good)
+    report.objects = len(good)
     return report
+
+
+def _copy_hashing(src: Path, dst: Path) -> tuple[int, str]:
+    h, size = hashlib.sha256(), 0
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        while chunk := fin.read(1 << 20):
+            h.update(chunk)
+            fout.write(chunk)
+            size += len(chunk)
+    return size, h.hexdigest()
 
 
 def _walk(root: Path) -> Iterable[str]:
@@ -181,17 +200,18 @@ class SshObjects(ObjectRemote):
         parts = {d: incoming / f"{d}.part" for d in digests}
         self._batch([f"-get {'-a ' if parts[d].exists() else ''}{_q(_dest(self.root, d))} "
                      f"{_q(parts[d])}" for d in digests], "fetching objects")
+        good = {}
         for digest, part in parts.items():
             if not part.is_file():
                 report.missing.append(digest)
-                continue
-            if sha256_file(part) != digest:
+            elif sha256_file(part) != digest:
                 part.unlink()
                 report.corrupt.append(digest)
-                continue
-            report.bytes += part.stat().st_size
-            store.adopt(part, digest)
-            report.objects += 1
+            else:
+                good[digest] = part
+                report.bytes += part.stat().st_size
+        store.adopt(good)
+        report.objects = len(good)
         return report
 
 
