@@ -272,3 +272,33 @@ def test_remote_urls_that_could_run_commands_are_refused(cli, team, monkeypatch)
         r = cli("remote", "add", "evil", url)
         assert r.exit_code == ExitCode.INVALID_INPUT, url
     assert "evil" not in cli("remote", "list", "--json").stdout
+
+
+@pytest.mark.postgres
+def test_two_homes_share_one_postgres_index(cli, team, tmp_path, make_run, monkeypatch,
+                                            postgres_server) -> None:
+    """Both homes point at one database: the pull writes the rows the sealer already
+    wrote without a conflict, both list the record, and either can rebuild the index."""
+    import uuid
+
+    import psycopg
+
+    name = f"t{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres_server.format(db="postgres").replace("+psycopg", ""),
+                         autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {name}")
+    monkeypatch.setenv("REGISTRY_DATABASE_URL", postgres_server.format(db=name))
+    alice, bob = team
+    url = str(tmp_path / "remote")
+    add_remote(cli, monkeypatch, alice, url, None, create=True)
+    assert cli("reindex").exit_code == 0
+    sealed = seal(alice, make_run("shared"))
+    assert cli("push").exit_code == 0
+    add_remote(cli, monkeypatch, bob, url, None)
+    assert cli("pull").exit_code == 0
+    for member in (alice, bob):
+        listed = json.loads(cli("list", "--json", "--home", member.home).stdout)
+        assert [r["id"] for r in listed] == [sealed] and listed[0]["trust"] == "verified"
+        assert verify_all(cli, member)["code"] == 0
+    assert cli("reindex", "--home", bob.home).exit_code == 0
+    assert verify_all(cli, alice)["code"] == 0

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from registry.errors import RegistryError, Unverifiable, VerificationFailed
+from registry.errors import Refused, RegistryError, Unverifiable, VerificationFailed
 from registry.files import write_bytes
 from registry.record import parse_statement
 from registry.safeload import loads_json
@@ -333,7 +333,7 @@ def _replay(ledger: Ledger, base: str, commits: list[str],
                      if present.get(path) != blob}
             for path in files:
                 if path.startswith("keyring/") and path in present:
-                    raise RegistryError(
+                    raise Refused(
                         f"the remote and this home both made {path}: the keyring change "
                         "made here cannot be replayed", hint="pull, then make the keyring "
                         "change again (registry keys ...)")
