@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from registry.checkpoint.config import attention_shape, moe_shape, text_config
-from registry.checkpoint.models import CheckpointInfo, TensorStats
+from registry.checkpoint.models import CheckpointInfo, ScaleTensor, TensorStats
 from registry.checkpoint.quant import quantization
 from registry.checkpoint.safetensors import Tensor, read_header
 from registry.checkpoint.scales import kv_scales, scale_tensors
@@ -28,17 +28,29 @@ HINT = "pass a Hugging Face checkpoint directory or its config.json"
 def inspect_checkpoint(path: Path) -> CheckpointInfo:
     """Inspect a checkpoint directory, or a bare config.json (then `tensors` is None)."""
     config_path, root = _locate(Path(path))
-    config = read_json(config_path)
+    tensors = _all_tensors(root) if root else None
+    return checkpoint_info(
+        str(path), read_json(config_path), config_path,
+        tensors=_stats(tensors) if tensors else None,
+        scales=scale_tensors(tensors, root) if tensors and root else None,
+        generation_config=_optional_json(root, "generation_config.json"),
+        tokenizer=_tokenizer(root))
+
+
+def checkpoint_info(path: str, config: dict[str, Any], config_path: Path, *,
+                    tensors: TensorStats | None, scales: list[ScaleTensor] | None,
+                    generation_config: dict[str, Any] | None,
+                    tokenizer: dict[str, Any] | None) -> CheckpointInfo:
+    """What a config and a header summary say: from a checkpoint on disk, or from the
+    evidence a record sealed (registry/resolve/evidence.py)."""
     text = text_config(config)
     torch_dtype = first_str(config, "torch_dtype", "dtype") or first_str(text, "torch_dtype",
                                                                          "dtype")
     attention = attention_shape(config, config_path)
     quant = quantization(text, torch_dtype, config_path)
-    tensors = _all_tensors(root) if root else None
-    scales = scale_tensors(tensors, root) if tensors and root else None
     architectures = config.get("architectures") or []
     return CheckpointInfo(
-        path=str(path),
+        path=path,
         architecture=architectures[0] if architectures else None,
         model_type=config.get("model_type"),
         torch_dtype=torch_dtype,
@@ -47,9 +59,9 @@ def inspect_checkpoint(path: Path) -> CheckpointInfo:
         quantization=quant,
         kv_scales=kv_scales(quant.kv_cache_scheme, [layer.index for layer in attention.layers],
                             scales),
-        tensors=_stats(tensors) if tensors else None,
-        generation_config=_optional_json(root, "generation_config.json"),
-        tokenizer=_tokenizer(root),
+        tensors=tensors,
+        generation_config=generation_config,
+        tokenizer=tokenizer,
     )
 
 
@@ -110,8 +122,11 @@ def _tokenizer(root: Path | None) -> dict[str, Any] | None:
     if not files:
         return None
     config = _optional_json(root, "tokenizer_config.json") or {}
+    length = config.get("model_max_length")
+    if isinstance(length, int) and abs(length) >= 2**53:
+        length = None  # Hugging Face's "no limit" sentinel, int(1e30): not a length
     summary = {"files": files, "class": config.get("tokenizer_class"),
-               "model_max_length": config.get("model_max_length"),
+               "model_max_length": length,
                "chat_template": "chat_template" in config or "chat_template.jinja" in files}
     for token in ("bos_token", "eos_token", "pad_token"):
         value = config.get(token)

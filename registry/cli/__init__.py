@@ -78,6 +78,9 @@ def _register() -> None:
 
     store.register(app)
     seal.register(app)
+    from registry.cli import team
+
+    team.register(app)
     from registry.cli import contracts
 
     contracts.register(app)

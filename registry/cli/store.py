@@ -53,11 +53,17 @@ def init(
         show_default=False,
         help="Project folder; the home is DIR/.registry (default: here).")] = None,
     home: HomeOpt = None,
+    pin: Annotated[list[str] | None, typer.Option(
+        "--pin", show_default=False,
+        help="Join a team: pin this root key id (full 64 digits) and start no keyring of "
+             "your own; then `registry remote add` and `registry pull`.")] = None,
 ) -> None:
     """Create a registry home: objects/, ledger/ (git) and the index. With a signing key,
-    the ledger's first keyring makes it the root, and the home pins it.
+    the ledger's first keyring makes it the root, and the home pins it; with --pin, the
+    home trusts the team's root instead and its ledger comes from a pull.
 
     Example: registry init
+    Example: registry init --pin 3f2a9c41...e0
     """
     import os
 
@@ -72,7 +78,22 @@ def init(
         root = home or Path(os.environ.get(ENV_HOME) or Path.cwd() / DIRNAME)
     created = init_home(root)
     console.print(f"registry home: {created.root}", highlight=False)
+    if pin:
+        _pin(created, pin, 1)
+        console.print(f"pinned root key(s) {', '.join(k[:16] for k in pin)}: registry remote "
+                      "add NAME URL, then registry pull", highlight=False)
+        return
     console.print(_start_keyring(created), highlight=False)
+
+
+def _pin(home: Home, keyids: list[str], threshold: int) -> None:
+    from registry.errors import InvalidInput
+    from registry.store.trust import pin_roots
+
+    bad = [k for k in keyids if len(k) != 64 or any(c not in "0123456789abcdef" for c in k)]
+    if bad:
+        raise InvalidInput(f"{bad[0]!r}: a root is pinned by its full 64-digit key id")
+    pin_roots(home, keyids, threshold)
 
 
 def _start_keyring(home: Home) -> str:
@@ -253,14 +274,10 @@ def keys_pin(
     Example: registry keys pin 3f2a9c41...e0 --home team/.registry
     """
     from registry.cli.output import console
-    from registry.errors import InvalidInput
-    from registry.store.trust import current_keyring, pin_roots
+    from registry.store.trust import current_keyring
 
-    bad = [k for k in keyids if len(k) != 64 or any(c not in "0123456789abcdef" for c in k)]
-    if bad:
-        raise InvalidInput(f"{bad[0]!r}: a root is pinned by its full 64-digit key id")
     target = _home(home)
-    pin_roots(target, keyids, threshold)
+    _pin(target, keyids, threshold)
     ring = current_keyring(target).current
     console.print(f"pinned {len(keyids)} root key(s); keyring v{ring.version} verifies",
                   highlight=False)

@@ -167,6 +167,20 @@ class Index:
                 if rows[table.name]:
                     db.execute(table.insert(), rows[table.name])
 
+    def put(self, entries: list[Rows]) -> None:
+        """Committed records' rows, replacing any they had, in one transaction: homes
+        that share one database pull the same records, each writing them."""
+        ids = [entry["records"][0]["id"] for entry in entries]
+        with self._guard(), self.engine.begin() as db:
+            for table in (identity, results, records):
+                key = table.c.id if table is records else table.c.record_id
+                for chunk in range(0, len(ids), 500):
+                    db.execute(delete(table).where(key.in_(ids[chunk:chunk + 500])))
+            for table in (records, identity, results):
+                rows = [row for entry in entries for row in entry[table.name]]
+                if rows:
+                    db.execute(table.insert(), rows)
+
     def mark_committed(self, record_id: str, commit: str) -> None:
         with self._guard(), self.engine.begin() as db:
             db.execute(update(records).where(records.c.id == record_id)
