@@ -22,7 +22,8 @@ RECIPES = ROOT / "recipes"
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A home and a trusted key for this module (REGISTRY_HOME, REGISTRY_KEYS_DIR)."""
     from registry.store.home import init_home
-    from registry.store.keys import create_key, local_keys, trust
+    from registry.store.keys import create_key, signing_key
+    from registry.store.trust import genesis
 
     base = tmp_path_factory.mktemp("reproduce")
     with pytest.MonkeyPatch.context() as env:
@@ -31,7 +32,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         env.setenv("REGISTRY_HASH_CACHE", str(base / "hashes.sqlite"))
         create_key(base / "keys")
         created = init_home(base / ".registry")
-        trust(created, local_keys(base / "keys")[0].public_pem.encode(), "test key")
+        genesis(created, signing_key(base / "keys"))
         env.setenv("REGISTRY_HOME", str(created.root))
         yield base
 

@@ -17,11 +17,12 @@ pytestmark = pytest.mark.engine
 @pytest.fixture
 def sqlite_home(tmp_path, signing_keys, monkeypatch):
     from registry.store.home import init_home
-    from registry.store.keys import local_keys, trust
+    from registry.store.keys import signing_key
+    from registry.store.trust import genesis
 
     monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
     home = init_home(tmp_path / ".registry")
-    trust(home, local_keys(signing_keys)[0].public_pem.encode(), "test key")
+    genesis(home, signing_key(signing_keys))
     monkeypatch.setenv("REGISTRY_HOME", str(home.root))
     return home
 
