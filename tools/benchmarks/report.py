@@ -34,8 +34,9 @@ sys.path.insert(0, str(ROOT))
 from registry.record import record_id, statement_bytes  # noqa: E402
 from registry.store import dsse  # noqa: E402
 from registry.store.home import Home, init_home  # noqa: E402
-from registry.store.keys import create_key, signing_key, trust  # noqa: E402
+from registry.store.keys import create_key, signing_key  # noqa: E402
 from registry.store.ledger import Ledger  # noqa: E402
+from registry.store.trust import genesis  # noqa: E402
 
 RUN = ROOT / "tests" / "data" / "cpu-runs" / "tiny-bf16-kv"
 
@@ -66,15 +67,16 @@ def home_with(folder: Path, n: int) -> tuple[Home, list[str]]:
     os.environ["REGISTRY_KEYS_DIR"] = str(folder / "keys")
     os.environ["REGISTRY_HASH_CACHE"] = str(folder / "hashes.sqlite")
     os.environ.pop("REGISTRY_DATABASE_URL", None)
-    key = create_key(folder / "keys")
+    create_key(folder / "keys")
     home = init_home(folder / ".registry")
-    trust(home, key.public_pem.encode(), "benchmark key")
+    genesis(home, signing_key())
     os.environ["REGISTRY_HOME"] = str(home.root)
     first = seal_run(RUN, home=home, recipe_path=ROOT / "recipes" / "tiny-bf16-kv.toml").id
     _, statement = sealed_statement(home, first)
     keyid, private = signing_key()
     ledger = Ledger(home.ledger)
     ids = [first]
+    files: dict[str, bytes] = {}
     for i in range(1, n):
         p = statement.predicate
         recipe = {**(p.recipe or {}), "lane": f"lane-{i % 5}"}
@@ -83,14 +85,12 @@ def home_with(folder: Path, n: int) -> tuple[Home, list[str]]:
         data = statement_bytes(statement.model_copy(update={
             "predicate": p.model_copy(update={"recipe": recipe, "run": run})}))
         rid = record_id(data)
-        folder_ = ledger.record_dir(rid)
-        folder_.mkdir(parents=True)
-        (folder_ / "statement.json").write_bytes(data)
-        envelope = dsse.envelope_bytes(dsse.sign(data, keyid, private))
-        (folder_ / "envelope.json").write_bytes(envelope)
+        files[f"records/{rid}/statement.json"] = data
+        files[f"records/{rid}/envelope.json"] = dsse.envelope_bytes(dsse.sign(data, keyid,
+                                                                               private))
         ids.append(rid)
-    ledger.repo.git.add("records")
-    ledger.repo.git.commit("-qm", f"{n - 1} records")
+    ledger.recover()
+    ledger.commit(files, f"{n - 1} records", (keyid, private))  # one signed commit
     reindex(home)
     return home, ids
 
