@@ -111,7 +111,8 @@ def test_absent_files_are_reported(cli, store_home, in_repo) -> None:
     assert r.exit_code == 0, r.stderr
     assert "7 files verified, 32 listed but absent" in r.stdout
     assert "absent: evidence/record-run/cleanup-status.txt" in r.stdout
-    assert "101.94172124017027 tok/s = median over unflagged rows of 99 / (t[99] - t[0])" in r.stdout
+    assert ("101.94172124017027 tok/s = median over unflagged rows of 99 / (t[99] - t[0])"
+            in r.stdout)
 
 
 def test_a_changed_capsule_file_is_refused(cli, store_home, in_repo, capsule_copy) -> None:
