@@ -15,7 +15,7 @@ def suite_results(bench: Bench, recipe: Recipe | None) -> list[SuiteResult]:
     names = [s.name for s in bench.suites] or sorted({r.suite for r in bench.rows})
     out = []
     for name in names:
-        rows = [r for r in bench.rows if r.suite == name]
+        rows = [r for r in bench.timed_rows if r.suite == name]
         figures = suite_figures(rows, formula, window)
         out.append(SuiteResult(suite=name, rows=len(rows), errors=sum(1 for r in rows if r.error),
                                formula=formula.value, window=window, metrics=figures.metrics,

@@ -84,9 +84,17 @@ class Bench(Model):
     model: str
     params: dict[str, Any] = Field(description="max_tokens, temperature, top_p, seed, extras")
     suites: list[SuiteRef]
-    rows: list[BenchRow]
+    rows: list[BenchRow] = Field(description="the first pass: what contracts judge")
+    more_rounds: list[BenchRow] = Field(
+        default_factory=list, description="later passes on the same engine (reproduce's "
+        "extra rounds, `round` >= 1): speed figures only")
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @property
+    def timed_rows(self) -> list[BenchRow]:
+        """Every pass's rows: what the speed figures use."""
+        return [*self.rows, *self.more_rounds]
 
 
 class RunState(StrEnum):

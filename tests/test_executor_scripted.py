@@ -12,7 +12,7 @@ import pytest
 from registry import rundir
 from registry.errors import EngineFailed, VerificationFailed
 from registry.executor.engine import Engine, EngineProcess
-from registry.executor.run import RunResult, run
+from registry.executor.run import Hooks, RunResult, run
 from registry.recipe.schema import Recipe
 from registry.rundir import LaunchPlan, RunStatus, read_model
 from tests.conftest import ROOT
@@ -27,7 +27,8 @@ def scripted(scenario: dict) -> Callable[[LaunchPlan, Path], EngineProcess]:
     return launch
 
 
-def go(tmp_path: Path, scenario: dict, prompts: int = 6, tokens: int = 120) -> RunResult:
+def go(tmp_path: Path, scenario: dict, prompts: int = 6, tokens: int = 120,
+       hooks: Hooks | None = None) -> RunResult:
     (tmp_path / "model").mkdir(exist_ok=True)
     suite = "".join(json.dumps({"id": f"p{i}", "prompt": f"prompt {i}"}) + "\n"
                     for i in range(prompts))
@@ -40,7 +41,7 @@ def go(tmp_path: Path, scenario: dict, prompts: int = 6, tokens: int = 120) -> R
         "benchmark": {"max_tokens": tokens, "allow_prefix_reuse": False,
                       "suites": [{"name": "s", "path": "suite.jsonl"}]}})
     return run(recipe, tmp_path / "run", recipe_dir=tmp_path, timeout=60, request_timeout=30,
-               launcher=scripted(scenario))
+               launcher=scripted(scenario), hooks=hooks)
 
 
 def status(tmp_path: Path) -> RunStatus:
@@ -85,3 +86,18 @@ def test_http_errors_fail_the_run_with_every_row_kept(tmp_path) -> None:
     bench = read_model(tmp_path / "run" / rundir.BENCH, rundir.Bench)
     assert [r.error[:8] for r in bench.rows] == ["HTTP 500"] * 2
     assert status(tmp_path).state == "failed"
+
+
+def test_more_rounds_run_on_the_same_engine_and_stay_out_of_the_first_pass(tmp_path) -> None:
+    seen: list[int] = []
+
+    def more(rows: list) -> bool:
+        seen.append(len(rows))
+        return len(seen) < 3  # two more passes, then stop
+
+    result = go(tmp_path, {"gap_s": 0.002}, prompts=3, tokens=20, hooks=Hooks(more=more))
+    bench = read_model(tmp_path / "run" / rundir.BENCH, rundir.Bench)
+    assert seen == [3, 6, 9] and result.rows == 3
+    assert [r.round for r in bench.rows] == [0, 0, 0]
+    assert [r.round for r in bench.more_rounds] == [1, 1, 1, 2, 2, 2]
+    assert result.metrics["s"]["ttft_ms.p50"].count == 9  # speed figures: every pass

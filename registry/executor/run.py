@@ -140,6 +140,7 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
     start = time.monotonic()
     engine = launcher(launch, out_dir / rundir.SERVER_LOG)
     rows: list[BenchRow] = []
+    extra: list[BenchRow] = []  # later rounds (reproduce): speed figures only
     served: str | None = None
     ready_s: float | None = None
     reason: str | None = "interrupted"
@@ -153,19 +154,20 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
             hooks.suite(sum(len(s.prompts) for s in suites))
         rows, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
                                  request_timeout=request_timeout, on_row=hooks.row)
-        while not fault and not any(r.error for r in rows) and hooks.more and hooks.more(rows):
+        while (not fault and not any(r.error for r in rows + extra) and hooks.more
+               and hooks.more(rows + extra)):
             more, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
                                      request_timeout=request_timeout, on_row=hooks.row,
-                                     round_=max(r.round for r in rows) + 1)
-            rows += more
-        write_model(out_dir / rundir.BENCH, _bench(recipe, served, suites, rows))
+                                     round_=max(r.round for r in rows + extra) + 1)
+            extra += more
+        write_model(out_dir / rundir.BENCH, _bench(recipe, served, suites, rows, extra))
         if engine.exit_code() is None:
             try:
                 _scrape(engine, out_dir / rundir.METRICS_AFTER)
             except httpx.HTTPError as e:
                 fault = fault or f"/metrics after the suite failed: {e}"
         reason = None
-        _raise_for(engine, fault, rows)
+        _raise_for(engine, fault, rows + extra)
     except RegistryError as e:
         reason = e.message
         raise
@@ -185,7 +187,7 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
         raise EngineFailed(f"{reason}", hint=f"run directory {out_dir} is marked failed")
     return RunResult(run_dir=str(out_dir), recipe=recipe.name, state=state, served_model=served,
                      ready_s=ready_s, rows=len(rows), cleanup=cleanup,
-                     **_figures(recipe, suites, rows))
+                     **_figures(recipe, suites, rows + extra))
 
 
 def _raise_for(engine: EngineProcess, fault: str | None, rows: list[BenchRow]) -> None:
@@ -207,7 +209,8 @@ def _scrape(engine: EngineProcess, path: Path) -> None:
     write_bytes(path, response.content)
 
 
-def _bench(recipe: Recipe, model: str, suites: list[Suite], rows: list[BenchRow]) -> rundir.Bench:
+def _bench(recipe: Recipe, model: str, suites: list[Suite], rows: list[BenchRow],
+           extra: list[BenchRow]) -> rundir.Bench:
     b = recipe.benchmark
     return rundir.Bench(
         api=b.api, model=model,
@@ -216,7 +219,7 @@ def _bench(recipe: Recipe, model: str, suites: list[Suite], rows: list[BenchRow]
                 "request_extra": b.request_extra},
         suites=[rundir.SuiteRef(name=s.name, sha256=s.sha256, path=s.path, prompts=len(s.prompts))
                 for s in suites],
-        rows=rows)
+        rows=rows, more_rounds=extra)
 
 
 def _figures(recipe: Recipe, suites: list[Suite], rows: list[BenchRow]) -> dict[str, Any]:

@@ -100,8 +100,9 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
 
     def more(rows: list[BenchRow]) -> bool:
         """Another round while the speed verdict is undecided and the budget allows."""
-        return judge_rows(original.bench.rows, rows, names, formula, window, min_performance,
-                          max_rounds).status == "undecided"
+        verdict = judge_rows(original.bench.timed_rows, rows, names, formula, window,
+                             min_performance, max_rounds)
+        return verdict.status == "undecided"
 
     with _suite_folder(suites, recipe_path) as recipe_dir:
         run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,

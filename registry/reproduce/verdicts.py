@@ -160,8 +160,9 @@ def performance_verdict(original: SealedRun, new: SealedRun, formula: MetricForm
                         window: int, min_ratio: float, max_rounds: int = 1) -> PerformanceVerdict:
     """Judge `new` (every round it ran) against `original`; undecided suites become
     inconclusive once `max_rounds` rounds were run."""
-    return judge_rows(original.bench.rows, new.bench.rows, [s.name for s in original.bench.suites],
-                      formula, window, min_ratio, max_rounds)
+    return judge_rows(original.bench.timed_rows, new.bench.timed_rows,
+                      [s.name for s in original.bench.suites], formula, window, min_ratio,
+                      max_rounds)
 
 
 def judge_rows(original: list[BenchRow], new: list[BenchRow], suites: list[str],
