@@ -107,6 +107,11 @@ def _drivers(devices: list[dict[str, Any]]) -> list[str]:
     return sorted({f"{d.get('vendor')} {d.get('driver')}" for d in devices})
 
 
+def _distribution(packages: dict[str, Any]) -> str | None:
+    found = [f"{name} {packages[name]}" for name in ENGINE_DISTRIBUTIONS if name in packages]
+    return ", ".join(found) or None
+
+
 def _engine_tree(sources: list[Source], recipe: Recipe) -> Fact:
     from registry.seal import engine_tree
     from registry.store.sources import capture
