@@ -7,6 +7,7 @@ of the KV scale tensors only.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from registry.checkpoint.quant import quantization
 from registry.checkpoint.safetensors import Tensor, read_header
 from registry.checkpoint.scales import kv_scales, scale_tensors
 from registry.errors import InvalidInput
-from registry.files import read_json
+from registry.files import read_bytes, read_json
+from registry.safeload import BadDocument, loads_json
 
 INDEX = "model.safetensors.index.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json",
@@ -103,13 +105,33 @@ def _optional_json(root: Path | None, name: str) -> dict[str, Any] | None:
     return read_json(root / name, name) if root and (root / name).is_file() else None
 
 
+# transformers writes int(1e30) as `model_max_length` when a tokenizer has no limit; it
+# is in countless published tokenizer_config.json files (and the tiny builder's), and
+# past the integer range the safe parser (registry/safeload.py) and canonical JSON take.
+NO_MAX_LENGTH = re.compile(rb'("model_max_length"\s*:\s*)1000000000000000019884624838656\b')
+
+
+def _tokenizer_config(path: Path) -> dict[str, Any]:
+    """tokenizer_config.json with transformers' "no limit" sentinel read as null."""
+    if not path.is_file():
+        return {}
+    data = NO_MAX_LENGTH.sub(rb"\1null", read_bytes(path, path.name))
+    try:
+        value = loads_json(data)
+    except BadDocument as e:
+        raise InvalidInput(f"{path}: {path.name} is {e}", hint="fix or replace the file") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{path}: {path.name} is not a JSON object")
+    return value
+
+
 def _tokenizer(root: Path | None) -> dict[str, Any] | None:
     if root is None:
         return None
     files = [name for name in TOKENIZER_FILES if (root / name).is_file()]
     if not files:
         return None
-    config = _optional_json(root, "tokenizer_config.json") or {}
+    config = _tokenizer_config(root / "tokenizer_config.json")
     summary = {"files": files, "class": config.get("tokenizer_class"),
                "model_max_length": config.get("model_max_length"),
                "chat_template": "chat_template" in config or "chat_template.jinja" in files}

@@ -75,7 +75,8 @@ def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
     found = variables(models_dir, environ)
     args = expand(dict(recipe.engine.args), found, "engine.args")
     cache_dirs = {var: str(cache_root / var.lower()) for var in profile.cache_vars}
-    argv = [*server_command(recipe.engine.version), *render_argv(args),
+    command = profile.command or server_command(recipe.engine.version)
+    argv = [*command, *render_argv(args),
             "--host", HOST, "--port", str(port)]
     return LaunchPlan(platform=profile.name.value, argv=argv,
                       env=_env(recipe, profile, found, cache_dirs), cwd=str(cwd), host=HOST,

@@ -16,6 +16,9 @@ class PlatformProfile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: Platform
+    command: list[str] | None = Field(
+        None, description="a site's own start command, before the engine's arguments; "
+        "default: the interpreter's module entry point for the recipe's engine release")
     env: dict[str, str] = Field(default_factory=dict, description="fixed engine variables")
     device_mask: str | None = Field(
         None, description="variable listing the visible devices, set from hardware.count")
