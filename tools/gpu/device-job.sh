@@ -78,7 +78,12 @@ git log -1 --format='project %H %s' | tee "$W/logs/project.txt"
 NAMES=(llama-3b llama-3b-kv-fp8 hybrid-2b)
 [ "$GPUS" -ge 2 ] && NAMES=(llama-3b)
 step checkpoints python3 tools/sized_checkpoint.py --out "$MODELS" --device cuda "${NAMES[@]}"
-rm -rf "$W/.registry" "$W/keys" "$W/runs"/* "$W/logs/records.txt"
+rm -rf "$W/.registry" "$W/keys" "$W/runs"/* "$W/logs/records.txt" "$W/logs/checkpoints"
+for m in "${NAMES[@]}"; do  # the checkpoints' small files, for re-derivation elsewhere
+  mkdir -p "$W/logs/checkpoints/$m"
+  cp "$MODELS/$m"/*.json "$MODELS/$m"/.sized-checkpoint.json "$W/logs/checkpoints/$m/" 2>/dev/null
+  R inspect "$MODELS/$m" --json > "$W/logs/checkpoints/$m.inspect.json" 2>&1
+done
 step keys-init R keys init
 step init R init "$W"
 
