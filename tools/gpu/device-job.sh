@@ -18,7 +18,9 @@
 # with the kit's device-collect.sh (it packs logs/, runs/, .registry/, compare/).
 #
 # Variables: JOB_BUDGET_S (default 1260: the job's wall clock, setup excluded),
-# REPRODUCTIONS (10), AGREEMENT_ROUNDS (10), KIT_WORK (/root/work), KIT_SITE (/root/site).
+# LANES (one GPU; default "bf16 checkpoint-fp8 fp8 hybrid"; bf16 is always run),
+# REPRODUCTIONS (10), AGREEMENT_ROUNDS (10; 0 skips it), KIT_WORK (/root/work),
+# KIT_SITE (/root/site).
 set -uo pipefail
 PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 W=${KIT_WORK:-/root/work}
@@ -32,6 +34,7 @@ SITE=${KIT_SITE:-/root/site}
 BUDGET=${JOB_BUDGET_S:-1260}
 REPRODUCTIONS=${REPRODUCTIONS:-10}
 ROUNDS=${AGREEMENT_ROUNDS:-10}
+LANES=" ${LANES:-bf16 checkpoint-fp8 fp8 hybrid} "
 # The engine is started as `python -m ...` by this interpreter and finds vLLM through
 # PYTHONPATH, which the cuda profile passes on: no wrapper needed.
 export PYTHONPATH=$SITE:$PROJECT PYTHONUNBUFFERED=1
@@ -75,8 +78,9 @@ run_lane() {  # run_lane NAME RECIPE: run and seal; prints nothing, sets REC
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader \
   | tee "$W/logs/nvidia-smi.txt"
 git log -1 --format='project %H %s' | tee "$W/logs/project.txt"
-NAMES=(llama-3b llama-3b-kv-fp8 hybrid-2b)
-[ "$GPUS" -ge 2 ] && NAMES=(llama-3b)
+NAMES=(llama-3b)
+[ "$GPUS" = 1 ] && [[ $LANES == *" checkpoint-fp8 "* ]] && NAMES+=(llama-3b-kv-fp8)
+[ "$GPUS" = 1 ] && [[ $LANES == *" hybrid "* ]] && NAMES+=(hybrid-2b)
 step checkpoints python3 tools/sized_checkpoint.py --out "$MODELS" --device cuda "${NAMES[@]}"
 rm -rf "$W/.registry" "$W/keys" "$W/runs"/* "$W/logs/records.txt" "$W/logs/checkpoints"
 for m in "${NAMES[@]}"; do  # the checkpoints' small files, for re-derivation elsewhere
@@ -94,15 +98,16 @@ if [ "$GPUS" -ge 2 ]; then
   [ -n "$TP2" ] && fits "$LAST_RUN_S" && step reproduce-tp2 R reproduce "$TP2" \
     --models "$MODELS" --out "$W/runs/tp2-again" --json
 else
+  CKPT= FP8=
   run_lane bf16 llama-3b-bf16-kv-cuda; BF16=$REC
-  run_lane checkpoint-fp8 llama-3b-checkpoint-kv-cuda; CKPT=$REC
-  run_lane fp8 llama-3b-fp8-kv-cuda; FP8=$REC
-  run_lane hybrid hybrid-2b-sliding-cuda
+  [[ $LANES == *" checkpoint-fp8 "* ]] && run_lane checkpoint-fp8 llama-3b-checkpoint-kv-cuda && CKPT=$REC
+  [[ $LANES == *" fp8 "* ]] && run_lane fp8 llama-3b-fp8-kv-cuda && FP8=$REC
+  [[ $LANES == *" hybrid "* ]] && run_lane hybrid hybrid-2b-sliding-cuda
   [ -n "$BF16" ] && [ -n "$CKPT" ] && step diff-checkpoint R diff "$BF16" "$CKPT"
   [ -n "$BF16" ] && [ -n "$FP8" ] && step diff-fp8 R diff "$BF16" "$FP8"
   if [ -n "$BF16" ]; then
     step teacher-set R teacher set "$BF16" --lane llama-3b-bf16-exact-cuda
-    fits $((LAST_RUN_S + ROUNDS * 15)) && step agreement python3 tools/benchmarks/client_agreement.py \
+    [ "$ROUNDS" -gt 0 ] && fits $((LAST_RUN_S + ROUNDS * 15)) && step agreement python3 tools/benchmarks/client_agreement.py \
       --recipe recipes/llama-3b-bf16-kv-cuda.toml --models "$MODELS" --rounds "$ROUNDS" \
       --json "$W/compare/agreement.json"
     for i in $(seq 1 "$REPRODUCTIONS"); do
