@@ -18,7 +18,10 @@ from registry.errors import NotFound, VerificationFailed
 from registry.identity import ResolvedIdentity
 from registry.metrics import Metric
 from registry.proof import Unproven, mark
+from registry.rundir import Environment as HostFacts
+from registry.rundir import RunState
 from registry.safeload import loads_json
+from registry.verdict import Verdict
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE: Final = "https://registry.dev/serving-record/v1"
@@ -70,7 +73,7 @@ class ContractInfo(Model):
 
     name: str
     teacher: str | None = None
-    verdict: dict[str, Any] | None = None
+    verdict: Verdict | None = None
 
 
 class Imported(Model):
@@ -127,7 +130,7 @@ class Override(Model):
 
 
 class RunInfo(Model):
-    state: str = Field(description="complete | failed | running (from status.json)")
+    state: RunState = Field(description="complete | failed | unknown (no status.json)")
     reason: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
@@ -135,9 +138,17 @@ class RunInfo(Model):
 
 
 class Environment(Model):
-    host: dict[str, Any] = Field(default_factory=dict, description="host facts as captured")
+    host: HostFacts | dict[str, Any] = Field(
+        default_factory=dict, description="environment.json: the executor's typed host facts, "
+                                          "or another lab's facts as captured")
     variables: dict[str, str] = Field(default_factory=dict, description="engine environment")
     sealed_with: dict[str, str] = Field(default_factory=dict, description="sealing tool versions")
+
+    def host_facts(self) -> dict[str, Any]:
+        """The host facts as plain JSON, whichever shape they were sealed in."""
+        if isinstance(self.host, HostFacts):
+            return self.host.model_dump(mode="json", by_alias=True)
+        return self.host
 
 
 class Predicate(Model):

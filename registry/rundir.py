@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from registry.errors import InvalidInput
+from registry.files import read_model as read_model  # generic: rundir.read_model(path, Model)
 
 SERVER_LOG = "server.log"  # required: engine stdout + stderr
 RECIPE_JSON = "recipe.json"  # the normalized recipe (self-contained)
@@ -91,6 +92,7 @@ class RunState(StrEnum):
     running = "running"
     complete = "complete"
     failed = "failed"
+    unknown = "unknown"  # a record of a run that left no status.json
 
 
 class RunStatus(Model):
@@ -139,13 +141,6 @@ class Environment(Model):
         "goes on top)")
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-
-def read_model(path: Path, model: type[BaseModel]) -> Any:
-    """Parse one run-directory JSON file into its model, or a clear InvalidInput."""
-    from registry.files import read_model as read
-
-    return read(path, model)
 
 
 def require_run_dir(path: Path) -> Path:

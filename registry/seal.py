@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from pydantic import ValidationError
+
 from registry import __version__, rundir
 from registry.canonical import digest, to_jsonable
 from registry.confine import regular_files
@@ -155,7 +157,10 @@ def capture_sources(run_dir: Path, recipe: Recipe | None, recipe_path: Path | No
     wanted: list[tuple[str, Path, str | None]] = []
     if recipe_path is not None:
         wanted.append(("recipe", recipe_path.resolve().parent, None))
-    location, version = engine_tree(recipe, _host(run_dir).get("engine_source"))
+    host = _host(run_dir)
+    source = host.engine_source if isinstance(host, rundir.Environment) else \
+        host.get("engine_source")
+    location, version = engine_tree(recipe, source if isinstance(source, dict) else None)
     if location is not None:
         wanted.append(("engine", location, version))
     if (run_dir / rundir.LAUNCH).is_file():
@@ -206,10 +211,16 @@ def run_environment(run_dir: Path) -> Environment:
     return Environment(host=_host(run_dir), variables=variables, sealed_with=sealed_with())
 
 
-def _host(run_dir: Path) -> dict[str, Any]:
-    """environment.json as the executor wrote it (host facts), or {}."""
+def _host(run_dir: Path) -> rundir.Environment | dict[str, Any]:
+    """environment.json: the executor's typed host facts, else as written, else {}."""
     path = run_dir / rundir.ENVIRONMENT
-    return read_json(path, path.name) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    facts = read_json(path, path.name)
+    try:
+        return rundir.Environment.model_validate(facts)
+    except ValidationError:
+        return facts
 
 
 def sealed_with() -> dict[str, str]:
@@ -233,7 +244,7 @@ def contract_of(home: Home, recipe: Recipe | None, bench: rundir.Bench | None,
 
         verdict = judge(home, recipe, bench, identity)
     return ContractInfo(name=recipe.quality.contract.value, teacher=recipe.quality.teacher,
-                        verdict=to_jsonable(verdict) if verdict else None)
+                        verdict=verdict)
 
 
 def _parent(home: Home, parent: str | None) -> str | None:

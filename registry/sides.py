@@ -7,12 +7,18 @@ resolved on the spot (no sources: nothing was captured yet).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from registry.diff import Side
 from registry.errors import VerificationFailed
 from registry.proof import mark
 from registry.rundir import BENCH
 from registry.store.home import Home
+
+if TYPE_CHECKING:
+    from registry.recipe.schema import Recipe
+    from registry.record import Statement
+    from registry.rundir import Bench
 
 
 def load_side(ref: str, *, home: Path | None = None) -> Side:
@@ -28,26 +34,34 @@ def load_side(ref: str, *, home: Path | None = None) -> Side:
 def side_from_record(home: Home, prefix: str) -> Side:
     """The record's signed identity and sources; its metrics re-derived from its rows."""
     from registry.contracts.sealed import sealed_run
-    from registry.results import suite_results
     from registry.store.query import sealed_statement
 
     rid, statement = sealed_statement(home, prefix)
     predicate = statement.predicate
-    from registry.importer.published import recheck
-
-    side = Side(label=rid, identity=predicate.identity, sources=predicate.sources,
-                unproven=mark(predicate.unproven, predicate.identity),
-                published=recheck(predicate.published, None))
     if statement.subject_named(predicate.artifacts.get(BENCH, BENCH)) is None:
-        return side  # a record without benchmark rows (e.g. an engine-only run)
+        return side_from_sealed(rid, statement, None, None)  # e.g. an engine-only run
     run = sealed_run(home, rid, statement)
     if not run.bench_intact:
         raise VerificationFailed(f"record {rid[:16]}: its {BENCH} was changed after sealing",
                                  hint=f"registry verify {rid[:16]}")
-    return side.model_copy(update={"results": suite_results(run.bench, run.recipe),
-                                   "rows": run.bench.rows,
-                                   "published": recheck(predicate.published, run.bench.rows),
-                                   "suites": {s.name: s.sha256 for s in run.bench.suites}})
+    return side_from_sealed(rid, statement, run.bench, run.recipe)
+
+
+def side_from_sealed(rid: str, statement: Statement, bench: Bench | None,
+                     recipe: Recipe | None) -> Side:
+    """A record already read (its rows checked against their signed digest by the caller):
+    its metrics and published figures re-derived from its rows."""
+    from registry.importer.published import recheck
+    from registry.results import suite_results
+
+    predicate = statement.predicate
+    side = Side(label=rid, identity=predicate.identity, sources=predicate.sources,
+                unproven=mark(predicate.unproven, predicate.identity),
+                published=recheck(predicate.published, bench.rows if bench else None))
+    if bench is None:
+        return side
+    return side.model_copy(update={"results": suite_results(bench, recipe), "rows": bench.rows,
+                                   "suites": {s.name: s.sha256 for s in bench.suites}})
 
 
 def side_from_run_dir(run_dir: Path) -> Side:

@@ -17,6 +17,7 @@ from registry.rundir import Bench, SuiteRef
 from registry.store.index import open_index
 from registry.store.objects import ObjectStore
 from registry.store.teachers import index_bindings, teachers
+from registry.verdict import Verdict, VerdictStatus
 from tests.conftest import ROOT, resolved_identity
 from tests.test_teacher import CAPSULE, capsule_rows
 
@@ -99,7 +100,8 @@ def test_a_tampered_row_fails_though_its_stored_verdict_passed(
     expected, ids[40] = ids[40], ids[40] + 1
     rows[5] = rows[5].model_copy(update={"token_ids": ids})
     forged = ContractInfo(name="bitwise-teacher", teacher=LANE,
-                          verdict={"status": "passed", "all_exact": True})
+                          verdict=Verdict(contract="bitwise-teacher",
+                                          status=VerdictStatus.passed, reasons=[]))
     monkeypatch.setattr("registry.seal.contract_of", lambda *args: forged)
     rid = seal_run_dir(write_run(tmp_path, "tampered", rows)).id
     r = cli("check", rid, "--json")

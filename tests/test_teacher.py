@@ -11,9 +11,9 @@ import pytest
 
 from registry.contracts.bitwise import bitwise_teacher
 from registry.contracts.teacher import AXES, Teacher, teacher_from_lab_oracles, teacher_from_rows
-from registry.contracts.verdict import VerdictStatus
 from registry.errors import InvalidInput
 from registry.rundir import BenchRow
+from registry.verdict import VerdictStatus
 from tests.conftest import FIXTURES
 
 CAPSULE = FIXTURES / "laguna-b70-record"

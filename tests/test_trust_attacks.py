@@ -164,11 +164,25 @@ def test_an_evil_merge_is_refused_without_a_traceback(cli, store_home, genuine) 
     assert r.exit_code == ExitCode.FAILED and "Traceback" not in r.stderr
 
 
-def test_an_edited_index_row_is_caught_and_never_shown(cli, store_home, genuine) -> None:
-    db = sqlite3.connect(store_home.root / "index.sqlite")
-    db.execute("UPDATE records SET decode_tok_s = decode_tok_s * 2, kv_cache = 'fp8_e4m3'")
-    db.execute("UPDATE identity SET value = 'fp8_e4m3' WHERE name = 'precision.kv_cache'")
+def edit_index(home, database_url: str | None, *statements: str) -> None:
+    """Plain SQL on the index, as anyone with the database's password can run it."""
+    if database_url is None:
+        db = sqlite3.connect(home.root / "index.sqlite")
+    else:
+        import psycopg
+
+        db = psycopg.connect(database_url.replace("+psycopg", ""))
+    for sql in statements:
+        db.execute(sql)
     db.commit()
+    db.close()
+
+
+def test_an_edited_index_row_is_caught_and_never_shown(cli, store_home, genuine,
+                                                       database_url) -> None:
+    edit_index(store_home, database_url,
+               "UPDATE records SET decode_tok_s = decode_tok_s * 2, kv_cache = 'fp8_e4m3'",
+               "UPDATE identity SET value = 'fp8_e4m3' WHERE name = 'precision.kv_cache'")
     signed = json.loads(cli("show", genuine.id[:12], "--json").stdout)
     code, out = verify_all(cli)
     assert code == ExitCode.FAILED and "records.decode_tok_s" in out and "identity.value" in out

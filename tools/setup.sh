@@ -4,6 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# The report tests drive Debian's chromium through its chromedriver (no browser download).
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing chromium and chromium-driver (report tests)" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "setup: install chromium and chromium-driver for the report tests" >&2
+  fi
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
@@ -14,6 +23,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing registry with the vLLM CPU engine into .venv (about a minute)" >&2
   # torch first, alone: pip takes the CPU build from the machine's local wheels.
   .venv/bin/python -m pip install -q torch==2.13.0 2>&1 | grep -v "^WARNING: Location" || true
+  # the distribution was called `registry` before it became serving-registry
+  .venv/bin/python -m pip uninstall -q -y registry 2>&1 | grep -v "^WARNING" || true
   PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q -e '.[test,postgres,engine]' 2>&1 | grep -v "^WARNING: Location" || true
   # PyPI's torchvision/torchaudio/torchcodec do not load beside the CPU torch and
   # break transformers imports (see docs/engine.md).

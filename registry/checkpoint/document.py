@@ -8,7 +8,6 @@ what the inspection showed. The checkpoint's config.json is copied beside it as
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -82,22 +81,17 @@ def write_identity(name: str, info: CheckpointInfo, manifest: Manifest, source: 
     return toml_path
 
 
-def to_toml(doc: dict[str, Any], table: str = "") -> str:
-    """TOML for plain values: scalars and lists first, then one [table] per dict."""
-    lines = [f"{key} = {_value(v)}" for key, v in doc.items()
-             if v is not None and not isinstance(v, dict)]
-    text = (f"\n[{table}]\n" if table else "") + "".join(f"{line}\n" for line in lines)
-    for key, v in doc.items():
-        if isinstance(v, dict):
-            text += to_toml(v, f"{table}.{key}" if table else key)
-    return text
+def to_toml(doc: dict[str, Any]) -> str:
+    """TOML written by tomli-w (quoted keys where needed, proper escapes); TOML has no
+    null, so a None value is left out."""
+    import tomli_w
+
+    return tomli_w.dumps(_without_none(doc))
 
 
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    return json.dumps(str(v), ensure_ascii=False)  # a valid TOML basic string
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value if v is not None]
+    return value

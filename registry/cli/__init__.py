@@ -90,6 +90,12 @@ def _register() -> None:
     from registry.cli import reproduce
 
     app.command("reproduce")(reproduce.reproduce)
+    from registry.cli import report
+
+    app.command("report")(report.report)
+    from registry.cli import compare
+
+    app.command("compare")(compare.compare)
 
 
 _register()

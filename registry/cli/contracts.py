@@ -141,7 +141,7 @@ def _render(result: CheckResult) -> None:
     from registry.cli.output import console, safe, table
 
     verdict = result.verdict
-    stored = (result.stored_verdict or {}).get("status", "none")
+    stored = result.stored_verdict.status if result.stored_verdict else "none"
     status = verdict.status.value if verdict else "no contract"
     console.print(f"[bold]{safe(result.contract)}[/] on {safe(result.record[:16])}: "
                   f"[bold]{safe(status)}[/]  (the record stored: {safe(stored)}; not used)",

@@ -49,7 +49,7 @@ def _value(field: Any) -> str:
 def _num(x: float | None) -> str:
     if x is None:
         return "-"
-    return f"{x:,.0f}" if float(x).is_integer() else f"{x:.8g}"
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:.6g}"
 
 
 def _percent(x: float | None) -> str:
@@ -65,7 +65,7 @@ def _published(f: PublishedFigure | None) -> str:
 
 
 def render(d: Diff, *, show_all: bool) -> None:
-    from registry.cli.output import console, table
+    from registry.cli.output import console, print_fitted, shown, table
     from registry.identity import PRECISION_AXES
 
     console.print(f"a: {d.a}\nb: {d.b}", highlight=False)
@@ -76,24 +76,29 @@ def render(d: Diff, *, show_all: bool) -> None:
     console.print(table("identity (changed first; precision axes always shown)",
                         ["field", "kind", "a", "b"], rows))
     sources = [[s.role, s.a and s.a.commit, s.b and s.b.commit,
-                f"{s.a and s.a.dirty} / {s.b and s.b.dirty}", s.diff_digests_equal]
+                f"{shown(s.a and s.a.dirty)} / {shown(s.b and s.b.dirty)}",
+                shown(s.diff_digests_equal)]
                for s in d.sources if show_all or s.changed]
     if sources:
         console.print(table("sources", ["role", "a commit", "b commit", "dirty a / b",
                                         "same uncommitted diff"], sources))
-    metrics = [[m.suite, m.name, _num(m.a), _num(m.b), _percent(m.relative),
-                f"{m.ratio:.2f}x" if m.ratio is not None else "", m.note or m.formula_a]
-               for m in d.metrics if show_all or m.comparable or m.note]
-    if metrics:
-        console.print(table("metrics", ["suite", "metric", "a", "b", "delta", "ratio",
-                                        "formula"], metrics))
+    shown_metrics = [m for m in d.metrics if show_all or m.comparable or m.note]
+    if shown_metrics:  # delta is b - a, as docs/diff.md defines it; the relative change beside
+        print_fitted(["suite", "metric", "a", "b", "delta", "relative", "ratio"], [
+            [m.suite, m.name, _num(m.a), _num(m.b), _num(m.delta), _percent(m.relative),
+             f"{m.ratio:.2f}x" if m.ratio is not None else ""] for m in shown_metrics],
+            keep=[False, False, True, True, True, True, True], title="metrics")
+        notes = {m.name: m.note or m.formula_a for m in shown_metrics}
+        for name, note in notes.items():  # below the table: never cut
+            console.print(f"  {name}: {note}", highlight=False, soft_wrap=False)
     if d.published:
         console.print(table("published by the lab (re-derived from each side's rows)",
                             ["figure", "a", "b"], [
             [f"{p.metric} {p.aggregation}", _published(p.a), _published(p.b)]
             for p in d.published]))
     outputs = [[o.suite, o.prompt_id, "equal" if o.equal else
-                f"differs at {o.first_diff_index}: {o.a_token} vs {o.b_token}", o.text_equal]
+                f"differs at {o.first_diff_index}: {o.a_token} vs {o.b_token}",
+                shown(o.text_equal)]
                for o in d.outputs if show_all or not o.equal]
     equal = sum(1 for o in d.outputs if o.equal)
     console.print(f"outputs: {equal}/{len(d.outputs)} prompts token-identical", highlight=False)

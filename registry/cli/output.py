@@ -67,15 +67,62 @@ def print_internal(e: BaseException) -> None:
                       "traceback", highlight=False)
 
 
-def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
-    """Cells are plain text (never markup); a cell that needs a style is a rich `Text`."""
+def table(title: str | None, columns: list[str], rows: list[list[Any]], *,
+          fold: bool = True) -> Table:
+    """Cells are plain text (never markup); a cell that needs a style is a rich `Text`.
+    `fold=False`: every cell on one line, cut with an ellipsis when the terminal is too
+    narrow (never broken inside a word, an id or a path)."""
     t = Table(title=title, title_justify="left", header_style="bold")
     for i, column in enumerate(columns):
-        t.add_column(column, overflow="fold", no_wrap=i == 0)  # the key column stays whole
+        whole = i == 0 or not fold  # the key column stays whole
+        t.add_column(column, overflow="fold" if fold else "ellipsis", no_wrap=whole)
     for row in rows:
         t.add_row(*(v if isinstance(v, Text) else Text("" if v is None else printable(v))
                     for v in row))
     return t
+
+
+def print_fitted(headers: list[str], rows: list[list[str]], *, keep: list[bool],
+                 title: str | None = None) -> None:
+    """A borderless table fitted to the terminal: values cut with an ellipsis, never folded
+    over two lines; `keep` columns (ids) are never cut."""
+    if title:
+        console.print(title, style="bold", highlight=False, soft_wrap=True)
+    lines = fit([headers, *rows], keep, console.width)
+    console.print(lines[0], style="bold underline", highlight=False, soft_wrap=True,
+                  markup=False)
+    for line in lines[1:]:
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
+
+
+def fit(rows: list[list[str]], keep: list[bool], width: int, gap: int = 2) -> list[str]:
+    """Columns fitted to `width`: the widest column that may shrink loses one character
+    at a time (down to 5); a cut value or header ends in an ellipsis, and an id column is
+    never cut. Nothing is ever broken over two lines."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(keep))]
+    floor = [w if k else min(w, 5) for w, k in zip(widths, keep, strict=True)]
+    while sum(widths) + gap * (len(widths) - 1) > width:
+        i = max(range(len(widths)), key=lambda j: widths[j] - floor[j])
+        if widths[i] <= floor[i]:
+            break  # as narrow as it goes: the terminal scrolls rather than folds
+        widths[i] -= 1
+    return [(" " * gap).join(_cut(v, w).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+            for r in rows]
+
+
+def _cut(value: str, width: int) -> str:
+    return value if len(value) <= width else value[:width - 1] + "…"
+
+
+def shown(value: Any) -> str:
+    """A value as a person writes it: yes/no, blank for none, floats to 6 figures."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
 
 
 def quiet() -> bool:

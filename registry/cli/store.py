@@ -15,7 +15,6 @@ from registry.cli import new_app
 from registry.errors import ExitCode, RegistryError
 
 if TYPE_CHECKING:
-    from rich.text import Text
 
     from registry.store.home import Home
     from registry.store.query import ShownRecord
@@ -308,46 +307,54 @@ def verify(
 
 def list_records(
     where: Annotated[list[str] | None, typer.Option(
-        "--where", show_default=False, help="FIELD=VALUE: an identity field or a column.")] = None,
+        "--where", show_default=False,
+        help="FIELD OP VALUE, OP one of = != < <= > >= (typed: numbers as numbers).")] = None,
     limit: Annotated[int, typer.Option(min=0, help="Most recent N records; 0 for all.")] = 50,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
-    """List records, newest first, filtered by identity fields.
+    """List records, newest first, filtered by identity fields, columns or metrics.
 
-    Example: registry list --where precision.kv_cache=fp8_e4m3 --where lane=tiny-fp8-kv
+    Example: registry list --where precision.kv_cache=fp8_e4m3 --where 'parallel.tensor>1'
     """
-
-    from registry.cli.output import console, print_json, table
+    from registry.cli.output import console, print_fitted, print_json
+    from registry.compare import filter_ids, split_where
     from registry.record import UNPROVEN
     from registry.store.query import find_records
 
-    rows = find_records(_home(home), where or [], limit or None)
+    target = _home(home)
+    equal, typed = split_where(where or [])
+    rows = find_records(target, equal, None if typed else limit or None)
+    if typed:
+        kept = set(filter_ids(target, [r.id for r in rows], typed))
+        rows = [r for r in rows if r.id in kept][:limit or None]
     if json:
         print_json(rows)
         return
     unproven = [r.summary.startswith(UNPROVEN) for r in rows]  # summary_line marks them
-    console.print(table(None, ["id", "sealed", "lane", "model", "weights", "kv cache", "tok/s"], [
-        [_marked_id(r.id, r.trust, bad), r.created_at[:16].replace("T", " "), r.lane, r.model,
-         r.weights, r.kv_cache, f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else None]
-        for r, bad in zip(rows, unproven, strict=True)]))
+    # the model is in `show` and `compare --columns model.architecture`: 80 columns fit
+    print_fitted(["id", "sealed", "lane", "weights", "kv cache", "tok/s"], [
+        [_marked_id(r.id, r.trust, bad), r.created_at[:16].replace("T", " "), r.lane or "",
+         r.weights or "", r.kv_cache or "",
+         f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else ""]
+        for r, bad in zip(rows, unproven, strict=True)],
+        keep=[True, True, False, False, False, True])
+    console.print(f"{len(rows)} records", highlight=False, soft_wrap=True)
     if any(unproven):
         console.print("! UNPROVEN: its evidence proves nothing (registry show ID says why)",
                       style="bold red", highlight=False)
     for r in rows:
         if r.trust != "verified" or r.trust_detail:
-            console.print(f"{r.id[:12]} {(r.trust or 'unchecked').upper()}: "
+            console.print(f"{r.id[:16]} {(r.trust or 'unchecked').upper()}: "
                           f"{r.trust_detail or ''}", style="red", highlight=False)
 
 
-def _marked_id(rid: str, trust: Trust | None, unproven: bool) -> Text | str:
+def _marked_id(rid: str, trust: Trust | None, unproven: bool) -> str:
     """An id as a table cell; a record no trusted key signed, or an unproven one, is
-    marked in red."""
-    from rich.text import Text
-
+    marked (the lines below the table say why)."""
     if trust != "verified":
-        return Text(f"{rid[:12]} {trust or '?'}", style="bold red")
-    return Text(f"{rid[:12]}!", style="bold red") if unproven else rid[:12]
+        return f"{rid[:16]} {str(trust or '?').upper()}"
+    return f"{rid[:16]}!" if unproven else rid[:16]
 
 
 def show(
@@ -362,43 +369,84 @@ def show(
     from registry.cli.output import print_json
     from registry.store.query import show_record
 
-    shown = show_record(_home(home), record)
+    found = show_record(_home(home), record)
     if json:
-        print_json(shown)
+        print_json(found)
         return
-    _render(shown)
+    _render(found)
 
 
-def _render(shown: ShownRecord) -> None:
-    from registry.cli.output import console, safe, table
+def _render(record: ShownRecord) -> None:
+    """A summary a person reads in one screen, then the details, each row on one line."""
+    from collections import Counter
+
+    from registry.cli.output import console, print_fitted, safe, shown
     from registry.proof import mark
+    from registry.record import summary_line
 
-    p = shown.statement.predicate
-    check = shown.check
-    signer = f"signer {safe(check.signer)}" if check.signer else "[red]no trusted signer[/]"
-    console.print(f"[bold]record {safe(shown.id)}[/]\nledger commit {safe(shown.ledger_commit)}"
-                  f"  {signer}  sealed {safe(p.run.sealed_at)}", highlight=False, markup=True)
+    p = record.statement.predicate
+    check = record.check
     if not check.ok:
         console.print(f"{check.trust.value.upper()}: {check.detail or ''}; nothing below is "
-                      f"vouched for (registry verify {shown.id[:16]})", style="bold red",
+                      f"vouched for (registry verify {record.id[:16]})", style="bold red",
                       highlight=False)
+    decode = next((s.metrics["decode_tok_s.median"] for s in p.results
+                   if "decode_tok_s.median" in s.metrics), None)
+    statuses = Counter(f.status.value for f in p.identity.fields.values())
+    flagged = sorted(n for n, f in p.identity.fields.items()
+                     if f.status.value in ("mismatch", "unresolved"))
+    facts = [("record", record.id), ("what", summary_line(p)),
+             ("sealed", f"{p.run.sealed_at}  by "
+                        f"{check.signer[:16] if check.signer else 'no trusted signer'}  "
+                        f"ledger commit {(record.ledger_commit or '?')[:12]}"),
+             ("recipe", (p.recipe or {}).get("name")), ("parent", p.parent),
+             ("imported", p.imported and f"from {p.imported.capsule}; "
+                                         f"{len(p.imported.missing)} manifest entries absent"),
+             ("decode", decode and f"{decode.value:.2f} tok/s ({decode.formula}, "
+                                   f"{decode.count} rows)"),
+             ("identity", ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))),
+             ("check", ", ".join(flagged)),
+             ("overrides", ", ".join(f"{o.field} ({o.reason})" for o in p.overrides))]
+    for name, value in facts:
+        if value:
+            console.print(f"[bold]{name:9}[/] {safe(value)}", highlight=False, soft_wrap=False,
+                          markup=True)
     unproven = mark(p.unproven, p.identity)
     if unproven:
         console.print(unproven, style="bold red", highlight=False)
-    console.print(table("identity", ["field", "declared", "resolved", "status", "evidence"], [
-        [name, f.declared, f.resolved, f.status.value,
-         f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else None]
-        for name, f in sorted(p.identity.fields.items())]))
-    console.print(table("results", ["suite", "metric", "value", "unit", "formula", "n"], [
-        [s.suite, m.name, f"{m.value:.6g}", m.unit, m.formula, m.count]
-        for s in p.results for m in s.metrics.values()]))
-    console.print(table("sources", ["role", "commit", "dirty", "path"], [
-        [s.role, s.commit, s.dirty, s.path] for s in p.sources]))
+    console.print(f"{len(record.statement.subject)} artifacts; details follow "
+                  "(--json for everything)\n", highlight=False)
+    print_fitted(["field", "value", "status", "evidence"], [
+        [name, _value(f.declared, f.resolved), f.status.value,
+         f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else ""]
+        for name, f in sorted(p.identity.fields.items())],
+        keep=[True, False, True, True], title="identity (value: resolved, else declared)")
+    console.print()
+    print_fitted(["suite", "metric", "value", "unit", "n"], [
+        [s.suite, m.name, f"{m.value:.6g}", m.unit, str(m.count)]
+        for s in p.results for m in s.metrics.values()],
+        keep=[False, True, True, True, True], title="results")
+    formulas = {m.name: m.formula for s in p.results for m in s.metrics.values()}
+    for name, formula in formulas.items():  # below the table: a formula is never cut
+        console.print(f"  {name} = {formula}", highlight=False, soft_wrap=False)
+    console.print()
+    print_fitted(["role", "commit", "dirty", "path"], [
+        [s.role, (s.commit or "")[:12], shown(s.dirty), s.path] for s in p.sources],
+        keep=[True, True, True, False], title="sources")
     if p.imported:
         from registry.cli.importing import print_imported
 
         print_imported(p)
-    console.print(f"{len(shown.statement.subject)} artifacts", highlight=False)
+
+
+def _value(declared: object, resolved: object) -> str:
+    from registry.cli.output import shown
+
+    if resolved is None:
+        return f"declared {shown(declared)}" if declared is not None else ""
+    if declared is not None and declared != resolved:
+        return f"{shown(resolved)} (declared {shown(declared)})"
+    return shown(resolved)
 
 
 def reindex(home: HomeOpt = None, json: Json = False) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from registry.contracts.teacher import AXES, Teacher, TeacherRow, row_text_sha256
-from registry.contracts.verdict import (
+from registry.rundir import BenchRow
+from registry.verdict import (
     Check,
     RowVerdict,
     Verdict,
@@ -24,7 +25,6 @@ from registry.contracts.verdict import (
     refused,
     row_verdict,
 )
-from registry.rundir import BenchRow
 
 CONTRACT = "bitwise-teacher"
 _SHORT = {"bfloat16": "BF16", "float16": "FP16", "float32": "FP32"}

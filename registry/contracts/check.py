@@ -8,16 +8,15 @@ longer hash to the digest the record signed fail too, and say so.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from registry.contracts.verdict import Verdict, VerdictStatus
 from registry.errors import ExitCode, InvalidInput
 from registry.identity import ResolvedIdentity
 from registry.recipe.schema import ContractName, Recipe
 from registry.rundir import Bench, BenchRow
 from registry.store.home import Home
+from registry.verdict import Verdict, VerdictStatus
 
 
 class CheckResult(BaseModel):
@@ -27,7 +26,7 @@ class CheckResult(BaseModel):
     contract: str
     verdict: Verdict | None  # None for contract `none`
     problems: list[str]  # integrity problems with the rows judged
-    stored_verdict: dict[str, Any] | None  # what the record claims: shown, never trusted
+    stored_verdict: Verdict | None  # what the record claims: shown, never trusted
     exit_code: int
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from registry.contracts.verdict import (
+from registry.rundir import BenchRow
+from registry.verdict import (
     Check,
     RowVerdict,
     Verdict,
@@ -20,7 +21,6 @@ from registry.contracts.verdict import (
     refused,
     row_verdict,
 )
-from registry.rundir import BenchRow
 
 CONTRACT = "self-consistency"
 

@@ -19,6 +19,7 @@ from registry.recipe.schema import Recipe
 from registry.record import Statement
 from registry.rundir import Bench
 from registry.store.home import Home
+from registry.verdict import Verdict
 
 
 class SealedRun(BaseModel):
@@ -29,7 +30,7 @@ class SealedRun(BaseModel):
     identity: ResolvedIdentity
     bench: Bench
     bench_intact: bool  # the stored rows still hash to the digest the record signed
-    stored_verdict: dict[str, Any] | None  # what the record claims: shown, never trusted
+    stored_verdict: Verdict | None  # what the record claims: shown, never trusted
 
 
 def load_sealed(home: Home, prefix: str) -> SealedRun:

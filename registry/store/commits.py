@@ -69,6 +69,12 @@ def signed_message(message: str, tree: str, parents: list[str], person: str,
     return f"{message}\n\n{TRAILER}{keyid} {base64.b64encode(sig).decode()}\n"
 
 
+def commit_bytes(tree: str, parents: list[str], person: str, message: str) -> bytes:
+    """A commit object's content, exactly as `parse_commit` reads it back."""
+    head = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents)
+    return f"{head}author {person}\ncommitter {person}\n\n{message}".encode()
+
+
 def parse_commit(sha: str, raw: bytes) -> Commit:
     text = raw.decode("utf-8", errors="replace")
     head, sep, body = text.partition("\n\n")

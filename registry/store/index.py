@@ -1,7 +1,8 @@
 """The SQL index: what `list`, `show` and `--where` query. SQLite by default,
-PostgreSQL when `$REGISTRY_DATABASE_URL` says so; SQLAlchemy core (no ORM) keeps
-the read path light. The index is a cache of the ledger: `rebuild` recreates it
-from the ledger alone.
+PostgreSQL when `$REGISTRY_DATABASE_URL` says so. The tables are SQLModel models;
+queries are SQLAlchemy Core over their tables (no ORM session on the read path).
+The index is a cache of the ledger, never a source: `rebuild` recreates it from the
+ledger alone, and readers check every row against its signed statement.
 
 A seal inserts a record's rows in one transaction with `ledger_commit` NULL, then
 sets it once the ledger commit exists. Readers only see rows with a commit, so a
@@ -18,66 +19,70 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import (
-    Boolean,
-    Column,
-    Float,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    create_engine,
-    delete,
-    event,
-    select,
-    update,
-)
-from sqlalchemy import (
     Index as SqlIndex,
 )
+from sqlalchemy import Table, Text, create_engine, delete, event, select, update
 from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlmodel import Field, SQLModel
 
 from registry.errors import InvalidInput, NotFound
 from registry.record import Statement, summary_line
 from registry.store.home import Home
 from registry.store.signed import Trust
 
-metadata = MetaData()
-records = Table(
-    "records", metadata,
-    Column("id", String(64), primary_key=True),
-    Column("created_at", String(40), nullable=False),
-    Column("lane", String(200)),
-    Column("recipe", String(200)),
-    Column("parent", String(64)),
-    Column("imported", Boolean, nullable=False),
-    Column("signer", String(64)),
-    Column("summary", Text, nullable=False),
-    Column("model", String(200)),
-    Column("weights", String(100)),
-    Column("kv_cache", String(100)),
-    Column("decode_tok_s", Float),
-    Column("ledger_commit", String(40)),
-    SqlIndex("ix_records_created_at", "created_at"),
-)
-identity = Table(
-    "identity", metadata,
-    Column("record_id", String(64), primary_key=True),
-    Column("name", String(100), primary_key=True),
-    Column("value", Text, doc="a string as is, any other value as compact JSON"),
-    Column("status", String(20), nullable=False),
-    SqlIndex("ix_identity_name", "name"),
-)
-results = Table(
-    "results", metadata,
-    Column("record_id", String(64), primary_key=True),
-    Column("suite", String(200), primary_key=True),
-    Column("metric", String(100), primary_key=True),
-    Column("value", Float, nullable=False),
-    Column("unit", String(20)),
-    Column("formula", Text),
-    Column("count", Integer),
-)
+
+class RecordEntry(SQLModel, table=True):
+    """One row per record: what `list` shows and sorts by."""
+
+    __tablename__ = "records"
+    __table_args__ = (SqlIndex("ix_records_created_at", "created_at"),)
+
+    id: str = Field(primary_key=True, max_length=64)
+    created_at: str = Field(max_length=40)
+    lane: str | None = Field(None, max_length=200)
+    recipe: str | None = Field(None, max_length=200)
+    parent: str | None = Field(None, max_length=64)
+    imported: bool
+    signer: str | None = Field(None, max_length=64)
+    summary: str = Field(sa_type=Text)
+    model: str | None = Field(None, max_length=200)
+    weights: str | None = Field(None, max_length=100)
+    kv_cache: str | None = Field(None, max_length=100)
+    decode_tok_s: float | None = None
+    ledger_commit: str | None = Field(None, max_length=40)
+
+
+class IdentityEntry(SQLModel, table=True):
+    """One row per resolved identity field: what `--where FIELD=VALUE` matches."""
+
+    __tablename__ = "identity"
+    __table_args__ = (SqlIndex("ix_identity_name", "name"),)
+
+    record_id: str = Field(primary_key=True, max_length=64)
+    name: str = Field(primary_key=True, max_length=100)
+    value: str | None = Field(None, sa_type=Text,
+                              description="a string as is, any other value as compact JSON")
+    status: str = Field(max_length=20)
+
+
+class ResultEntry(SQLModel, table=True):
+    """One row per metric of each suite."""
+
+    __tablename__ = "results"
+
+    record_id: str = Field(primary_key=True, max_length=64)
+    suite: str = Field(primary_key=True, max_length=200)
+    metric: str = Field(primary_key=True, max_length=100)
+    value: float
+    unit: str | None = Field(None, max_length=20)
+    formula: str | None = Field(None, sa_type=Text)
+    count: int | None = None
+
+
+metadata = SQLModel.metadata
+records: Table = RecordEntry.__table__  # type: ignore[attr-defined]
+identity: Table = IdentityEntry.__table__  # type: ignore[attr-defined]
+results: Table = ResultEntry.__table__  # type: ignore[attr-defined]
 VISIBLE = records.c.ledger_commit.is_not(None)  # a row shows once its ledger commit exists
 COLUMNS = ("id", "lane", "recipe", "parent", "imported", "signer", "model", "weights", "kv_cache")
 

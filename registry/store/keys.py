@@ -87,13 +87,17 @@ def create_key(directory: Path | None = None) -> KeyInfo:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent)  # mkstemp creates it 0600
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)  # mkstemp makes it 0600
     try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)  # never leave a copy of a private key behind
+        raise
 
 
 def default_keyid(directory: Path | None = None) -> str | None:

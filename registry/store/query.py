@@ -108,11 +108,13 @@ def resolve_id(home: Home, prefix: str) -> str:
     return match_id(prefix, committed_ids(home.ledger, prefix.lower()))
 
 
-def checked_statement(home: Home, prefix: str) -> tuple[str, SignatureCheck, bytes]:
-    """(full id, signature check, statement bytes) of one committed record."""
+def checked_statement(home: Home, prefix: str, committed: Sequence[str] | None = None,
+                      ) -> tuple[str, SignatureCheck, bytes]:
+    """(full id, signature check, statement bytes) of one committed record; `committed`,
+    the ledger's ids listed once, saves a `git ls-tree` per record when reading many."""
     from registry.store.trust import current_keyring
 
-    rid = resolve_id(home, prefix)
+    rid = resolve_id(home, prefix) if committed is None else match_id(prefix, list(committed))
     statement, envelope = _ledger_files(home, rid)
     if statement is None:
         raise NotFound(f"record {rid[:16]} is committed but its statement file is missing",
@@ -122,10 +124,11 @@ def checked_statement(home: Home, prefix: str) -> tuple[str, SignatureCheck, byt
     return rid, check, statement
 
 
-def sealed_statement(home: Home, prefix: str) -> tuple[str, Statement]:
+def sealed_statement(home: Home, prefix: str, committed: Sequence[str] | None = None,
+                     ) -> tuple[str, Statement]:
     """(full id, statement) of a record a trusted key signed, as signed: what judges and
     compares records reads (`registry verify` checks the rest)."""
-    rid, check, data = checked_statement(home, prefix)
+    rid, check, data = checked_statement(home, prefix, committed)
     if not check.ok:
         raise check.error(f"record {rid[:16]}")
     return rid, parse_statement(data)

@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlalchemy import Column, Integer, MetaData, String, Table, Text, delete
+from sqlalchemy import Table, Text, delete
+from sqlmodel import Field, SQLModel
 
 from registry.canonical import sha256_hex
 from registry.errors import InvalidInput, RegistryError
@@ -27,17 +28,21 @@ from registry.store.lock import exclusive
 TEACHERS = "teachers"
 PAYLOAD_TYPE = "application/vnd.registry.teacher+json"
 
-metadata = MetaData()
-teachers = Table(
-    "teachers", metadata,
-    Column("lane", String(200), primary_key=True),
-    Column("sha256", String(64), nullable=False),
-    Column("source_kind", String(20), nullable=False),
-    Column("source_ref", String(64), nullable=False),
-    Column("axes", Text, nullable=False, doc="canonical JSON"),
-    Column("rows", Integer, nullable=False),
-    Column("ledger_commit", String(40), nullable=False),
-)
+class TeacherEntry(SQLModel, table=True):
+    """The index row of a lane's binding."""
+
+    __tablename__ = "teachers"
+
+    lane: str = Field(primary_key=True, max_length=200)
+    sha256: str = Field(max_length=64)
+    source_kind: str = Field(max_length=20)
+    source_ref: str = Field(max_length=64)
+    axes: str = Field(sa_type=Text, description="canonical JSON")
+    rows: int
+    ledger_commit: str = Field(max_length=40)
+
+
+teachers: Table = TeacherEntry.__table__  # type: ignore[attr-defined]
 
 
 class _Source(BaseModel):
@@ -130,7 +135,7 @@ def _index(home: Home, bindings: list[StoredBinding], *, replace_all: bool = Fal
     from registry.store.index import open_index
 
     engine = open_index(home).engine
-    metadata.create_all(engine)
+    SQLModel.metadata.create_all(engine, tables=[teachers])
     rows = [_row(b) for b in bindings]
     with engine.begin() as db:
         db.execute(delete(teachers) if replace_all else

@@ -98,10 +98,19 @@ def keyring_files(ledger: Ledger) -> dict[int, bytes]:
     return {version: blobs.get(sha, b"") for version, sha in shas.items()}
 
 
+_verified: dict[tuple[Path, str | None, str], Chain] = {}  # per process: readers ask often
+
+
 def current_keyring(home: Home) -> Chain:
-    """The ledger's keyring, verified from this home's pin (which moves forward to it)."""
+    """The ledger's keyring, verified from this home's pin (which moves forward to it);
+    checked once per process for one ledger head and pin."""
     state = load_state(home)
-    chain = verify_chain(keyring_files(Ledger(home.ledger)), state.pin)
+    ledger = Ledger(home.ledger)
+    key = (home.root, ledger.head(), state.pin.model_dump_json())
+    chain = _verified.get(key)
+    if chain is None:
+        chain = verify_chain(keyring_files(ledger), state.pin)
+        _verified[key] = chain
     advance(home, state, chain)
     return chain
 
@@ -156,9 +165,8 @@ def change_keyring(home: Home, edit: Callable[[Keyring], Keyring], message: str,
     before = ledger.head()
     commit = ledger.commit({file_name(new.version): data}, f"keyring v{new.version}: {message}",
                            usable[0])
-    advance(home, state, chain)
     appended(home, before, commit)
-    current_keyring(home)
+    current_keyring(home)  # verifies the new version from the pin, and pins it
     return new
 
 

@@ -1,0 +1,103 @@
+"""`registry compare`: many records side by side, as a table, CSV, Markdown or JSON."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from registry.cli.store import HomeOpt, Json
+
+if TYPE_CHECKING:
+    from registry.compare import Comparison, Value
+
+
+class Format(StrEnum):
+    table = "table"
+    csv = "csv"
+    md = "md"
+    json = "json"
+
+
+def compare(
+    records: Annotated[list[str] | None, typer.Argument(
+        show_default=False, help="Record ids or prefixes (default: every record).")] = None,
+    where: Annotated[list[str] | None, typer.Option(
+        "--where", show_default=False,
+        help="FIELD OP VALUE, OP one of = != < <= > >= (typed: numbers as numbers).")] = None,
+    columns: Annotated[str | None, typer.Option(
+        "--columns", show_default=False,
+        help="Comma-separated columns: record columns, identity fields, metrics.")] = None,
+    sort: Annotated[str | None, typer.Option(
+        "--sort", show_default=False, help="Column to sort by; -COLUMN for descending.")] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+    home: HomeOpt = None,
+    json: Json = False,
+) -> None:
+    """Compare many records: identity axes and metrics as columns, one row per record.
+
+    Example: registry compare --where 'decode_tok_s.median>=300' --sort -decode_tok_s.median
+    """
+    from registry.cli.store import _home
+    from registry.compare import DEFAULT_COLUMNS
+    from registry.compare import compare as run
+
+    chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else DEFAULT_COLUMNS
+    result = run(_home(home), records or [], where or [], chosen, sort)
+    render(result, Format.json if json else fmt)
+
+
+def render(result: Comparison, fmt: Format) -> None:
+    from registry.cli.output import console, print_fitted, print_json
+
+    if fmt is Format.json:
+        print_json([dict(zip(result.columns, row, strict=True)) for row in result.rows])
+    elif fmt is Format.csv:
+        out = csv.writer(sys.stdout, lineterminator="\n")
+        out.writerow(result.columns)
+        out.writerows([_csv(v) for v in row] for row in result.rows)
+    elif fmt is Format.md:
+        lines = ["| " + " | ".join(result.columns) + " |",
+                 "| " + " | ".join("---" for _ in result.columns) + " |"]
+        lines += ["| " + " | ".join(_shown(c, v).replace("|", "\\|") for c, v in
+                                    zip(result.columns, row, strict=True)) + " |"
+                  for row in result.rows]
+        sys.stdout.write("\n".join(lines) + "\n")
+    else:
+        print_fitted([LABELS.get(c, c) for c in result.columns],
+                     [[_shown(c, v) for c, v in zip(result.columns, row, strict=True)]
+                      for row in result.rows],
+                     keep=[c in ("id", "parent") for c in result.columns])
+        console.print(f"{len(result.rows)} records", highlight=False, soft_wrap=True)
+
+
+# short headers for the usual columns, so a default table reads at 80 columns
+LABELS = {"precision.weights": "weights", "precision.kv_cache": "kv cache",
+          "parallel.tensor": "tp", "decode_tok_s.median": "decode tok/s",
+          "ttft_ms.median": "ttft ms"}
+
+
+def _shown(column: str, value: Value) -> str:
+    """As a person writes it: ids at 16 digits, yes/no, blank for none, 6 figures."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if column in ("id", "parent"):
+        return str(value)[:16]
+    if column == "sealed":
+        return str(value)[:16].replace("T", " ")
+    return str(value)
+
+
+def _csv(value: Value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)

@@ -1,0 +1,44 @@
+"""`registry report`: a static HTML site for chosen records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from registry.cli.store import HomeOpt, Json
+
+
+def report(
+    records: Annotated[list[str] | None, typer.Argument(
+        show_default=False, help="Record ids or prefixes (default: every record chosen).")] = None,
+    where: Annotated[list[str] | None, typer.Option(
+        "--where", show_default=False,
+        help="FIELD OP VALUE, OP one of = != < <= > >= (typed: numbers as numbers).")] = None,
+    lane: Annotated[str | None, typer.Option(
+        "--lane", show_default=False, help="Only the records of this lane.")] = None,
+    out: Annotated[Path, typer.Option(
+        "--out", help="Folder to write (new, empty, or an earlier report).")] = Path("report"),
+    home: HomeOpt = None,
+    json: Json = False,
+) -> None:
+    """Write a static HTML report (no network needed to open it): an index, a page per
+    record, diffs, lane histories and the logs the evidence points into.
+
+    Example: registry report --lane tiny-bf16-exact --out report && open report/index.html
+    """
+    from registry.cli.output import console, print_json
+    from registry.cli.store import _home
+    from registry.report import Selection, build_report
+
+    summary = build_report(_home(home), out, Selection(ids=records or [], where=where or [],
+                                                       lane=lane))
+    if json:
+        print_json(summary)
+        return
+    counts = ", ".join(f"{n} {kind}" for kind, n in summary.pages.items() if kind != "index")
+    console.print(f"wrote {summary.index} ({counts}) in {summary.seconds:.1f} s",
+                  highlight=False)
+    for s in summary.skipped:
+        console.print(f"not shown {s.id[:16]}: {s.reason}", highlight=False)

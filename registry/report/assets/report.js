@@ -1,0 +1,75 @@
+// registry report: sortable and filterable tables, charts drawn from embedded
+// Vega-Lite specs. No network: everything this page needs sits beside it.
+"use strict";
+
+function cellKey(row, i) {
+  const cell = row.cells[i];
+  if (!cell) return "";
+  return cell.dataset.sort !== undefined ? cell.dataset.sort : cell.textContent.trim();
+}
+
+function compareKeys(a, b) {
+  const x = parseFloat(a), y = parseFloat(b);
+  const numeric = a !== "" && b !== "" && !isNaN(x) && !isNaN(y) && isFinite(a) && isFinite(b);
+  if (numeric) return x - y;
+  if (a === "") return b === "" ? 0 : 1;  // blanks last
+  if (b === "") return -1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function makeSortable(table) {
+  table.querySelectorAll("thead th").forEach((th, i) => {
+    th.tabIndex = 0;
+    th.title = "sort";
+    const sort = () => {
+      const down = th.getAttribute("aria-sort") === "ascending";
+      table.querySelectorAll("thead th").forEach(h => h.removeAttribute("aria-sort"));
+      th.setAttribute("aria-sort", down ? "descending" : "ascending");
+      const body = table.tBodies[0];
+      const rows = Array.from(body.rows).map(r => [cellKey(r, i), r]);
+      rows.sort((p, q) => (down ? -1 : 1) * compareKeys(p[0], q[0]));
+      const frag = document.createDocumentFragment();
+      rows.forEach(p => frag.appendChild(p[1]));
+      body.appendChild(frag);
+    };
+    th.addEventListener("click", sort);
+    th.addEventListener("keydown", e => { if (e.key === "Enter") sort(); });
+  });
+}
+
+function makeFilter(input) {
+  const table = document.getElementById(input.dataset.filters);
+  const count = document.getElementById(input.dataset.count);
+  const texts = Array.from(table.tBodies[0].rows).map(r => [r, r.textContent.toLowerCase()]);
+  input.addEventListener("input", () => {
+    const terms = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+    let shown = 0;
+    texts.forEach(([row, text]) => {
+      const ok = terms.every(t => text.includes(t));
+      row.hidden = !ok;
+      shown += ok;
+    });
+    if (count) count.textContent = shown;
+  });
+}
+
+function drawCharts() {
+  const figures = Array.from(document.querySelectorAll("figure.chart"));
+  if (!figures.length) { document.body.dataset.charts = "none"; return; }
+  if (typeof vegaEmbed !== "function") {
+    document.body.dataset.charts = "error";
+    console.error("report: the chart library (assets/vega.js) did not load");
+    return;
+  }
+  const drawn = figures.map(fig => {
+    const spec = JSON.parse(document.getElementById("spec-" + fig.dataset.chart).textContent);
+    return vegaEmbed(fig, spec, {renderer: "svg", actions: false});
+  });
+  Promise.all(drawn).then(
+    () => { document.body.dataset.charts = "drawn"; },
+    err => { document.body.dataset.charts = "error"; console.error("report: " + err); });
+}
+
+document.querySelectorAll("table.sortable").forEach(makeSortable);
+document.querySelectorAll("input[data-filters]").forEach(makeFilter);
+drawCharts();

@@ -1,0 +1,85 @@
+"""Vega-Lite specifications of the report's charts: data plus a declarative encoding.
+
+The page embeds each spec as JSON and the Vega bundle shipped beside the pages draws
+it as SVG in the browser (docs/report.md says why Vega-Lite). Every spec is built from
+raw rows or re-derived figures, never from a stored summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from registry.rundir import BenchRow
+
+Spec = dict[str, Any]
+WIDTH = 640
+MAX_POINTS_PER_PROMPT = 2048  # a longer stream is thinned evenly; the ends are kept
+
+
+def _spec(title: str, values: list[dict[str, Any]], **rest: Any) -> Spec:
+    return {"title": title, "width": WIDTH, "height": 240, "data": {"values": values},
+            "config": {"font": "system-ui, sans-serif"}, **rest}
+
+
+def _thinned(times: Sequence[float]) -> list[tuple[int, float]]:
+    step = max(1, -(-len(times) // MAX_POINTS_PER_PROMPT))
+    picked = list(range(0, len(times), step))
+    if picked[-1] != len(times) - 1:
+        picked.append(len(times) - 1)
+    return [(i, times[i]) for i in picked]
+
+
+def timeline(rows: Sequence[BenchRow]) -> Spec:
+    """One line per prompt: output token index against its arrival time after the request."""
+    values = [{"prompt": f"{r.suite}/{r.prompt_id}", "token": i, "t": t}
+              for r in rows if r.token_times_s for i, t in _thinned(r.token_times_s)]
+    return _spec("token arrival per prompt", values, mark={"type": "line", "strokeWidth": 1.5},
+                 encoding={
+                     "x": {"field": "t", "type": "quantitative", "title": "seconds after request"},
+                     "y": {"field": "token", "type": "quantitative", "title": "output token"},
+                     "color": {"field": "prompt", "type": "nominal", "legend": None},
+                     "detail": {"field": "prompt"},
+                     "tooltip": [{"field": "prompt"}, {"field": "token"}, {"field": "t"}]})
+
+
+def distribution(rates: Sequence[tuple[str, str, float]], formula: str) -> Spec:
+    """Decode rate of every row as one tick per row, per series (a record, or a side)."""
+    values = [{"series": series, "prompt": prompt, "rate": rate}
+              for series, prompt, rate in rates]
+    return _spec(f"decode rate per prompt ({formula})", values,
+                 height=max(60, 40 * len({v["series"] for v in values})),
+                 mark={"type": "tick", "thickness": 2},
+                 encoding={
+                     "x": {"field": "rate", "type": "quantitative", "title": "tok/s (log scale)",
+                           "scale": {"type": "log"}},
+                     "y": {"field": "series", "type": "nominal", "title": None},
+                     "color": {"field": "series", "type": "nominal", "legend": None},
+                     "tooltip": [{"field": "prompt"}, {"field": "rate", "format": ".2f"}]})
+
+
+def history(points: Sequence[dict[str, Any]], teacher_changes: Sequence[dict[str, Any]]) -> Spec:
+    """Median decode rate of each record over time; a rule where the lane's teacher changed."""
+    layers: list[Spec] = [{
+        "data": {"values": list(points)},
+        "mark": {"type": "line", "point": {"size": 50}},
+        "encoding": {
+            "x": {"field": "sealed", "type": "temporal", "title": "sealed"},
+            "y": {"field": "rate", "type": "quantitative", "title": "median decode tok/s",
+                  "scale": {"zero": False}},
+            "href": {"field": "href"},
+            "tooltip": [{"field": "id"}, {"field": "sealed", "type": "temporal",
+                                          "format": "%Y-%m-%d %H:%M"},
+                        {"field": "rate", "format": ".2f"}]},
+    }]
+    if teacher_changes:
+        layers.append({
+            "data": {"values": list(teacher_changes)},
+            "mark": {"type": "rule", "strokeDash": [4, 3], "color": "#b45309"},
+            "encoding": {"x": {"field": "at", "type": "temporal"},
+                         "tooltip": [{"field": "teacher"}, {"field": "at", "type": "temporal",
+                                                           "format": "%Y-%m-%d %H:%M"}]},
+        })
+    spec = _spec("decode rate over time (dashed: teacher changed)", [], layer=layers)
+    del spec["data"]
+    return spec

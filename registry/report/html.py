@@ -1,0 +1,100 @@
+"""Small HTML building blocks: every value escaped, every link relative, nothing fetched.
+
+A page links `assets/report.css`, `assets/report.js` and `assets/vega.js` by relative
+paths, so the site opens from the file system and can be moved or zipped as a whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import Any
+
+ID_DIGITS = 16  # one id prefix length on every page, as on the command line
+
+
+class Html(str):
+    """Markup that is already safe: inserted as is, never escaped again."""
+
+    __slots__ = ()
+
+
+def esc(value: Any) -> Html:
+    if type(value) is Html:
+        return value
+    return Html(escape(value if type(value) is str else plain(value)))
+
+
+def plain(value: Any) -> str:
+    """A value as a person writes it: yes/no, blank for none, lists comma separated."""
+    if type(value) is str:
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value.is_integer() and abs(value) >= 1000 else f"{value:.6g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(plain(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def link(href: str, text: Any, **attrs: str) -> Html:
+    extra = "".join(f' {k}="{escape(v)}"' for k, v in attrs.items())
+    return Html(f'<a href="{escape(href)}"{extra}>{esc(text)}</a>')
+
+
+def short(rid: str) -> str:
+    return rid[:ID_DIGITS]
+
+
+def status(word: str) -> Html:
+    """A status word with its colour class (the word itself carries the meaning)."""
+    return Html(f'<span class="status s-{escape(word)}">{escape(word)}</span>')
+
+
+Cell = Any  # a value, or Html; a (sort key, value) tuple sorts by the key
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[Cell]], *, cls: str = "",
+          attrs: str = "") -> Html:
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    body = "\n".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
+    return Html(f'<table class="{escape(cls)}"{attrs}><thead><tr>{head}</tr></thead>'
+                f"<tbody>\n{body}\n</tbody></table>")
+
+
+def _cell(cell: Cell) -> str:
+    if isinstance(cell, tuple):
+        key, value = cell
+        return f'<td data-sort="{escape(plain(key))}">{esc(value)}</td>'
+    return f"<td>{esc(cell)}</td>"
+
+
+def chart(name: str, spec: dict[str, Any]) -> Html:
+    """A chart placeholder and its spec; report.js draws it. `<` is escaped in the JSON
+    so no value can close the script element."""
+    data = json.dumps(spec, separators=(",", ":")).replace("<", "\\u003c")
+    return Html(f'<figure class="chart" id="chart-{escape(name)}" data-chart="{escape(name)}">'
+                f'</figure><script type="application/json" id="spec-{escape(name)}">{data}'
+                "</script>")
+
+
+def section(title: str, *parts: str) -> Html:
+    return Html(f"<section><h2>{esc(title)}</h2>\n" + "\n".join(parts) + "</section>")
+
+
+def page(title: str, body: str, *, depth: int, charts: bool = False) -> str:
+    up = "../" * depth
+    scripts = f'<script src="{up}assets/vega.js"></script>' if charts else ""
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)}</title>"
+            f'<link rel="stylesheet" href="{up}assets/report.css">{scripts}'
+            f'<script src="{up}assets/report.js" defer></script></head>\n'
+            f'<body><nav><a href="{up}index.html">all records</a></nav><main>'
+            f"<h1>{esc(title)}</h1>\n{body}</main></body></html>\n")

@@ -1,0 +1,292 @@
+"""The report's pages: index, record, diff, lane history and log. Each function takes
+loaded, typed data and returns one HTML document; links between pages are relative
+paths built by `Paths`, so every link a page holds points at a page the site writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from registry.diff import Diff
+from registry.identity import PRECISION_AXES, Evidence
+from registry.metrics import Metric, formula_text
+from registry.report import charts
+from registry.report.html import (
+    Html,
+    chart,
+    esc,
+    link,
+    page,
+    plain,
+    section,
+    short,
+    status,
+    table,
+)
+from registry.report.load import RecordData, Skipped
+from registry.verdict import Verdict
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+BASE_METRIC = {"name", "value", "unit", "formula", "count"}
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where each page lives, relative to the site root; one place decides them."""
+
+    def record(self, rid: str) -> str:
+        return f"records/{rid}.html"
+
+    def diff(self, a: str, b: str) -> str:
+        return f"diffs/{short(a)}-{short(b)}.html"
+
+    def lane(self, lane: str) -> str:
+        import hashlib
+
+        slug = lane if SAFE_NAME.match(lane) else hashlib.sha256(lane.encode()).hexdigest()[:16]
+        return f"lanes/{slug}.html"
+
+    def log(self, sha256: str) -> str:
+        return f"logs/{sha256}.html"
+
+
+PATHS = Paths()
+
+
+def _up(path: str) -> str:
+    return "../" + path  # every page but the index sits one folder down
+
+
+# ---- index ----
+
+def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
+               lanes: Sequence[str]) -> str:
+    rows = [[(r.row.created_at, link(PATHS.record(r.id), short(r.id))),
+             (r.row.created_at, r.row.created_at[:16].replace("T", " ")),
+             link(PATHS.lane(r.lane), r.lane) if r.lane else "",
+             r.row.model, r.row.weights, r.row.kv_cache,
+             r.statement.predicate.identity.value("parallel.tensor"),
+             (r.median_rate if r.median_rate is not None else "", _rate(r.median_rate)),
+             _verdict_word(r.verdict)] for r in records]
+    body = [Html(f'<p><input type="search" placeholder="filter: words that must all appear" '
+                 f'data-filters="records" data-count="shown" aria-label="filter records"> '
+                 f'<span id="shown">{len(records)}</span> of {len(records)} records</p>'),
+            table(["id", "sealed", "lane", "model", "weights", "kv cache", "tp",
+                   "decode tok/s", "verdict"], rows, cls="sortable", attrs=' id="records"')]
+    if lanes:
+        body.append(section("lanes", Html(" · ".join(link(PATHS.lane(x), x) for x in lanes))))
+    if skipped:
+        body.append(section("not shown", table(["id", "why"], [
+            [short(s.id), s.reason] for s in skipped])))
+    return page("registry report", "\n".join(body), depth=0)
+
+
+def _rate(x: float | None) -> str:
+    return "" if x is None else f"{x:.2f}"
+
+
+def _verdict_word(v: Verdict | None) -> Html | str:
+    return status(v.status.value) if v else ""
+
+
+# ---- record ----
+
+def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str, str]],
+                shown: Collection[str]) -> str:
+    """`logs`: evidence source -> log page sha256; `related`: (label, diff page path);
+    `shown`: the ids the site has a page for (a parent outside it is named, not linked)."""
+    p = r.statement.predicate
+    facts = {"id": Html(f"<code>{esc(r.id)}</code>"),
+             "lane": link(_up(PATHS.lane(r.lane)), r.lane) if r.lane else "",
+             "recipe": r.row.recipe, "summary": r.row.summary, "sealed": p.run.sealed_at,
+             "ran": f"{p.run.started_at or '?'} to {p.run.finished_at or '?'}",
+             "signer": r.row.signer, "ledger commit": r.row.ledger_commit,
+             "parent": _record_link(p.parent, shown) if p.parent else "",
+             "imported from": p.imported.capsule if p.imported else ""}
+    parts = [_facts(facts), _verdict_section(r), section("metrics", _metrics(r))]
+    if r.bench is not None and r.bench.rows:
+        formula, window = r.formula
+        rates = [(short(r.id), f"{x.suite}/{x.prompt_id}", x.rate) for x in r.rates]
+        parts.append(section("charts", chart("timeline", charts.timeline(r.bench.rows)),
+                             chart("rates", charts.distribution(
+                                 rates, formula_text(formula, window)))))
+    parts.append(section("identity, with the evidence for each value", _identity(r, logs)))
+    if related:
+        parts.append(section("compare", Html("<ul>" + "".join(
+            f"<li>{link(_up(path), label)}</li>" for label, path in related) + "</ul>")))
+    parts.append(section("sources", table(["role", "commit", "branch", "dirty", "path"], [
+        [s.role, s.commit, s.branch, s.dirty, s.path] for s in p.sources])))
+    parts.append(section("artifacts", table(["name", "sha256"], [
+        [s.name, Html(f"<code>{esc(s.sha256)}</code>")] for s in r.statement.subject])))
+    return page(f"record {short(r.id)}", "\n".join(parts), depth=1, charts=bool(r.rates or (
+        r.bench and r.bench.rows)))
+
+
+def _record_link(rid: str, shown: Collection[str]) -> Html | str:
+    return link(_up(PATHS.record(rid)), short(rid)) if rid in shown else short(rid)
+
+
+def _facts(facts: dict[str, Any]) -> Html:
+    return Html('<dl class="facts">' + "".join(
+        f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts.items() if v not in ("", None))
+        + "</dl>")
+
+
+def _verdict_section(r: RecordData) -> Html:
+    v = r.verdict
+    stored = r.statement.predicate.contract
+    lines = []
+    if v is None:
+        lines.append(f"<p>no verdict: {esc(r.verdict_note)}</p>")
+    else:
+        lines.append(f"<p>{esc(v.contract)}: {status(v.status.value)} "
+                     f"({v.rows_passed}/{v.rows_total} rows passed"
+                     + (f"; against {esc(v.reference)}" if v.reference else "") + ")</p>")
+        if v.reasons:
+            lines.append("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in v.reasons[:50])
+                         + "</ul>")
+    if stored and stored.verdict:
+        lines.append(f'<p class="muted">stored at sealing (shown, never used): '
+                     f"{esc(stored.verdict.status.value)}</p>")
+    return section("verdict (re-derived from the raw rows)", *lines)
+
+
+def _identity(r: RecordData, logs: dict[str, str]) -> Html:
+    rows = []
+    for name, f in sorted(r.statement.predicate.identity.fields.items()):
+        evidence = Html("<br>".join(_evidence(e, logs) for e in f.evidence[:5]))
+        rows.append([Html(f"<code>{esc(name)}</code>"), f.declared, f.resolved,
+                     status(f.status.value), f.rule, evidence])
+    return table(["field", "declared", "resolved", "status", "rule", "evidence"], rows,
+                 cls="sortable")
+
+
+def _evidence(e: Evidence, logs: dict[str, str]) -> str:
+    where = f"{e.source}:{e.line}" if e.line else e.source
+    sha = logs.get(e.source)
+    anchor = link(_up(PATHS.log(sha)) + (f"#L{e.line}" if e.line else ""), where,
+                  **{"class": "evidence"}) if sha else esc(where)
+    text = f'<span class="evidence-text">{esc(clip(e.text))}</span>' if e.text else ""
+    return anchor + text
+
+
+def clip(text: str, limit: int = 160) -> str:
+    """A long matched line cut with an ellipsis; the linked log line holds all of it."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _metrics(r: RecordData) -> Html:
+    rows = []
+    for s in r.statement.predicate.results:
+        for m in s.metrics.values():
+            rows.append([s.suite, m.name, (m.value, f"{m.value:.6g}"), m.unit, m.formula,
+                         m.count, _interval(m)])
+    if not rows:
+        return Html("<p>no metrics</p>")
+    return table(["suite", "metric", "value", "unit", "formula", "n", "interval"], rows,
+                 cls="sortable")
+
+
+def _interval(m: Metric) -> str:
+    """Whatever the metric says about its uncertainty (fields beyond value and formula)."""
+    extra = {k: v for k, v in m.model_dump().items() if k not in BASE_METRIC and v is not None}
+    return "; ".join(f"{k} {plain(v)}" for k, v in extra.items())
+
+
+# ---- diff ----
+
+def diff_page(d: Diff, a: RecordData, b: RecordData) -> str:
+    facts = _facts({"a": link(_up(PATHS.record(a.id)), f"{short(a.id)}  {a.row.summary}"),
+                    "b": link(_up(PATHS.record(b.id)), f"{short(b.id)}  {b.row.summary}")})
+    changed = sum(f.changed for f in d.identity)
+    columns = ["field", "kind", "a", "b", "changed"]
+    rows = [[Html(f"<code>{esc(f.name)}</code>"), f.kind.value, _side(f.a), _side(f.b),
+             status("changed") if f.changed else ""] for f in d.identity]
+    first = [row for f, row in zip(d.identity, rows, strict=True)
+             if f.changed or f.name in PRECISION_AXES]
+    rest = [row for f, row in zip(d.identity, rows, strict=True)
+            if not (f.changed or f.name in PRECISION_AXES)]
+    identity = Html(table(columns, first) + (
+        f"<details><summary>{len(rest)} more fields, equal</summary>{table(columns, rest)}"
+        "</details>" if rest else ""))
+    contracts = table(["contract", "comparable", "why"], [
+        [c.contract, status("comparable" if c.comparable else "refused"), "; ".join(c.reasons)]
+        for c in d.contracts])
+    metrics = table(["suite", "metric", "a", "b", "delta (b - a)", "relative", "ratio",
+                     "formula"], [
+        [m.suite, m.name, _num(m.a), _num(m.b), _num(m.delta),
+         "" if m.relative is None else f"{m.relative * 100:+.2f}%",
+         "" if m.ratio is None else f"{m.ratio:.3f}x", m.note or m.formula_a]
+        for m in d.metrics], cls="sortable")
+    equal = sum(o.equal for o in d.outputs)
+    outputs = table(["suite", "prompt", "tokens", "text equal"], [
+        [o.suite, o.prompt_id, "equal" if o.equal else
+         f"differs at {o.first_diff_index}: {o.a_token} vs {o.b_token}", o.text_equal]
+        for o in d.outputs if not o.equal])
+    rates = [(f"a {short(a.id)}", f"{x.suite}/{x.prompt_id}", x.rate) for x in a.rates]
+    rates += [(f"b {short(b.id)}", f"{x.suite}/{x.prompt_id}", x.rate) for x in b.rates]
+    formula, window = a.formula
+    parts = [facts,
+             section(f"identity: {changed} changed (first), then the precision axes", identity),
+             section("contracts: can these two be compared?", contracts),
+             section("metrics", metrics)]
+    if rates:
+        parts.append(section("decode rate, a against b", chart("ab", charts.distribution(
+            rates, formula_text(formula, window)))))
+    parts.append(section(f"outputs: {equal}/{len(d.outputs)} prompts token-identical", outputs))
+    return page(f"diff {short(a.id)} .. {short(b.id)}", "\n".join(parts), depth=1,
+                charts=bool(rates))
+
+
+def _side(field: Any) -> str:
+    if field is None:
+        return "-"
+    shown = plain(field.resolved) if field.resolved is not None else f"({field.status.value})"
+    if field.declared is not None and field.declared != field.resolved:
+        shown += f" [declared {plain(field.declared)}]"
+    return shown
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return ""
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:.6g}"
+
+
+# ---- lane ----
+
+def lane_page(lane: str, records: Sequence[RecordData],
+              teacher_changes: Sequence[dict[str, Any]]) -> str:
+    points = [{"id": short(r.id), "sealed": r.statement.predicate.run.sealed_at,
+               "rate": r.median_rate, "href": _up(PATHS.record(r.id))}
+              for r in records if r.median_rate is not None]
+    rows = []
+    for prev, r in zip([None, *records], records, strict=False):
+        rows.append([link(_up(PATHS.record(r.id)), short(r.id)),
+                     r.statement.predicate.run.sealed_at[:16].replace("T", " "),
+                     r.row.summary, (r.median_rate or "", _rate(r.median_rate)),
+                     _verdict_word(r.verdict),
+                     link(_up(PATHS.diff(prev.id, r.id)), "diff with previous") if prev else ""])
+    parts = [chart("history", charts.history(points, teacher_changes)) if points
+             else Html("<p>no decode rates in this lane</p>"),
+             section("records, oldest first", table(
+                 ["id", "sealed", "summary", "median tok/s", "verdict", ""], rows,
+                 cls="sortable"))]
+    if teacher_changes:
+        parts.append(section("teacher changes", table(["when", "teacher", "commit"], [
+            [t["at"], t["teacher"], Html(f"<code>{esc(t['commit'][:12])}</code>")]
+            for t in teacher_changes])))
+    return page(f"lane {lane}", "\n".join(parts), depth=1, charts=bool(points))
+
+
+# ---- log ----
+
+def log_page(name: str, sha256: str, text: str) -> str:
+    lines = "".join(f'<span id="L{n}" data-n="{n}">{esc(line)}</span>'
+                    for n, line in enumerate(text.splitlines(), 1))
+    body = (f'<p class="muted">sha256 <code>{esc(sha256)}</code></p>'
+            f'<pre class="log">{lines}</pre>')
+    return page(name, body, depth=1)

@@ -1,0 +1,267 @@
+"""`registry report`: write the static site for chosen records.
+
+The site is built in a temporary folder beside the target and moved into place at the
+end, so a failed report leaves the previous one (or nothing) and never half a site.
+An existing target is replaced only when it is an earlier report (it holds MARKER).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from importlib import resources
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from registry.errors import Refused
+from registry.report import pages
+from registry.report.html import short
+from registry.report.load import RecordData, Skipped, load_records
+from registry.report.pages import PATHS, SAFE_NAME
+from registry.store.home import Home
+from registry.store.index import RecordRow
+
+MARKER = ".registry-report"
+LOG_LIMIT = 64 * 2**20  # a bigger artifact is listed, not rendered
+
+
+class Selection(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ids: list[str] = Field(default_factory=list)
+    where: list[str] = Field(default_factory=list)
+    lane: str | None = None
+
+
+class ReportSummary(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    out: str
+    index: str
+    records: int
+    skipped: list[Skipped]
+    pages: dict[str, int] = Field(description="page kind -> pages written")
+    seconds: float
+
+
+def select(home: Home, selection: Selection) -> list[RecordRow]:
+    """Index rows of the chosen records, newest first (all records when nothing is chosen);
+    `where` takes the typed conditions of `registry compare`."""
+    from registry.compare import filter_ids, split_where
+    from registry.store.query import find_records, resolve_id
+
+    equal, typed = split_where([*selection.where, *(
+        [f"lane={selection.lane}"] if selection.lane else [])])
+    if selection.ids:
+        rows: dict[str, RecordRow] = {}
+        for prefix in selection.ids:
+            rid = resolve_id(home, prefix)
+            rows.update((r.id, r) for r in find_records(home, [*equal, f"id={rid}"]))
+        found = sorted(rows.values(), key=lambda r: (r.created_at, r.id), reverse=True)
+    else:
+        found = find_records(home, equal)
+    kept = set(filter_ids(home, [r.id for r in found], typed))
+    return [r for r in found if r.id in kept]
+
+
+def build_report(home: Home, out: Path, selection: Selection) -> ReportSummary:
+    started = time.perf_counter()
+    _check_target(out)
+    records, skipped = load_records(home, select(home, selection))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        counts = _write_site(home, staging, records, skipped)
+        (staging / MARKER).write_text("written by registry report\n")
+        _replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return ReportSummary(out=str(out), index=str(out / "index.html"), records=len(records),
+                         skipped=skipped, pages=counts,
+                         seconds=round(time.perf_counter() - started, 3))
+
+
+def _check_target(out: Path) -> None:
+    if out.exists() and not (out.is_dir() and (not any(out.iterdir()) or (out / MARKER).exists())):
+        raise Refused(f"{out}: exists and is not an earlier report; nothing written",
+                      hint="name a new or empty folder, or an earlier report's folder")
+
+
+def _replace(staging: Path, out: Path) -> None:
+    os.chmod(staging, 0o755)  # mkdtemp makes it private; a site is meant to be read
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        out.rename(old)
+        staging.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        staging.rename(out)
+
+
+def _write_site(home: Home, site: Path, records: list[RecordData],
+                skipped: Sequence[Skipped]) -> dict[str, int]:
+    for folder in ("assets", "records", "diffs", "lanes", "logs"):
+        (site / folder).mkdir()
+    _assets(site / "assets")
+    by_lane: dict[str, list[RecordData]] = defaultdict(list)
+    for r in sorted(records, key=lambda r: (r.statement.predicate.run.sealed_at, r.id)):
+        if r.lane:
+            by_lane[r.lane].append(r)
+    by_id = {r.id: r for r in records}
+    pairs = _pairs(records, by_lane)
+    logs = _logs(home, site, records)
+    related: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for (a, b), (label_a, label_b) in pairs.items():
+        path = PATHS.diff(a, b)
+        related[a].append((f"{label_a} {short(b)}", path))
+        related[b].append((f"{label_b} {short(a)}", path))
+        _write(site, path, pages.diff_page(_diff(by_id[a], by_id[b]), by_id[a], by_id[b]))
+    for r in records:
+        _write(site, PATHS.record(r.id), pages.record_page(r, logs.get(r.id, {}),
+                                                             related[r.id], by_id))
+    for lane, members in by_lane.items():
+        _write(site, PATHS.lane(lane), pages.lane_page(lane, members,
+                                                       teacher_changes(home, members)))
+    _write(site, "index.html", pages.index_page(records, skipped, sorted(by_lane)))
+    return {"records": len(records), "diffs": len(pairs), "lanes": len(by_lane),
+            "logs": len({sha for m in logs.values() for sha in m.values()}), "index": 1}
+
+
+def _write(site: Path, path: str, text: str) -> None:
+    (site / path).write_text(text, encoding="utf-8")
+
+
+def _assets(folder: Path) -> None:
+    for name in ("report.css", "report.js"):
+        (folder / name).write_bytes(resources.files("registry.report").joinpath(
+            "assets", name).read_bytes())
+    (folder / "vega.js").write_bytes(vega_bundle())
+
+
+def vega_bundle() -> bytes:
+    """Vega, Vega-Lite and vega-embed as one offline script, built by vl-convert from the
+    copies inside its wheel (nothing is fetched) and kept per vl-convert version in the
+    user's cache, since building it takes about a second."""
+    from importlib.metadata import version
+
+    import vl_convert
+
+    from registry.files import write_bytes
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "registry"
+    path = cache / f"vega-bundle-{version('vl-convert-python')}.js"
+    try:
+        return path.read_bytes()
+    except OSError:
+        pass
+    data = vl_convert.javascript_bundle(
+        "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;").encode()
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        write_bytes(path, data)
+    except OSError:
+        pass  # no writable cache: built again next time
+    return data
+
+
+def _pairs(records: Sequence[RecordData],
+           by_lane: dict[str, list[RecordData]]) -> dict[tuple[str, str], tuple[str, str]]:
+    """Which diffs to write, (a, b) -> how each names the other: each record against the
+    one before it in its lane, each reproduction against its parent (both in the report)."""
+    out = {(a.id, b.id): ("next in lane", "previous in lane")
+           for members in by_lane.values() for a, b in pairwise(members)}
+    shown = {r.id for r in records}
+    for r in records:
+        parent = r.statement.predicate.parent
+        if parent and parent in shown and (parent, r.id) not in out:
+            out[(parent, r.id)] = ("reproduced by", "reproduces")
+    return out
+
+
+def _diff(a: RecordData, b: RecordData) -> Any:
+    from registry.diff import diff
+    from registry.sides import side_from_sealed
+
+    def side(r: RecordData) -> Any:
+        return side_from_sealed(r.id, r.statement, r.bench if r.bench_intact else None, r.recipe)
+
+    return diff(side(a), side(b))
+
+
+def _logs(home: Home, site: Path, records: Sequence[RecordData]) -> dict[str, dict[str, str]]:
+    """Write one page per distinct evidence file; record id -> {source: sha256}."""
+    from registry.store.objects import ObjectStore
+
+    store = ObjectStore(home.objects)
+    written: set[str] = set()
+    out: dict[str, dict[str, str]] = {}
+    for r in records:
+        p = r.statement.predicate
+        sources = {e.source for f in p.identity.fields.values() for e in f.evidence}
+        mapping = {}
+        for source in sorted(sources):
+            subject = r.statement.subject_named(p.artifacts.get(source, source))
+            if subject is None or not _hex64(subject.sha256):
+                continue
+            if subject.sha256 not in written and not _log(store.path(subject.sha256), site,
+                                                          source, subject.sha256):
+                continue
+            written.add(subject.sha256)
+            mapping[source] = subject.sha256
+        out[r.id] = mapping
+    return out
+
+
+def _log(path: Path, site: Path, name: str, sha256: str) -> bool:
+    try:
+        if path.stat().st_size > LOG_LIMIT:
+            return False
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return False  # a missing object: the evidence is named, not linked
+    _write(site, PATHS.log(sha256), pages.log_page(name, sha256, text))
+    return True
+
+
+def _hex64(value: str) -> bool:
+    return len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def teacher_changes(home: Home, members: Sequence[RecordData]) -> list[dict[str, Any]]:
+    """Every ledger commit that set the lane's teacher: when, and which teacher."""
+    import json
+
+    from registry.contracts import teacher_lane
+
+    recipe = next((r.recipe for r in reversed(members) if r.recipe), None)
+    lane = teacher_lane(recipe) if recipe else members[-1].lane
+    if not lane or not SAFE_NAME.match(lane):
+        return []
+    path = f"teachers/{lane}.json"
+    log = _git(home.ledger, "log", "--format=%H %cI", "--", path)
+    out = []
+    for line in log.splitlines():
+        commit, at = line.split(" ", 1)
+        try:
+            source = json.loads(_git(home.ledger, "show", f"{commit}:{path}"))["source"]
+            teacher = f"{source['kind']} {str(source['ref'])[:16]}"
+        except (ValueError, KeyError, TypeError):
+            teacher = "unreadable"
+        out.append({"at": at, "teacher": teacher, "commit": commit})
+    return sorted(out, key=lambda t: t["at"])
+
+
+def _git(repo: Path, *args: str) -> str:
+    """Read-only git plumbing on the ledger; no hooks or repository config are run."""
+    done = subprocess.run(["git", "-C", str(repo), "-c", "core.fsmonitor=false", *args],
+                          capture_output=True, text=True, check=False)
+    return done.stdout if done.returncode == 0 else ""

@@ -1,0 +1,258 @@
+"""`registry report`: the static site, built from real sealed records (the captured
+CPU runs and the Laguna B70 capsule) and looked at in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from registry.errors import ExitCode
+from tests import browser, sealed_home
+from tests.conftest import FIXTURES, ROOT
+
+env = sealed_home.env  # the module fixture: a home of real sealed records
+
+RUNS = ROOT / "tests" / "data" / "cpu-runs"
+
+
+@pytest.fixture(scope="module")
+def site(env) -> Path:
+    from registry.report import Selection, build_report
+
+    out = env["base"] / "site"
+    summary = build_report(env["home"], out, Selection())
+    assert summary.records == 6 and not summary.skipped
+    return out
+
+
+def bench_rates(lane: str, window: int = 100) -> list[float]:
+    """Decode rates computed here from the raw bench file: 99 / (t[99] - t[0])."""
+    rows = json.loads((RUNS / lane / "bench.json").read_text())["rows"]
+    out = []
+    for r in rows:
+        t = r["token_times_s"]
+        if not r.get("error") and len(t) >= window and t[window - 1] > t[0]:
+            out.append((window - 1) / (t[window - 1] - t[0]))
+    return out
+
+
+def streamed_prompts(lane: str) -> int:
+    rows = json.loads((RUNS / lane / "bench.json").read_text())["rows"]
+    return len({(r["suite"], r["prompt_id"]) for r in rows if r["token_times_s"]})
+
+
+class Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.ids: set[str] = set()
+        self.sources: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "a" and a.get("href"):
+            self.hrefs.append(a["href"] or "")
+        if a.get("id"):
+            self.ids.add(a["id"] or "")
+        if tag in ("script", "link", "img") and (a.get("src") or a.get("href")):
+            self.sources.append(a.get("src") or a.get("href") or "")
+
+
+def parsed(path: Path) -> Links:
+    p = Links()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+# ---- the site on disk ----
+
+def test_every_link_and_asset_resolves_inside_the_site(site) -> None:
+    pages = sorted(site.rglob("*.html"))
+    assert {p.parent.name for p in pages} == {"site", "records", "diffs", "lanes", "logs"}
+    checked = 0
+    for page in pages:
+        links = parsed(page)
+        for ref in [*links.hrefs, *links.sources]:
+            url = urlsplit(ref)
+            assert not url.scheme and not url.netloc, f"{page.name}: external {ref}"
+            target = (page.parent / unquote(url.path)).resolve() if url.path else page
+            assert target.is_file(), f"{page.relative_to(site)} -> {ref}"
+            assert site.resolve() in target.parents
+            if url.fragment:
+                assert url.fragment in parsed(target).ids, f"{page.name} -> {ref}"
+            checked += 1
+    assert checked > 100
+
+
+def test_evidence_links_point_at_the_matched_log_line(site, env) -> None:
+    from registry.store.query import show_record
+
+    rid = env["bf16"][0]
+    statement = show_record(env["home"], rid).statement
+    field = statement.predicate.identity.fields["precision.kv_cache"]
+    [evidence] = [e for e in field.evidence if e.source == "server.log"][:1]
+    page = site / "records" / f"{rid}.html"
+    href = next(h for h in parsed(page).hrefs if h.endswith(f"#L{evidence.line}"))
+    log = (page.parent / href.split("#")[0]).read_text()
+    line = re.search(rf'<span id="L{evidence.line}" data-n="{evidence.line}">(.*?)</span>', log)
+    raw = (RUNS / "tiny-bf16-kv" / "server.log").read_text().splitlines()[evidence.line - 1]
+    assert line and "kv_cache_dtype" in raw
+    from html import unescape
+
+    assert unescape(line.group(1)) == raw
+
+
+def test_refuses_a_folder_that_is_not_a_report(cli, env, tmp_path) -> None:
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "notes.txt").write_text("keep me")
+    r = cli("report", "--out", target, "--home", env["home"].root)
+    assert r.exit_code == ExitCode.REFUSED
+    assert "not an earlier report" in r.stderr and "Traceback" not in r.stderr
+    assert [p.name for p in target.iterdir()] == ["notes.txt"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".mine")]
+
+
+def test_chosen_records_and_a_rewrite_of_an_earlier_report(cli, env, tmp_path) -> None:
+    out = tmp_path / "r"
+    r = cli("report", env["others"][0][:8], "--out", out, "--home", env["home"].root, "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["records"] == 1
+    r = cli("report", "--lane", "tiny-bf16-exact", "--out", out, "--home", env["home"].root,
+            "--json")
+    assert r.exit_code == 0, r.stderr
+    done = json.loads(r.stdout)
+    assert done["records"] == 3 and done["pages"]["diffs"] == 2 and done["pages"]["lanes"] == 1
+    assert sorted(p.stem for p in (out / "records").iterdir()) == sorted(env["bf16"])
+    r = cli("report", "--where", "precision.kv_cache=fp8_e4m3", "--out", out,
+            "--home", env["home"].root, "--json")
+    assert json.loads(r.stdout)["records"] == 1
+    r = cli("report", "--where", "parallel.tensor>1", "--out", out, "--home", env["home"].root,
+            "--json")
+    assert json.loads(r.stdout)["records"] == 1  # the Laguna record, tp 4
+    r = cli("report", "ffff", "--out", out, "--home", env["home"].root)
+    assert r.exit_code == ExitCode.NOT_FOUND
+    assert (out / "index.html").is_file()  # the earlier report is still whole
+
+
+def test_a_changed_record_is_listed_not_shown(cli, env, tmp_path) -> None:
+    from registry.store.ledger import RECORDS, STATEMENT
+
+    rid = env["others"][1]
+    statement = env["home"].ledger / RECORDS / rid / STATEMENT
+    original = statement.read_bytes()
+    try:
+        statement.write_bytes(original.replace(b'"complete"', b'"completed"', 1))
+        r = cli("report", "--out", tmp_path / "r", "--home", env["home"].root, "--json")
+    finally:
+        statement.write_bytes(original)
+    assert r.exit_code == 0, r.stderr
+    done = json.loads(r.stdout)
+    assert [s["id"] for s in done["skipped"]] == [rid] and done["records"] == 5
+    assert "no longer hashes to its id" in done["skipped"][0]["reason"]
+    assert not (tmp_path / "r" / "records" / f"{rid}.html").exists()
+
+
+def test_a_chart_spec_cannot_close_its_script_element() -> None:
+    from registry.report.html import chart
+
+    html = chart("x", {"title": "</script><script>alert(1)</script>"})
+    assert html.count("</script>") == 1 and "\\u003c/script>" in html
+
+
+# ---- in the browser ----
+
+@pytest.fixture(scope="module")
+def driver():
+    yield from browser.chromium()
+
+
+def test_index_sorts_filters_and_links(site, env, driver) -> None:
+    logs = browser.open_page(driver, site / "index.html")
+    assert not browser.errors(logs)
+    assert browser.count(driver, "#records tbody tr") == 6
+    box = driver.find_element("css selector", "input[data-filters]")
+    box.send_keys("fp8_e4m3")
+    shown = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#records tbody tr'))"
+        ".filter(r => !r.hidden).map(r => r.cells[0].textContent)")
+    assert shown == [env["others"][0][:16]]
+    assert driver.find_element("id", "shown").text == "1"
+    box.clear()
+    box.send_keys(" ")  # an empty filter shows all again
+    header = driver.find_element("xpath", "//th[text()='decode tok/s']")
+    header.click()
+    rates = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#records tbody tr'))"
+        ".map(r => r.cells[7].dataset.sort).filter(x => x !== '').map(Number)")
+    assert len(rates) == 6 and rates == sorted(rates)
+    header.click()
+    again = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#records tbody tr'))"
+        ".map(r => r.cells[7].dataset.sort).filter(x => x !== '').map(Number)")
+    assert again == sorted(rates, reverse=True)
+    browser.screenshot(driver, "report-index")
+    driver.find_element("link text", env["laguna"][:16]).click()
+    assert driver.title == f"record {env['laguna'][:16]}"
+
+
+def test_record_page_draws_one_mark_per_prompt_and_per_rate(site, env, driver) -> None:
+    rid = env["bf16"][0]
+    logs = browser.open_page(driver, site / "records" / f"{rid}.html")
+    assert not browser.errors(logs), logs
+    assert browser.count(driver, "#chart-timeline g.mark-line path") == \
+        streamed_prompts("tiny-bf16-kv")
+    assert browser.count(driver, "#chart-rates g.mark-rect path") == \
+        len(bench_rates("tiny-bf16-kv")) > 0
+    verdict = driver.find_element("css selector", "section .status").text
+    assert verdict == "passed"  # re-derived against the lane's teacher (itself)
+    browser.screenshot(driver, "report-record")
+    driver.find_element("css selector", "a.evidence").click()
+    target = driver.execute_script("return document.querySelector(':target').textContent")
+    assert target  # the evidence link landed on a line of the log page
+
+
+def test_laguna_record_page(site, env, driver) -> None:
+    logs = browser.open_page(driver, site / "records" / f"{env['laguna']}.html")
+    assert not browser.errors(logs), logs
+    rows = json.loads((FIXTURES / "laguna-b70-record/evidence/record-run/bench.json")
+                      .read_text())
+    assert browser.count(driver, "#chart-timeline g.mark-line path") >= 1
+    assert browser.count(driver, "#chart-rates g.mark-rect path") == 13  # the 13 rows
+    assert rows  # the capsule's rows are what the page drew from
+
+
+def test_diff_page_puts_changed_axes_first(site, env, driver) -> None:
+    a, b = env["bf16"][0], env["bf16"][1]
+    page = site / "diffs" / f"{a[:16]}-{b[:16]}.html"
+    logs = browser.open_page(driver, page)
+    assert not browser.errors(logs), logs
+    n = len(bench_rates("tiny-bf16-kv"))
+    assert browser.count(driver, "#chart-ab g.mark-rect path") == 2 * n
+    contracts = driver.execute_script(
+        "return Array.from(document.querySelectorAll('section')[1].querySelectorAll('tbody tr'))"
+        ".map(r => [r.cells[0].textContent, r.cells[1].textContent])")
+    assert ["bitwise-teacher", "comparable"] in contracts
+    browser.screenshot(driver, "report-diff")
+    # a diff across precisions refuses the bitwise contract and says why
+    from registry.diff import diff
+    from registry.sides import side_from_record
+
+    d = diff(side_from_record(env["home"], a), side_from_record(env["home"], env["others"][0]))
+    assert next(c for c in d.contracts if c.contract == "bitwise-teacher").comparable is False
+
+
+def test_lane_history_marks_every_record_and_the_teacher_change(site, env, driver) -> None:
+    logs = browser.open_page(driver, site / "lanes" / "tiny-bf16-exact.html")
+    assert not browser.errors(logs), logs
+    assert browser.count(driver, "#chart-history g.mark-symbol path") == 3
+    assert browser.count(driver, "#chart-history g.mark-rule.role-mark line") == 1
+    browser.screenshot(driver, "report-lane")
+    hrefs = driver.execute_script(
+        "return Array.from(document.querySelectorAll('tbody a')).map(a => a.href)")
+    assert len(hrefs) == 3 + 2  # three records, two diffs with the previous one
