@@ -77,9 +77,11 @@ def reproductions(work: Path) -> None:
             continue
         verdicts = {k: v for k, v in done.items() if isinstance(v, dict) and "passed" in v}
         summary = " ".join(f"{k}={'pass' if v['passed'] else 'FAIL'}" for k, v in verdicts.items())
-        perf = done.get("performance") or {}
-        ratio = perf.get("ratio") if isinstance(perf, dict) else None
-        print(f"  {path.stem}: {summary or '-'} ratio={ratio}")
+        print(f"  {path.stem}: {summary or '-'}")
+        perf = done.get("performance") if isinstance(done.get("performance"), dict) else {}
+        for suite in perf.get("suites") or []:  # every scalar the verdict gives per suite
+            scalars = {k: v for k, v in suite.items() if isinstance(v, str | int | float)}
+            print(f"    {json.dumps(scalars)[:300]}")
 
 
 def load_text(text: str) -> Any:
