@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from registry.contracts.teacher import AXES as BITWISE_AXES
 from registry.contracts.teacher import SUITE_AXIS
 from registry.identity import PRECISION_AXES, Kind, ResolvedField, ResolvedIdentity, kind_of
+from registry.measure.report import state
+from registry.metrics import Metric
 from registry.record import PublishedFigure, Source, SuiteResult
 from registry.rundir import BenchRow
 
@@ -71,6 +73,10 @@ class MetricDiff(Model):
     formula_b: str | None
     comparable: bool
     note: str | None = None
+    quality_a: str | None = Field(None, description="a's measurement: valid | degraded")
+    quality_b: str | None = None
+    beyond_noise: bool | None = Field(
+        None, description="the two 95% intervals do not overlap (None: no intervals)")
 
 
 class OutputDiff(Model):
@@ -160,18 +166,30 @@ def compare_metrics(a: Side, b: Side) -> list[MetricDiff]:
     out = []
     results_a, results_b = {r.suite: r for r in a.results}, {r.suite: r for r in b.results}
     for suite in sorted(set(results_a) & set(results_b)):
-        ma, mb = results_a[suite].metrics, results_b[suite].metrics
-        for name in sorted(set(ma) | set(mb)):
-            x, y = ma.get(name), mb.get(name)
+        ra, rb = results_a[suite], results_b[suite]
+        for name in sorted(set(ra.metrics) | set(rb.metrics)):
+            x, y = ra.metrics.get(name), rb.metrics.get(name)
             unit = next(m.unit for m in (x, y) if m is not None)
-            out.append(_figure(suite, name, unit, x.value if x else None, y.value if y else None,
-                               x.formula if x else None, y.formula if y else None))
+            figure = _figure(suite, name, unit, x.value if x else None, y.value if y else None,
+                             x.formula if x else None, y.formula if y else None)
+            out.append(figure.model_copy(update={
+                "quality_a": state(ra.quality), "quality_b": state(rb.quality),
+                "beyond_noise": _beyond_noise(x, y)}))
     for name in CAPACITY_FIELDS:
         x, y = a.identity.value(name), b.identity.value(name)
         if x is not None or y is not None:
             out.append(_figure("engine", name, "", _number(x), _number(y), "engine log",
                                "engine log"))
     return out
+
+
+def _beyond_noise(x: Metric | None, y: Metric | None) -> bool | None:
+    """Whether two figures' 95% intervals are disjoint (a conservative test: intervals
+    that overlap a little can still differ at 95%)."""
+    if not (x and y and x.ci_low is not None and x.ci_high is not None
+            and y.ci_low is not None and y.ci_high is not None):
+        return None
+    return x.ci_high < y.ci_low or y.ci_high < x.ci_low
 
 
 def _number(value: Any) -> float | None:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from registry.canonical import canonical_bytes, sha256_hex
 from registry.errors import NotFound, VerificationFailed
 from registry.identity import ResolvedIdentity
+from registry.measure.quality import Quality
 from registry.metrics import Metric
 from registry.proof import Unproven, mark
 from registry.rundir import Environment as HostFacts
@@ -66,6 +67,7 @@ class SuiteResult(Model):
     formula: str = Field(description="the decode-rate formula the recipe names")
     window: int
     metrics: dict[str, Metric]
+    quality: Quality | None = Field(None, description="None: sealed before quality was judged")
 
 
 class ContractInfo(Model):

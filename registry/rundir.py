@@ -53,6 +53,7 @@ class BenchRow(Model):
 
     suite: str
     index: int
+    round: int = Field(0, description="suite pass on the same engine (reproduce adds rounds)")
     prompt_id: str
     prompt_sha256: str
     prompt_tokens: int | None = None

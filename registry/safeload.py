@@ -21,7 +21,8 @@ from typing import Any
 
 MAX_BYTES = 256 << 20  # a document larger than this is refused before it is parsed
 MAX_DEPTH = 64  # nesting levels; the registry's own documents need fewer than ten
-MAX_INT_DIGITS = 20  # an unsigned 64-bit integer has 20 digits
+# 32: real tokenizer configs hold Hugging Face's "no limit", int(1e30), 31 digits
+MAX_INT_DIGITS = 32
 MAX_INT = 10**MAX_INT_DIGITS
 SURROGATE = re.compile("[\ud800-\udfff]")
 

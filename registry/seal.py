@@ -39,6 +39,7 @@ from registry.record import (
     Source,
     match_id,
 )
+from registry.resolve.inputs import Checkpoints
 from registry.results import suite_results
 from registry.store.home import Home
 from registry.store.writer import Artifact, SealedRecord, Signer, write_record
@@ -67,12 +68,15 @@ def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
     run = run_info(run_dir)
     recipe = load_run_recipe(run_dir, None, recipe_path)
     scan = scan_run_log(run_dir, recipe)
-    identity = resolve_run(run_dir, recipe=recipe, recipe_path=recipe_path, scan=scan)
+    checkpoints = Checkpoints()
+    identity = resolve_run(run_dir, recipe=recipe, recipe_path=recipe_path, scan=scan,
+                           checkpoints=checkpoints)
     unproven = require_proof(identity, scan, read_bench(run_dir), allow_unproven)
     overrides = [*allowed_overrides(identity, allow_mismatch or {}), *allowed]
     sources, source_files = capture_sources(run_dir, recipe, recipe_path, home)
     return seal_resolved(run_dir, home=home, identity=identity, recipe=recipe, run=run,
-                         sources=sources, extra=source_files, overrides=overrides,
+                         sources=sources, extra=[*source_files, *evidence_artifacts(checkpoints)],
+                         overrides=overrides,
                          parent=parent, imported=imported, signer=signer, progress=progress,
                          unproven=unproven)
 
@@ -98,6 +102,14 @@ def seal_resolved(run_dir: Path, *, home: Home, identity: ResolvedIdentity, reci
         artifacts={role: name for role, name in ROLES.items() if name in names},
     )
     return write_record(home, artifacts, predicate, signer, progress)
+
+
+def evidence_artifacts(checkpoints: Checkpoints) -> list[Artifact]:
+    """What the resolver read from the checkpoints, so the record can be re-resolved
+    without them (registry/resolve/evidence.py)."""
+    from registry.resolve.evidence import evidence_files
+
+    return [Artifact(name=name, data=data) for name, data in evidence_files(checkpoints).items()]
 
 
 def run_artifacts(run_dir: Path) -> list[Artifact]:

@@ -1,5 +1,6 @@
 """The folder tree is the architecture: no import cycle between the packages of
-`registry/` (imports inside functions count too: they are still a dependency)."""
+`registry/`. Imports inside functions count (they are still a dependency at run
+time); imports under `if TYPE_CHECKING:` do not (they only name types for the checker)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def dependencies() -> dict[str, set[str]]:
         relative = path.relative_to(PACKAGE.parent).with_suffix("")
         module = ".".join(relative.parts).removesuffix(".__init__")
         source = unit(module)
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _runtime_nodes(ast.parse(path.read_text())):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -31,6 +32,21 @@ def dependencies() -> dict[str, set[str]]:
                 if name.startswith("registry.") and unit(name) != source:
                     graph.setdefault(source, set()).add(unit(name))
     return graph
+
+
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node but those under `if TYPE_CHECKING:`."""
+    out: list[ast.AST] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING",
+                                                                  "typing.TYPE_CHECKING"):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -69,6 +85,13 @@ def test_no_import_cycle_between_packages() -> None:
     graph = dependencies()
     assert "store" in graph and "cli" in graph  # the walk saw the tree
     assert cycles(graph) == []
+
+
+def test_type_checking_imports_are_not_dependencies() -> None:
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                     "    import registry.a\nelse:\n    import registry.b\n")
+    names = {a.name for n in _runtime_nodes(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert names == {"registry.b"}
 
 
 def test_the_cycle_finder_finds_one() -> None:

@@ -31,7 +31,8 @@ def test_ab_run_directories(ab) -> None:
     decode = _metric(d, "decode_tok_s.median")
     assert decode.a == pytest.approx(48.980858) and decode.b == pytest.approx(46.956936)
     assert f"{decode.relative * 100:+.3f}%" == "-4.132%"
-    assert decode.formula_a == decode.formula_b == "median over rows of 99 / (t[99] - t[0])"
+    assert decode.formula_a == decode.formula_b == (
+        "median over unflagged rows of 99 / (t[99] - t[0])")
     capacity = _metric(d, "kv.capacity_tokens")
     assert (capacity.a, capacity.b) == (110995, 221990)
     assert f"{capacity.ratio:.2f}x" == "2.00x"

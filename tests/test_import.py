@@ -57,10 +57,10 @@ def test_import_the_laguna_capsule(cli, store_home, signing_keys) -> None:
     [suite] = p["results"]
     assert suite["metrics"]["decode_tok_s.median"]["value"] == 101.94172124017027
     assert suite["metrics"]["decode_tok_s.median"]["formula"] == (
-        "median over rows of 99 / (t[99] - t[0])")
+        "median over unflagged rows of 99 / (t[99] - t[0])")
     assert suite["metrics"]["decode_tok_s_other_formula.median"]["value"] == 102.97143559613157
     assert suite["metrics"]["decode_tok_s_other_formula.median"]["formula"] == (
-        "median over rows of 100 / (t[99] - t[0])")
+        "median over unflagged rows of 100 / (t[99] - t[0])")
     assert suite["rows"] == 13
     i = p["imported"]
     present = [f"evidence/{e}" for e in manifest_entries() if (MANIFEST.parent / e).is_file()]
@@ -116,7 +116,8 @@ def test_absent_files_are_reported(cli, store_home) -> None:
     assert r.exit_code == 0, r.stderr
     assert "7 files verified, 32 listed but absent" in r.stdout
     assert "absent: evidence/record-run/cleanup-status.txt" in r.stdout
-    assert "101.94172124017027 tok/s = median over rows of 99 / (t[99] - t[0])" in r.stdout
+    assert ("101.94172124017027 tok/s = median over unflagged rows of 99 / (t[99] - t[0])"
+            in r.stdout)
 
 
 def test_a_changed_capsule_file_is_refused(cli, store_home, capsule_copy) -> None:

@@ -25,7 +25,7 @@ def _capsule_rows() -> list[BenchRow]:
 def test_capsule_median_both_formulas() -> None:
     m = suite_metrics(_capsule_rows())
     assert m["decode_tok_s.median"].value == 101.94172124017027
-    assert m["decode_tok_s.median"].formula == "median over rows of 99 / (t[99] - t[0])"
+    assert m["decode_tok_s.median"].formula == "median over unflagged rows of 99 / (t[99] - t[0])"
     assert m["decode_tok_s_other_formula.median"].value == 102.97143559613157
     assert m["decode_tok_s.median"].count == 13
 

@@ -84,7 +84,7 @@ def test_performance_is_rederived_from_the_raw_timestamps(database_url) -> None:
     slower = with_rows(original, timed(rows, 0.001 / 0.9))  # 90% of the speed
     verdict = performance_verdict(before, slower, MetricFormula.intervals_99, 100, 0.95)
     [suite] = verdict.suites
-    assert not verdict.passed and suite.formula == "99 / (t[99] - t[0])"
+    assert verdict.status == "failed" and suite.formula == "99 / (t[99] - t[0])"
     assert suite.original == pytest.approx(1000.0) and suite.ratio == pytest.approx(0.9)
     assert performance_verdict(before, slower, MetricFormula.intervals_99, 100, 0.85).passed
     legacy = performance_verdict(before, slower, MetricFormula.legacy_100, 100, 0.85)
@@ -92,13 +92,71 @@ def test_performance_is_rederived_from_the_raw_timestamps(database_url) -> None:
 
 
 def test_a_new_run_without_a_decode_window_fails_performance(database_url) -> None:
-    original = sealed_run("tiny-bf16-kv")
+    captured = sealed_run("tiny-bf16-kv")
+    original = with_rows(captured, timed(captured.bench.rows, 0.001), "a" * 64)
     short = [r.model_copy(update={"token_times_s": r.token_times_s[:50]})
              for r in original.bench.rows]
     verdict = performance_verdict(original, with_rows(original, short),
                                   MetricFormula.intervals_99, 100, 0.0)
-    assert not verdict.passed and "no row of the new run reached 100 tokens" in \
-        verdict.suites[0].detail
+    assert verdict.status == "failed" and not verdict.passed
+    assert "no unflagged row of the new run reached 100 tokens" in verdict.suites[0].detail
+
+
+def test_a_burst_original_is_not_judged_on_its_impossible_rate(database_url) -> None:
+    original = sealed_run("tiny-checkpoint-kv-bf16")  # every row arrived in bursts
+    verdict = performance_verdict(original, original, MetricFormula.intervals_99, 100, 0.95)
+    [suite] = verdict.suites
+    assert suite.original is None and suite.quality_original == "degraded"
+    assert "no unflagged decode rate" in suite.detail
+
+
+def noisy(rows: list[BenchRow], speed: float, seed: int, round_: int = 0) -> list[BenchRow]:
+    """Rows paced at `speed` x 1000 tok/s with +-15% per-row spread (a seeded draw)."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for r in rows:
+        step = 0.001 / speed * rng.uniform(0.85, 1.15)
+        out.append(r.model_copy(update={"round": round_, "token_times_s": [
+            0.05 + i * step for i in range(len(r.token_ids))]}))
+    return out
+
+
+def test_noise_is_undecided_then_inconclusive_at_the_budget(database_url) -> None:
+    from registry.reproduce.verdicts import judge_rows
+
+    rows = sealed_run("tiny-bf16-kv").bench.rows
+    sealed, new = noisy(rows, 1.0, 1), noisy(rows, 0.95, 2)
+    one = judge_rows(sealed, new, ["tiny-cold"], MetricFormula.intervals_99, 100, 0.95, 3)
+    assert one.status == "undecided" and one.rounds == 1
+    s = one.suites[0]
+    assert s.ratio_low is not None and s.ratio_high is not None
+    assert s.ratio_low < 0.95 < s.ratio_high
+    spent = judge_rows(sealed, new, ["tiny-cold"], MetricFormula.intervals_99, 100, 0.95, 1)
+    assert spent.status == "inconclusive" and not spent.passed
+
+
+def test_more_rounds_decide_a_real_slowdown(database_url) -> None:
+    from registry.reproduce.verdicts import judge_rows
+
+    rows = sealed_run("tiny-bf16-kv").bench.rows
+    sealed = noisy(rows, 1.0, 1)
+    new = [r for k in range(6) for r in noisy(rows, 0.75, 10 + k, round_=k)]
+    verdict = judge_rows(sealed, new, ["tiny-cold"], MetricFormula.intervals_99, 100, 0.95, 6)
+    [s] = verdict.suites
+    assert verdict.status == "failed" and verdict.rounds == 6 and s.rows_new == 48
+    assert s.slower and s.ratio_high is not None and s.ratio_high < 0.95
+
+
+def test_the_same_speed_passes_with_enough_rows(database_url) -> None:
+    from registry.reproduce.verdicts import judge_rows
+
+    rows = sealed_run("tiny-bf16-kv").bench.rows
+    sealed = [r for k in range(3) for r in noisy(rows, 1.0, k, round_=k)]
+    new = [r for k in range(3) for r in noisy(rows, 1.05, 20 + k, round_=k)]
+    verdict = judge_rows(sealed, new, ["tiny-cold"], MetricFormula.intervals_99, 100, 0.95, 5)
+    assert verdict.status == "passed" and not verdict.suites[0].slower
 
 
 # ---- contract ----

@@ -83,17 +83,11 @@ def test_a_second_build_is_skipped(built) -> None:
     assert stamp["device"] == "cpu" and stamp["shape"]["layers"] == 6
 
 
-def test_transformers_no_limit_sentinel_is_read_as_none(built, tmp_path) -> None:
+def test_transformers_no_limit_sentinel_is_read_as_none(built) -> None:
     from registry.checkpoint.inspect import inspect_checkpoint
-    from registry.errors import InvalidInput
 
     folder = built / "llama-3b-kv-fp8"  # saved by transformers: the sentinel is there
     assert b"1000000000000000019884624838656" in (folder / "tokenizer_config.json").read_bytes()
     tokenizer = inspect_checkpoint(folder).tokenizer
     assert tokenizer is not None and tokenizer["model_max_length"] is None
     assert tokenizer["eos_token"] == "</s>"
-    config = tmp_path / "tokenizer_config.json"  # any other huge integer is still refused
-    (tmp_path / "config.json").write_bytes((folder / "config.json").read_bytes())
-    config.write_text('{"model_max_length": 1000000000000000019884624838657}')
-    with pytest.raises(InvalidInput, match="more than 20 digits"):
-        inspect_checkpoint(tmp_path)

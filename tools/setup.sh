@@ -2,6 +2,10 @@
 # Create .venv with registry, the vLLM CPU build and the test tools. Idempotent:
 # reinstalls only when pyproject.toml changed.
 set -euo pipefail
+# The team tests start a real sshd on localhost (tests/sshd.py): Debian's openssh-server.
+if [ ! -x /usr/sbin/sshd ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null
+fi
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # The report tests drive Debian's chromium through its chromedriver (no browser download).

@@ -7,18 +7,16 @@ of the KV scale tensors only.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from registry.checkpoint.config import attention_shape, moe_shape, text_config
-from registry.checkpoint.models import CheckpointInfo, TensorStats
+from registry.checkpoint.models import CheckpointInfo, ScaleTensor, TensorStats
 from registry.checkpoint.quant import quantization
 from registry.checkpoint.safetensors import Tensor, read_header
 from registry.checkpoint.scales import kv_scales, scale_tensors
 from registry.errors import InvalidInput
-from registry.files import read_bytes, read_json
-from registry.safeload import BadDocument, loads_json
+from registry.files import read_json
 
 INDEX = "model.safetensors.index.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json",
@@ -30,17 +28,29 @@ HINT = "pass a Hugging Face checkpoint directory or its config.json"
 def inspect_checkpoint(path: Path) -> CheckpointInfo:
     """Inspect a checkpoint directory, or a bare config.json (then `tensors` is None)."""
     config_path, root = _locate(Path(path))
-    config = read_json(config_path)
+    tensors = _all_tensors(root) if root else None
+    return checkpoint_info(
+        str(path), read_json(config_path), config_path,
+        tensors=_stats(tensors) if tensors else None,
+        scales=scale_tensors(tensors, root) if tensors and root else None,
+        generation_config=_optional_json(root, "generation_config.json"),
+        tokenizer=_tokenizer(root))
+
+
+def checkpoint_info(path: str, config: dict[str, Any], config_path: Path, *,
+                    tensors: TensorStats | None, scales: list[ScaleTensor] | None,
+                    generation_config: dict[str, Any] | None,
+                    tokenizer: dict[str, Any] | None) -> CheckpointInfo:
+    """What a config and a header summary say: from a checkpoint on disk, or from the
+    evidence a record sealed (registry/resolve/evidence.py)."""
     text = text_config(config)
     torch_dtype = first_str(config, "torch_dtype", "dtype") or first_str(text, "torch_dtype",
                                                                          "dtype")
     attention = attention_shape(config, config_path)
     quant = quantization(text, torch_dtype, config_path)
-    tensors = _all_tensors(root) if root else None
-    scales = scale_tensors(tensors, root) if tensors and root else None
     architectures = config.get("architectures") or []
     return CheckpointInfo(
-        path=str(path),
+        path=path,
         architecture=architectures[0] if architectures else None,
         model_type=config.get("model_type"),
         torch_dtype=torch_dtype,
@@ -49,9 +59,9 @@ def inspect_checkpoint(path: Path) -> CheckpointInfo:
         quantization=quant,
         kv_scales=kv_scales(quant.kv_cache_scheme, [layer.index for layer in attention.layers],
                             scales),
-        tensors=_stats(tensors) if tensors else None,
-        generation_config=_optional_json(root, "generation_config.json"),
-        tokenizer=_tokenizer(root),
+        tensors=tensors,
+        generation_config=generation_config,
+        tokenizer=tokenizer,
     )
 
 
@@ -105,35 +115,18 @@ def _optional_json(root: Path | None, name: str) -> dict[str, Any] | None:
     return read_json(root / name, name) if root and (root / name).is_file() else None
 
 
-# transformers writes int(1e30) as `model_max_length` when a tokenizer has no limit; it
-# is in countless published tokenizer_config.json files (and the tiny builder's), and
-# past the integer range the safe parser (registry/safeload.py) and canonical JSON take.
-NO_MAX_LENGTH = re.compile(rb'("model_max_length"\s*:\s*)1000000000000000019884624838656\b')
-
-
-def _tokenizer_config(path: Path) -> dict[str, Any]:
-    """tokenizer_config.json with transformers' "no limit" sentinel read as null."""
-    if not path.is_file():
-        return {}
-    data = NO_MAX_LENGTH.sub(rb"\1null", read_bytes(path, path.name))
-    try:
-        value = loads_json(data)
-    except BadDocument as e:
-        raise InvalidInput(f"{path}: {path.name} is {e}", hint="fix or replace the file") from None
-    if not isinstance(value, dict):
-        raise InvalidInput(f"{path}: {path.name} is not a JSON object")
-    return value
-
-
 def _tokenizer(root: Path | None) -> dict[str, Any] | None:
     if root is None:
         return None
     files = [name for name in TOKENIZER_FILES if (root / name).is_file()]
     if not files:
         return None
-    config = _tokenizer_config(root / "tokenizer_config.json")
+    config = _optional_json(root, "tokenizer_config.json") or {}
+    length = config.get("model_max_length")
+    if isinstance(length, int) and abs(length) >= 2**53:
+        length = None  # Hugging Face's "no limit" sentinel, int(1e30): not a length
     summary = {"files": files, "class": config.get("tokenizer_class"),
-               "model_max_length": config.get("model_max_length"),
+               "model_max_length": length,
                "chat_template": "chat_template" in config or "chat_template.jinja" in files}
     for token in ("bos_token", "eos_token", "pad_token"):
         value = config.get(token)

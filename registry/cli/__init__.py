@@ -78,6 +78,9 @@ def _register() -> None:
 
     store.register(app)
     seal.register(app)
+    from registry.cli import team
+
+    team.register(app)
     from registry.cli import contracts
 
     contracts.register(app)
@@ -96,6 +99,9 @@ def _register() -> None:
     from registry.cli import compare
 
     app.command("compare")(compare.compare)
+    from registry.cli import bench
+
+    app.command("bench-import")(bench.bench_import)
 
 
 _register()

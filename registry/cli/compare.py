@@ -77,22 +77,19 @@ def render(result: Comparison, fmt: Format) -> None:
 # short headers for the usual columns, so a default table reads at 80 columns
 LABELS = {"precision.weights": "weights", "precision.kv_cache": "kv cache",
           "parallel.tensor": "tp", "decode_tok_s.median": "decode tok/s",
-          "ttft_ms.median": "ttft ms"}
+          "ttft_ms.p50": "ttft ms"}
 
 
 def _shown(column: str, value: Value) -> str:
-    """As a person writes it: ids at 16 digits, yes/no, blank for none, 6 figures."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if column in ("id", "parent"):
-        return str(value)[:16]
-    if column == "sealed":
-        return str(value)[:16].replace("T", " ")
-    return str(value)
+    """As a person writes it: ids at 16 digits, the seal time to the minute, else as
+    `shown` writes any value."""
+    from registry.cli.output import shown
+
+    if isinstance(value, str) and column in ("id", "parent"):
+        return value[:16]
+    if isinstance(value, str) and column == "sealed":
+        return value[:16].replace("T", " ")
+    return shown(value)
 
 
 def _csv(value: Value) -> str:

@@ -46,6 +46,16 @@ def _value(field: Any) -> str:
     return str(shown)
 
 
+def _flagged(value: float | None, quality: str | None) -> str:
+    """A figure with its measurement flag unless valid (engine facts carry none)."""
+    flag = "" if quality in (None, "valid") else f" ({quality})"
+    return _num(value) + flag
+
+
+def _noise(beyond: bool | None) -> str:
+    return "" if beyond is None else (" !" if beyond else " ~")
+
+
 def _num(x: float | None) -> str:
     if x is None:
         return "-"
@@ -85,9 +95,11 @@ def render(d: Diff, *, show_all: bool) -> None:
     shown_metrics = [m for m in d.metrics if show_all or m.comparable or m.note]
     if shown_metrics:  # delta is b - a, as docs/diff.md defines it; the relative change beside
         print_fitted(["suite", "metric", "a", "b", "delta", "relative", "ratio"], [
-            [m.suite, m.name, _num(m.a), _num(m.b), _num(m.delta), _percent(m.relative),
+            [m.suite, m.name, _flagged(m.a, m.quality_a), _flagged(m.b, m.quality_b),
+             _num(m.delta), _percent(m.relative) + _noise(m.beyond_noise),
              f"{m.ratio:.2f}x" if m.ratio is not None else ""] for m in shown_metrics],
-            keep=[False, False, True, True, True, True, True], title="metrics")
+            keep=[False, False, True, True, True, True, True],
+            title="metrics (relative: ~ within noise, ! beyond it; 95% intervals)")
         notes = {m.name: m.note or m.formula_a for m in shown_metrics}
         for name, note in notes.items():  # below the table: never cut
             console.print(f"  {name}: {note}", highlight=False, soft_wrap=False)

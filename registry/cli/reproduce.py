@@ -11,6 +11,7 @@ from registry.cli.store import HomeOpt, Json
 
 if TYPE_CHECKING:
     from registry.reproduce import Reproduction
+    from registry.reproduce.verdicts import SuitePerformance
 
 
 def reproduce(
@@ -27,7 +28,13 @@ def reproduce(
     models: Annotated[Path | None, typer.Option(
         "--models", help="Folder that ${REGISTRY_MODELS} names (default: the variable).")] = None,
     min_performance: Annotated[float, typer.Option(
-        "--min-performance", help="New median decode rate / sealed median, at least.")] = 0.95,
+        "--min-performance",
+        help="Floor for new/sealed median decode rate: passed when its 95% interval lies at "
+             "or above it.")] = 0.95,
+    rounds: Annotated[int, typer.Option(
+        "--rounds", min=1,
+        help="Most passes of the suites on the new engine while the speed verdict is "
+             "undecided; then inconclusive.")] = 5,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Run directory (new or empty). Default: runs/<recipe>-reproduce-...")]
     = None,
@@ -50,7 +57,8 @@ def reproduce(
     with term_as_interrupt(), progress(json or dry_run) as bars:
         done = reproduce_record(found, record, recipe_path=recipe, models_dir=models,
                                 out_dir=out, allow_env_drift=allow_env_drift,
-                                min_performance=min_performance, dry_run=dry_run,
+                                min_performance=min_performance, max_rounds=rounds,
+                                dry_run=dry_run,
                                 hooks=bars.hooks if bars else None,
                                 progress=bars.hashed if bars else None)
     print_json(done) if json else _print(done)
@@ -94,10 +102,19 @@ def _verdict_lines(done: Reproduction) -> list[str]:
         lines.append(f"  {v.status.value} vs {v.reference}: {v.rows_passed}/{v.rows_total} rows")
         lines += [f"    {reason}" for reason in v.reasons[:5]]
     lines += [f"  {problem}" for problem in c.problems]
-    lines.append(f"performance {_word(p.passed)}: at least {p.min_ratio} x the sealed median")
-    lines += [f"  {s.suite}: {s.detail} ({s.formula})" for s in p.suites]
+    lines.append(f"performance {p.status if p.passed else p.status.upper()}: 95% interval of "
+                 f"new/sealed median at least {p.min_ratio} ({p.rounds} of at most "
+                 f"{p.max_rounds} rounds)")
+    lines += [f"  {s.suite}: {s.status}: {s.detail} ({s.formula}; {s.rows_new} new and "
+              f"{s.rows_original} sealed unflagged rows"
+              + ("; SLOWER" if s.slower else "") + _flags(s) + ")" for s in p.suites]
     lines.append("REPRODUCED" if done.passed else "NOT REPRODUCED")
     return lines
+
+
+def _flags(s: SuitePerformance) -> str:
+    return "".join(f"; {side} measurement {q}" for side, q in
+                   (("sealed", s.quality_original), ("new", s.quality_new)) if q != "valid")
 
 
 def _word(passed: bool) -> str:

@@ -15,7 +15,9 @@ STATUS_STYLE = {"confirmed": "green", "mismatch": "bold red", "unresolved": "yel
 
 
 def resolve(
-    run_dir: Annotated[Path, typer.Argument(show_default=False, help="Run directory.")],
+    target: Annotated[str, typer.Argument(
+        show_default=False, metavar="RUN_DIR|RECORD",
+        help="Run directory, or a record id (prefix) to re-resolve from its sealed evidence.")],
     recipe: Annotated[Path | None, typer.Option(
         "--recipe", show_default=False,
         help="Recipe file (default: the run's recipe.json or recipe.toml).")] = None,
@@ -31,8 +33,13 @@ def resolve(
         help="Engine log, relative to the run directory or a path (default: server.log, else "
              "the one *server*.log, *.stdout.log, *server*.txt or *vllm*.log).")] = None,
     json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    home: Annotated[Path | None, typer.Option(
+        "--home", show_default=False, help="Registry home (for a RECORD).")] = None,
 ) -> None:
     """Resolve a run's identity from its evidence: engine log, checkpoint, metrics.
+    Given a RECORD instead, re-run the resolver on the record's own sealed evidence (no
+    checkpoint on disk needed) and compare every field with the signed identity: exit
+    0 when every field is reproduced, 1 when one differs.
 
     Every field shows the declared value, the value the evidence proves, a status
     (confirmed, mismatch, unresolved, undeclared), the rule that decided and, with
@@ -40,10 +47,15 @@ def resolve(
 
     Example: registry resolve runs/tiny-checkpoint-kv --checkpoint ~/models/tiny-llama-kv-fp8
     Example: registry resolve capsule/arm-a/run --log server.stdout.log
+    Example: registry resolve 3f2a9c --json
     """
     from registry.cli.output import print_json
     from registry.resolve import resolve_run
 
+    run_dir = Path(target)
+    if not run_dir.is_dir() and not any((recipe, checkpoint, draft_checkpoint, log)):
+        _record(target, home, json)
+        return
     identity = resolve_run(run_dir, recipe_path=recipe, checkpoint=checkpoint,
                            draft_checkpoint=draft_checkpoint, log_path=log)
     if json:
@@ -95,3 +107,27 @@ def _text(value: object) -> str:
     if isinstance(value, list):
         return ", ".join(str(v) for v in value) or "[]"
     return str(value)
+
+
+def _record(prefix: str, home: Path | None, json: bool) -> None:
+    from rich.text import Text
+
+    from registry.cli.output import console, print_json, table
+    from registry.reresolve import reresolve_record
+    from registry.store.home import find_home
+
+    report = reresolve_record(find_home(home), prefix)
+    if json:
+        print_json({**report.model_dump(mode="json"), "reproduced": report.reproduced})
+    else:
+        console.print(table(f"record {report.id[:16]} re-resolved from its sealed evidence",
+                            ["field", "signed", "again", "status", ""], [
+            [f.name, _text(f.signed), _text(f.again), f.status or "-",
+             Text("same", style="green") if f.same else Text("DIFFERS", style="bold red")]
+            for f in report.fields]))
+        used = ", ".join(report.evidence) or "none (sealed before checkpoint evidence)"
+        console.print(f"checkpoint evidence: {used}", highlight=False, style="dim")
+        same = sum(f.same for f in report.fields)
+        console.print(f"{same}/{len(report.fields)} fields reproduced", highlight=False,
+                      style=None if report.reproduced else "bold red")
+    raise typer.Exit(report.exit_code)

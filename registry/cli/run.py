@@ -197,10 +197,16 @@ def _print_record(record: SealedRecord) -> None:
 
 def _print_result(result: RunResult) -> None:
     from registry.cli.output import console, safe, table
+    from registry.measure.report import state, value_text
 
     console.print(f"[bold]{safe(result.recipe)}[/] {result.state.value}   run directory "
                   f"{safe(result.run_dir)}   engine ready in {result.ready_s:.1f} s   "
                   f"{result.rows} requests", markup=True)
     for suite, metrics in result.metrics.items():
-        console.print(table(f"suite {suite}", ["metric", "value", "unit", "formula", "rows"], [
-            [m.name, f"{m.value:.2f}", m.unit, m.formula, m.count] for m in metrics.values()]))
+        quality = result.quality.get(suite)
+        console.print(table(f"suite {suite}: measurement {state(quality)}",
+                            ["metric", "value [95% CI]", "unit", "formula", "n"], [
+            [m.name, value_text(m, quality), m.unit, m.formula, m.count]
+            for m in metrics.values()]))
+        for reason in quality.reasons if quality else []:
+            console.print(reason, highlight=False)

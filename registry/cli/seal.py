@@ -89,6 +89,8 @@ def seal(
         console.print(f"marked unproven: {allow_unproven}", style="bold red", highlight=False)
     console.print(f"{sealed.summary}\n{sealed.artifacts} artifacts, {sealed.bytes:,} bytes, "
                   f"ledger commit {sealed.ledger_commit[:12]}", highlight=False, style="dim")
+    for line in sealed.measurement:
+        console.print(line, highlight=False)
 
 
 PathOpt = Annotated[Path | None, typer.Option(show_default=False)]

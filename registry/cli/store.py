@@ -17,6 +17,7 @@ from registry.errors import ExitCode, RegistryError
 if TYPE_CHECKING:
 
     from registry.store.home import Home
+    from registry.store.index import RecordRow
     from registry.store.query import ShownRecord
     from registry.store.signed import Trust
 
@@ -52,11 +53,17 @@ def init(
         show_default=False,
         help="Project folder; the home is DIR/.registry (default: here).")] = None,
     home: HomeOpt = None,
+    pin: Annotated[list[str] | None, typer.Option(
+        "--pin", show_default=False,
+        help="Join a team: pin this root key id (full 64 digits) and start no keyring of "
+             "your own; then `registry remote add` and `registry pull`.")] = None,
 ) -> None:
     """Create a registry home: objects/, ledger/ (git) and the index. With a signing key,
-    the ledger's first keyring makes it the root, and the home pins it.
+    the ledger's first keyring makes it the root, and the home pins it; with --pin, the
+    home trusts the team's root instead and its ledger comes from a pull.
 
     Example: registry init
+    Example: registry init --pin 3f2a9c41...e0
     """
     import os
 
@@ -71,7 +78,22 @@ def init(
         root = home or Path(os.environ.get(ENV_HOME) or Path.cwd() / DIRNAME)
     created = init_home(root)
     console.print(f"registry home: {created.root}", highlight=False)
+    if pin:
+        _pin(created, pin, 1)
+        console.print(f"pinned root key(s) {', '.join(k[:16] for k in pin)}: registry remote "
+                      "add NAME URL, then registry pull", highlight=False)
+        return
     console.print(_start_keyring(created), highlight=False)
+
+
+def _pin(home: Home, keyids: list[str], threshold: int) -> None:
+    from registry.errors import InvalidInput
+    from registry.store.trust import pin_roots
+
+    bad = [k for k in keyids if len(k) != 64 or any(c not in "0123456789abcdef" for c in k)]
+    if bad:
+        raise InvalidInput(f"{bad[0]!r}: a root is pinned by its full 64-digit key id")
+    pin_roots(home, keyids, threshold)
 
 
 def _start_keyring(home: Home) -> str:
@@ -252,14 +274,10 @@ def keys_pin(
     Example: registry keys pin 3f2a9c41...e0 --home team/.registry
     """
     from registry.cli.output import console
-    from registry.errors import InvalidInput
-    from registry.store.trust import current_keyring, pin_roots
+    from registry.store.trust import current_keyring
 
-    bad = [k for k in keyids if len(k) != 64 or any(c not in "0123456789abcdef" for c in k)]
-    if bad:
-        raise InvalidInput(f"{bad[0]!r}: a root is pinned by its full 64-digit key id")
     target = _home(home)
-    pin_roots(target, keyids, threshold)
+    _pin(target, keyids, threshold)
     ring = current_keyring(target).current
     console.print(f"pinned {len(keyids)} root key(s); keyring v{ring.version} verifies",
                   highlight=False)
@@ -335,8 +353,7 @@ def list_records(
     # the model is in `show` and `compare --columns model.architecture`: 80 columns fit
     print_fitted(["id", "sealed", "lane", "weights", "kv cache", "tok/s"], [
         [_marked_id(r.id, r.trust, bad), r.created_at[:16].replace("T", " "), r.lane or "",
-         r.weights or "", r.kv_cache or "",
-         f"{r.decode_tok_s:.2f}" if r.decode_tok_s is not None else ""]
+         r.weights or "", r.kv_cache or "", _decode_text(r) or ""]
         for r, bad in zip(rows, unproven, strict=True)],
         keep=[True, True, False, False, False, True])
     console.print(f"{len(rows)} records", highlight=False, soft_wrap=True)
@@ -355,6 +372,14 @@ def _marked_id(rid: str, trust: Trust | None, unproven: bool) -> str:
     if trust != "verified":
         return f"{rid[:16]} {str(trust or '?').upper()}"
     return f"{rid[:16]}!" if unproven else rid[:16]
+
+
+def _decode_text(r: RecordRow) -> str | None:
+    """The decode median, flagged unless its measurement is valid."""
+    if r.decode_tok_s is None:
+        return None
+    flag = "" if r.quality == "valid" else f" ({r.quality or 'not judged'})"
+    return f"{r.decode_tok_s:.2f}{flag}"
 
 
 def show(
@@ -381,6 +406,7 @@ def _render(record: ShownRecord) -> None:
     from collections import Counter
 
     from registry.cli.output import console, print_fitted, safe, shown
+    from registry.measure.report import quality_lines, value_text
     from registry.proof import mark
     from registry.record import summary_line
 
@@ -422,10 +448,12 @@ def _render(record: ShownRecord) -> None:
         for name, f in sorted(p.identity.fields.items())],
         keep=[True, False, True, True], title="identity (value: resolved, else declared)")
     console.print()
-    print_fitted(["suite", "metric", "value", "unit", "n"], [
-        [s.suite, m.name, f"{m.value:.6g}", m.unit, str(m.count)]
+    print_fitted(["suite", "metric", "value [95% CI]", "unit", "n"], [
+        [s.suite, m.name, value_text(m, s.quality), m.unit, str(m.count)]
         for s in p.results for m in s.metrics.values()],
         keep=[False, True, True, True, True], title="results")
+    for line in quality_lines(p.results):
+        console.print(line, highlight=False)
     formulas = {m.name: m.formula for s in p.results for m in s.metrics.values()}
     for name, formula in formulas.items():  # below the table: a formula is never cut
         console.print(f"  {name} = {formula}", highlight=False, soft_wrap=False)

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from registry.errors import InvalidInput
+from registry.executor.sse import EventParser
 from registry.executor.suite import Prompt, Suite
 from registry.recipe.schema import BenchmarkSpec
 from registry.rundir import BenchRow
@@ -73,27 +74,29 @@ class Stream:
 async def stream_one(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> Stream:
     """Stamp each server-sent event with the arrival of the bytes that completed it.
 
-    Events are only split while streaming; JSON is parsed after the stream ends, so
-    the client spends as little CPU as it can while the server is still sending (on a
-    small host the client shares a core with the server's API process).
+    Events are only framed while streaming (registry.executor.sse); JSON is parsed after
+    the stream ends, so the client spends as little CPU as it can while the server is
+    still sending (on a small host the client shares a core with the server's API process).
     """
     out = Stream()
     start = time.perf_counter()
-    events: list[tuple[float, bytes]] = []
-    pending = b""
+    events: list[tuple[float, str]] = []
+    parser = EventParser()
     async with client.stream("POST", path, json=body) as response:
         if response.status_code != 200:
             detail = (await response.aread()).decode("utf-8", "replace")[:500]
             out.error = f"HTTP {response.status_code}: {detail}"
             return out
         async for data in response.aiter_raw():
-            at = time.perf_counter() - start
-            *complete, pending = (pending + data).split(b"\n\n")
-            events += [(at, event) for event in complete]
+            events += parser.feed(data, time.perf_counter() - start)
+    events += parser.close(time.perf_counter() - start)
     for at, event in events:
-        for line in event.splitlines():
-            if line.startswith(b"data: ") and line != b"data: [DONE]":
-                out.add(json.loads(line[6:]), at)
+        if event == "[DONE]":
+            continue
+        try:
+            out.add(json.loads(event), at)
+        except ValueError:
+            out.error = f"a server-sent event is not JSON: {event[:200]!r}"
     return out
 
 
@@ -121,10 +124,11 @@ def cached_tokens(stream: Stream) -> int | None:
 
 
 def make_row(suite: Suite, index: int, prompt: Prompt, started: float, stream: Stream,
-             error: str | None) -> BenchRow:
+             error: str | None, round_: int = 0) -> BenchRow:
     text = "".join(stream.text)
     return BenchRow(
-        suite=suite.name, index=index, prompt_id=prompt.id, prompt_sha256=prompt.sha256,
+        suite=suite.name, index=index, round=round_, prompt_id=prompt.id,
+        prompt_sha256=prompt.sha256,
         prompt_tokens=stream.usage.get("prompt_tokens"), cached_tokens=cached_tokens(stream),
         completion_tokens=stream.usage.get("completion_tokens"),
         finish_reason=stream.finish_reason, request_started_epoch_s=started,
@@ -137,7 +141,9 @@ class SuiteRunner:
     """Sends one suite at the recipe's concurrency and keeps the rows in prompt order."""
 
     def __init__(self, base_url: str, model: str, bench: BenchmarkSpec, *,
-                 request_timeout: float, on_row: Callable[[BenchRow], None] | None = None):
+                 request_timeout: float, on_row: Callable[[BenchRow], None] | None = None,
+                 round_: int = 0):
+        self.round = round_
         self.base_url = base_url
         self.model = model
         self.bench = bench
@@ -162,7 +168,7 @@ class SuiteRunner:
             except httpx.HTTPError as e:
                 stream, error = Stream(), f"transport error: {type(e).__name__}: {e}"
                 self.fault = self.fault or f"request {prompt.id!r} failed ({error})"
-            row = make_row(suite, index, prompt, started, stream, error)
+            row = make_row(suite, index, prompt, started, stream, error, self.round)
             if self.on_row:
                 self.on_row(row)
             return row
@@ -185,9 +191,10 @@ class SuiteRunner:
 
 def run_suites(
     base_url: str, model: str, bench: BenchmarkSpec, suites: list[Suite], *,
-    request_timeout: float, on_row: Callable[[BenchRow], None] | None = None,
+    request_timeout: float, on_row: Callable[[BenchRow], None] | None = None, round_: int = 0,
 ) -> tuple[list[BenchRow], str | None]:
     """Rows of every prompt sent, and the fault that stopped the suite (if any)."""
-    runner = SuiteRunner(base_url, model, bench, request_timeout=request_timeout, on_row=on_row)
+    runner = SuiteRunner(base_url, model, bench, request_timeout=request_timeout, on_row=on_row,
+                         round_=round_)
     rows = asyncio.run(runner.run(suites))
     return rows, runner.fault

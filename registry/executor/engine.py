@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 from pydantic import BaseModel, ConfigDict
@@ -102,6 +103,26 @@ def session_pids(sid: int) -> list[int]:
         if int(fields[3]) == sid and fields[0] not in ("Z", "X"):
             pids.append(int(entry.name))
     return sorted(pids)
+
+
+class EngineProcess(Protocol):
+    """What the executor needs of an engine: the real vLLM process (`Engine`), or a
+    scripted stand-in in tests that serves the same HTTP API."""
+
+    log_path: Path
+    placement: Placement | None
+
+    @property
+    def base_url(self) -> str: ...
+    def start(self) -> None: ...
+    def wait_ready(self, timeout: float, tick: Callable[[float], None] | None = None) -> str: ...
+    def exit_code(self) -> int | None: ...
+    def died(self, during: str) -> EngineFailed: ...
+    def stop(self) -> Cleanup: ...
+
+
+# Makes the engine for a launch plan, logging to the path; the default starts the plan.
+Launcher = Callable[[LaunchPlan, Path], EngineProcess]
 
 
 class Engine:

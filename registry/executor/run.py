@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 from pydantic import Field
@@ -23,13 +24,21 @@ from registry import rundir
 from registry.canonical import canonical_bytes
 from registry.errors import EngineFailed, InvalidInput, RegistryError, VerificationFailed
 from registry.executor.client import run_suites
-from registry.executor.engine import Cleanup, Engine, base_env, free_port
+from registry.executor.engine import (
+    Cleanup,
+    Engine,
+    EngineProcess,
+    Launcher,
+    base_env,
+    free_port,
+)
 from registry.executor.environment import gather
 from registry.executor.plan import model_path, plan, variables
 from registry.executor.profiles import PlatformProfile
 from registry.executor.suite import Suite, load_suites
 from registry.files import write_bytes, write_model
-from registry.metrics import Metric, suite_metrics
+from registry.measure.quality import Quality
+from registry.metrics import Metric, suite_figures
 from registry.recipe import load_recipe
 from registry.recipe.schema import Recipe
 from registry.rundir import BenchRow, LaunchPlan, RunState, RunStatus
@@ -46,6 +55,7 @@ class RunResult(RunModel):
     rows: int
     metrics: dict[str, dict[str, Metric]] = Field(
         default_factory=dict, description="suite -> metric name -> metric")
+    quality: dict[str, Quality] = Field(default_factory=dict, description="suite -> quality")
     cleanup: Cleanup | None = None
 
 
@@ -56,6 +66,9 @@ class Hooks:
     waiting: Callable[[float], None] | None = None  # seconds since the engine started
     suite: Callable[[int], None] | None = None  # prompts about to be sent
     row: Callable[[BenchRow], None] | None = None
+    # Asked after each pass of the suites with every row so far: run another pass on the
+    # same engine? (reproduce's adaptive rounds; None: one pass)
+    more: Callable[[list[BenchRow]], bool] | None = None
 
 
 def run_recipe(recipe_path: Path, out_dir: Path, *, models_dir: Path | None = None,
@@ -71,9 +84,9 @@ def run_recipe(recipe_path: Path, out_dir: Path, *, models_dir: Path | None = No
 def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | None = None,
         models_dir: Path | None = None, timeout: float = 600.0, request_timeout: float = 600.0,
         port: int | None = None, cwd: Path | None = None, hooks: Hooks | None = None,
-        platform: PlatformProfile | None = None) -> RunResult:
+        platform: PlatformProfile | None = None, launcher: Launcher = Engine) -> RunResult:
     """Run a normalized recipe (suite paths relative to `recipe_dir`); `platform`
-    overrides the recipe's profile."""
+    overrides the recipe's profile; `launcher` makes the engine (the plan's process)."""
     suites = load_suites(recipe, recipe_dir, variables(models_dir))
     cache_root = Path(tempfile.mkdtemp(prefix="registry-run-cache-"))
     try:
@@ -87,7 +100,7 @@ def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | 
         write_model(out_dir / rundir.LAUNCH, launch)
         write_model(out_dir / rundir.ENVIRONMENT, gather(base_env(launch.platform)))
         return _execute(recipe, launch, suites, out_dir, timeout, request_timeout,
-                        hooks or Hooks())
+                        hooks or Hooks(), launcher)
     finally:
         shutil.rmtree(cache_root, ignore_errors=True)
 
@@ -120,11 +133,12 @@ def _preflight(recipe: Recipe, launch: LaunchPlan) -> None:
 
 
 def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: Path,
-             timeout: float, request_timeout: float, hooks: Hooks) -> RunResult:
+             timeout: float, request_timeout: float, hooks: Hooks,
+             launcher: Launcher) -> RunResult:
     status = RunStatus(state=RunState.running, started_at=_now())
     write_model(out_dir / rundir.STATUS, status)
     start = time.monotonic()
-    engine = Engine(launch, out_dir / rundir.SERVER_LOG)
+    engine = launcher(launch, out_dir / rundir.SERVER_LOG)
     rows: list[BenchRow] = []
     served: str | None = None
     ready_s: float | None = None
@@ -139,6 +153,11 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
             hooks.suite(sum(len(s.prompts) for s in suites))
         rows, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
                                  request_timeout=request_timeout, on_row=hooks.row)
+        while not fault and not any(r.error for r in rows) and hooks.more and hooks.more(rows):
+            more, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
+                                     request_timeout=request_timeout, on_row=hooks.row,
+                                     round_=max(r.round for r in rows) + 1)
+            rows += more
         write_model(out_dir / rundir.BENCH, _bench(recipe, served, suites, rows))
         if engine.exit_code() is None:
             try:
@@ -165,11 +184,11 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
     if state is RunState.failed:  # only an unclean teardown fails a run that got here
         raise EngineFailed(f"{reason}", hint=f"run directory {out_dir} is marked failed")
     return RunResult(run_dir=str(out_dir), recipe=recipe.name, state=state, served_model=served,
-                     ready_s=ready_s, rows=len(rows), metrics=_metrics(recipe, suites, rows),
-                     cleanup=cleanup)
+                     ready_s=ready_s, rows=len(rows), cleanup=cleanup,
+                     **_figures(recipe, suites, rows))
 
 
-def _raise_for(engine: Engine, fault: str | None, rows: list[BenchRow]) -> None:
+def _raise_for(engine: EngineProcess, fault: str | None, rows: list[BenchRow]) -> None:
     """The run's verdict on what the suite saw (raised; the caller records it)."""
     if engine.exit_code() is not None:
         raise engine.died("the suite")
@@ -182,7 +201,7 @@ def _raise_for(engine: Engine, fault: str | None, rows: list[BenchRow]) -> None:
             hint="bench.json keeps every row with its error")
 
 
-def _scrape(engine: Engine, path: Path) -> None:
+def _scrape(engine: EngineProcess, path: Path) -> None:
     response = httpx.get(engine.base_url + "/metrics", timeout=30.0)
     response.raise_for_status()
     write_bytes(path, response.content)
@@ -200,8 +219,9 @@ def _bench(recipe: Recipe, model: str, suites: list[Suite], rows: list[BenchRow]
         rows=rows)
 
 
-def _metrics(recipe: Recipe, suites: list[Suite],
-             rows: list[BenchRow]) -> dict[str, dict[str, Metric]]:
+def _figures(recipe: Recipe, suites: list[Suite], rows: list[BenchRow]) -> dict[str, Any]:
     b = recipe.benchmark
-    return {s.name: suite_metrics([r for r in rows if r.suite == s.name], b.metric, b.window)
-            for s in suites}
+    figures = {s.name: suite_figures([r for r in rows if r.suite == s.name], b.metric, b.window)
+               for s in suites}
+    return {"metrics": {name: f.metrics for name, f in figures.items()},
+            "quality": {name: f.quality for name, f in figures.items()}}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,9 +30,10 @@ from registry.reproduce.verdicts import (
     PerformanceVerdict,
     contract_verdict,
     identity_verdict,
+    judge_rows,
     performance_verdict,
 )
-from registry.rundir import LaunchPlan
+from registry.rundir import BenchRow, LaunchPlan
 from registry.store.home import Home
 
 if TYPE_CHECKING:
@@ -62,15 +64,18 @@ class Reproduction(BaseModel):
 def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
               models_dir: Path | None = None, out_dir: Path | None = None,
               allow_env_drift: bool = False, min_performance: float = 0.95,
-              dry_run: bool = False, hooks: Hooks | None = None,
+              max_rounds: int = 5, dry_run: bool = False, hooks: Hooks | None = None,
               progress: Progress | None = None) -> Reproduction:
     """Reproduce record `prefix`; `hooks` are the executor's progress callbacks."""
     from registry.contracts.sealed import load_sealed, sealed_run
+    from registry.executor.run import Hooks as RunHooks
     from registry.executor.run import run
     from registry.store.query import sealed_statement
 
     if min_performance < 0:
         raise InvalidInput(f"--min-performance {min_performance}: must be 0 or more")
+    if max_rounds < 1:
+        raise InvalidInput(f"--rounds {max_rounds}: must be 1 or more")
     rid, statement = sealed_statement(home, prefix)
     original = sealed_run(home, rid, statement)
     recipe = _recipe(original.id, statement, recipe_path)
@@ -90,21 +95,29 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
         return checked
     run_dir = out_dir or Path("runs") / (f"{recipe.name}-reproduce-{original.id[:12]}-"
                                          f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
+    formula, window = _formula(statement, recipe)
+    names = [s.name for s in original.bench.suites]
+
+    def more(rows: list[BenchRow]) -> bool:
+        """Another round while the speed verdict is undecided and the budget allows."""
+        return judge_rows(original.bench.rows, rows, names, formula, window, min_performance,
+                          max_rounds).status == "undecided"
+
     with _suite_folder(suites, recipe_path) as recipe_dir:
         run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
-            models_dir=models_dir, hooks=hooks)
+            models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more))
     sealed = _seal(home, run_dir, recipe_path, original.id, env, progress)
     new = load_sealed(home, sealed.id)
+    performance = performance_verdict(original, new, formula, window, min_performance,
+                                      max_rounds)
     return _judged(checked.model_copy(update={"run_dir": str(run_dir), "record": new.id}),
-                   home, statement, original, new, recipe, min_performance)
+                   home, statement, original, new, recipe, performance)
 
 
 def _judged(checked: Reproduction, home: Home, statement: Statement, original: SealedRun,
-            new: SealedRun, recipe: Recipe, min_performance: float) -> Reproduction:
-    formula, window = _formula(statement, recipe)
+            new: SealedRun, recipe: Recipe, performance: PerformanceVerdict) -> Reproduction:
     identity = identity_verdict(original, new)
     contract = contract_verdict(home, _contract(statement, recipe), original, new, recipe)
-    performance = performance_verdict(original, new, formula, window, min_performance)
     passed = identity.passed and contract.passed and performance.passed
     return checked.model_copy(update={
         "identity": identity, "contract": contract, "performance": performance,

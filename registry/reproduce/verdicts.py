@@ -5,8 +5,10 @@
   free when the engine starts: they differ between any two runs of one recipe).
 - contract: the original record's contract; for `bitwise-teacher` the original's own
   rows are the reference (and the lane's teacher too when one is set).
-- performance: each suite's median decode rate, by the record's named formula, is at
-  least `min_ratio` x the original's, both from the raw token timestamps.
+- performance: per suite, the 95% bootstrap interval of new/original median decode rate
+  (the record's named formula, unflagged rows only, registry.measure): passed when the
+  interval lies at or above `min_ratio`, failed when it lies below, otherwise undecided
+  (reproduce runs another round of the suite, up to its budget, then says inconclusive).
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from registry.contracts.sealed import SealedRun
 from registry.contracts.teacher import Teacher
 from registry.identity import Kind, kind_of
-from registry.metrics import suite_metrics
+from registry.measure.interval import ratio_interval
+from registry.measure.quality import assess, usable
+from registry.metrics import decode_median, decode_rates, formula_text
 from registry.recipe.schema import ContractName, MetricFormula, Recipe
+from registry.rundir import BenchRow
 from registry.store.home import Home
 from registry.verdict import Verdict, VerdictStatus
 
@@ -29,7 +34,6 @@ NOT_DETERMINISTIC = {
     "kv.memory_gib": "KV memory: a fraction of the memory free when the engine starts",
     "kv.max_concurrency": "follows the KV pool size",
 }
-DECODE = "decode_tok_s.median"
 
 
 class Model(BaseModel):
@@ -61,16 +65,31 @@ class ContractVerdict(Model):
 class SuitePerformance(Model):
     suite: str
     formula: str
-    original: float | None
+    original: float | None = Field(description="sealed median decode rate, unflagged rows")
     new: float | None
-    ratio: float | None
-    passed: bool
+    ratio: float | None = Field(description="new / original")
+    ratio_low: float | None = Field(None, description="95% bootstrap interval of the ratio")
+    ratio_high: float | None = None
+    rows_original: int = Field(0, description="unflagged rows behind the original figure")
+    rows_new: int = Field(0, description="unflagged rows behind the new figure, all rounds")
+    quality_original: str = "not judged"
+    quality_new: str = "not judged"
+    status: str = Field(description="passed | failed | undecided | inconclusive")
+    slower: bool = Field(False, description="the whole interval lies below 1.0")
     detail: str
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
 
 
 class PerformanceVerdict(Model):
     min_ratio: float
+    status: str = Field(description="failed if any suite failed, else inconclusive or "
+                                    "undecided if any is, else passed")
     passed: bool
+    rounds: int = Field(1, description="passes of the suites the new run made")
+    max_rounds: int = 1
     suites: list[SuitePerformance]
 
 
@@ -138,32 +157,56 @@ def _evaluate(recipe: Recipe, run: SealedRun, teacher: Teacher | None, contract:
 
 
 def performance_verdict(original: SealedRun, new: SealedRun, formula: MetricFormula,
-                        window: int, min_ratio: float) -> PerformanceVerdict:
-    suites = [_suite(s.name, original, new, formula, window, min_ratio)
-              for s in original.bench.suites]
-    return PerformanceVerdict(min_ratio=min_ratio, passed=all(s.passed for s in suites),
-                              suites=suites)
+                        window: int, min_ratio: float, max_rounds: int = 1) -> PerformanceVerdict:
+    """Judge `new` (every round it ran) against `original`; undecided suites become
+    inconclusive once `max_rounds` rounds were run."""
+    return judge_rows(original.bench.rows, new.bench.rows, [s.name for s in original.bench.suites],
+                      formula, window, min_ratio, max_rounds)
 
 
-def _suite(name: str, original: SealedRun, new: SealedRun, formula: MetricFormula,
+def judge_rows(original: list[BenchRow], new: list[BenchRow], suites: list[str],
+               formula: MetricFormula, window: int, min_ratio: float,
+               max_rounds: int = 1) -> PerformanceVerdict:
+    rounds = 1 + max((r.round for r in new), default=0)
+    judged = [_suite(name, [r for r in original if r.suite == name],
+                     [r for r in new if r.suite == name], formula, window, min_ratio)
+              for name in suites]
+    if rounds >= max_rounds:
+        judged = [j.model_copy(update={"status": "inconclusive"}) if j.status == "undecided"
+                  else j for j in judged]
+    statuses = {j.status for j in judged}
+    status = next((s for s in ("failed", "inconclusive", "undecided") if s in statuses), "passed")
+    return PerformanceVerdict(min_ratio=min_ratio, status=status, passed=status == "passed",
+                              rounds=rounds, max_rounds=max_rounds, suites=judged)
+
+
+def _suite(name: str, original: list[BenchRow], new: list[BenchRow], formula: MetricFormula,
            window: int, min_ratio: float) -> SuitePerformance:
-    def median(run: SealedRun) -> float | None:
-        rows = [r for r in run.bench.rows if r.suite == name]
-        metric = suite_metrics(rows, formula, window).get(DECODE)
-        return metric.value if metric else None
-
-    before, after = median(original), median(new)
+    qa, qb = assess(original, window), assess(new, window)
+    a, b = usable(original, qa), usable(new, qb)
+    before, after = decode_median(a, formula, window), decode_median(b, formula, window)
+    base = SuitePerformance(suite=name, formula=formula_text(formula, window), original=before,
+                            new=after, ratio=None, rows_original=len(a), rows_new=len(b),
+                            quality_original=qa.state, quality_new=qb.state,
+                            status="undecided", detail="")
     if before is None:
-        return SuitePerformance(suite=name, formula=formula.value, original=None, new=after,
-                                ratio=None, passed=True,
-                                detail="the original has no decode rate to compare with")
-    if after is None:
-        return SuitePerformance(suite=name, formula=formula.value, original=before, new=None,
-                                ratio=None, passed=False,
-                                detail=f"no row of the new run reached {window} tokens")
+        return base.model_copy(update={
+            "status": "passed", "detail": "the original has no unflagged decode rate to compare "
+                                          f"with ({qa.state})"})
+    if after is None:  # bursts may clear in another round; too-short rows never will
+        return base.model_copy(update={
+            "status": "undecided" if qb.burst else "failed",
+            "detail": f"no unflagged row of the new run reached {window} tokens"})
     ratio = after / before
-    passed = ratio >= min_ratio
-    return SuitePerformance(suite=name, formula=formula.value, original=before, new=after,
-                            ratio=ratio, passed=passed,
-                            detail=f"median {after:.1f} vs {before:.1f} tok/s: {ratio:.3f} "
-                                   f"{'>=' if passed else '<'} {min_ratio}")
+    ci = ratio_interval(decode_rates(b, formula, window), decode_rates(a, formula, window))
+    if ci is None:  # one unflagged row on a side: no interval, no decision
+        return base.model_copy(update={"ratio": ratio, "detail": f"ratio {ratio:.3f} from "
+                                       f"{len(a)} and {len(b)} unflagged rows: too few for an "
+                                       "interval"})
+    low, high = ci
+    status = "passed" if low >= min_ratio else "failed" if high < min_ratio else "undecided"
+    detail = (f"median {after:.1f} vs {before:.1f} tok/s: ratio {ratio:.3f}, "
+              f"95% interval [{low:.3f}, {high:.3f}] vs floor {min_ratio}")
+    return base.model_copy(update={"ratio": ratio, "ratio_low": low,
+                                   "ratio_high": high, "status": status, "slower": high < 1.0,
+                                   "detail": detail})

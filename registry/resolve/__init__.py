@@ -37,9 +37,12 @@ __all__ = ["resolve_run", "scan_run_log"]
 
 def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Path | None = None,
                 checkpoint: Path | None = None, draft_checkpoint: Path | None = None,
-                log_path: Path | None = None, scan: LogScan | None = None) -> ResolvedIdentity:
+                log_path: Path | None = None, scan: LogScan | None = None,
+                checkpoints: Checkpoints | None = None) -> ResolvedIdentity:
     """`log_path`: the engine log, relative to `run_dir` or absolute (default: found);
-    `scan`: that log already scanned with `scan_run_log` (seal reads it too)."""
+    `scan`: that log already scanned with `scan_run_log` (seal reads it too);
+    `checkpoints`: what the checkpoints say, given (a record's sealed evidence) instead
+    of looked for on disk. Seal passes an empty one and keeps what it was filled with."""
     run_dir = Path(run_dir)
     path = find_log(run_dir, log_path)
     recipe = load_run_recipe(run_dir, recipe, recipe_path)
@@ -47,12 +50,18 @@ def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Pat
     name = str(path.relative_to(run_dir)) if path.is_relative_to(run_dir) else str(path)
     log = EngineLog(scan, name)
     before, after = read_metrics(run_dir, METRICS_BEFORE), read_metrics(run_dir, METRICS_AFTER)
-    checkpoints = locate_checkpoints(
-        checkpoint, draft_checkpoint,
-        (recipe.model.path, recipe.draft.path if recipe.draft else None) if recipe
-        else (None, None),
-        (log.setting("model")[0], log.speculative.get("model")),
-    )
+    if checkpoints is None or not checkpoints.given:
+        found = locate_checkpoints(
+            checkpoint, draft_checkpoint,
+            (recipe.model.path, recipe.draft.path if recipe.draft else None) if recipe
+            else (None, None),
+            (log.setting("model")[0], log.speculative.get("model")),
+        )
+        if checkpoints is None:
+            checkpoints = found
+        else:
+            checkpoints.target, checkpoints.draft = found.target, found.draft
+            checkpoints.notes[:] = found.notes
     fields = _fields(Fields(log, declared_values(recipe)), checkpoints, after)
     spec_tokens = fields["spec.num_tokens"].resolved if "spec.num_tokens" in fields else None
     peak = scan.kv_usage_peak

@@ -22,24 +22,28 @@ RULE = "sha256 of the checkpoint's release-file manifest (registry.checkpoint.ma
 
 
 def content_fields(f: Fields, checkpoints: Checkpoints) -> None:
-    _manifest_field(f, "model.manifest_sha256", checkpoints.target, "checkpoint")
+    _manifest_field(f, "model.manifest_sha256", checkpoints, checkpoints.target, "checkpoint")
     if checkpoints.draft is not None or f.declared.get("draft.manifest_sha256"):
-        _manifest_field(f, "draft.manifest_sha256", checkpoints.draft, "draft checkpoint")
+        _manifest_field(f, "draft.manifest_sha256", checkpoints, checkpoints.draft,
+                        "draft checkpoint")
 
 
-def _manifest_field(f: Fields, name: str, info: CheckpointInfo | None, what: str) -> None:
+def _manifest_field(f: Fields, name: str, checkpoints: Checkpoints, info: CheckpointInfo | None,
+                    what: str) -> None:
+    manifest = checkpoints.manifests.get(what)
     if info is None:
         f.put(name, None, f"{what} not on disk: its files were not hashed")
         return
     root = Path(info.path)
-    if not root.is_dir():
+    if manifest is None and not root.is_dir():
         f.put(name, None, f"{what} is a bare config file: no release files to hash")
         return
-    try:
-        manifest = build_manifest(root)
-    except InvalidInput as e:
-        f.put(name, None, f"{what} not hashed", note=e.message)
-        return
+    if manifest is None:
+        try:
+            manifest = checkpoints.manifests[what] = build_manifest(root)
+        except InvalidInput as e:
+            f.put(name, None, f"{what} not hashed", note=e.message)
+            return
     f.put(name, manifest.digest, RULE, Evidence(source=str(root), text=describe(manifest)))
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from registry.canonical import digest
+from registry.checkpoint.manifest import Manifest
 from registry.checkpoint.models import CheckpointInfo
 from registry.errors import InvalidInput, Refused
 from registry.logs.prometheus import Scrape, read_prometheus
@@ -40,6 +41,10 @@ class Checkpoints:
     target: CheckpointInfo | None = None
     draft: CheckpointInfo | None = None
     notes: list[str] = field(default_factory=list)
+    # release-file manifests by role ("checkpoint", "draft checkpoint"): filled when the
+    # files are hashed, or given from a record's sealed evidence
+    manifests: dict[str, Manifest] = field(default_factory=dict)
+    given: bool = False  # from sealed evidence: never looked for on disk
 
 
 def find_log(run_dir: Path, name: Path | None) -> Path:

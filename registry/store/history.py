@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from registry.store.commits import Commit, parse_commit
 from registry.store.git import git_text, read_objects, run_git
 from registry.store.keyring import VERSION_FILE, Chain, Keyring, Role
-from registry.store.ledger import BRANCH, ENVELOPE, RECORDS, STATEMENT, Ledger
+from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger
 
 TEACHERS = "teachers"
 _SHA = re.compile(rb"[0-9a-f]{40}\Z")
@@ -46,12 +46,14 @@ class History(Model):
 Change = tuple[str, str]  # (git status letter, path)
 
 
-def check_history(ledger: Ledger, chain: Chain, last_verified: str | None) -> History:
-    head = ledger.head()
+def check_history(ledger: Ledger, chain: Chain, last_verified: str | None,
+                  ref: str | None = None) -> History:
+    """The history of the ledger's branch, or of commit `ref` (an incoming pull)."""
+    head = ref or ledger.head()
     if head is None:
         return History(head=None, added={}, keyring_at={}, problems=[])
     order = [line.split() for line in git_text(ledger.path, "rev-list", "--reverse", "--parents",
-                                               BRANCH).splitlines()]
+                                               head).splitlines()]
     shas = [entry[0] for entry in order]
     objects = read_objects(ledger.path, shas)
     changes = _changes(ledger, shas)

@@ -26,6 +26,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlmodel import Field, SQLModel
 
 from registry.errors import InvalidInput, NotFound
+from registry.measure.report import worst
 from registry.record import Statement, summary_line
 from registry.store.home import Home
 from registry.store.signed import Trust
@@ -49,6 +50,9 @@ class RecordEntry(SQLModel, table=True):
     weights: str | None = Field(None, max_length=100)
     kv_cache: str | None = Field(None, max_length=100)
     decode_tok_s: float | None = None
+    decode_ci_low: float | None = None
+    decode_ci_high: float | None = None
+    quality: str | None = Field(None, max_length=20)
     ledger_commit: str | None = Field(None, max_length=40)
 
 
@@ -102,6 +106,9 @@ class RecordRow(BaseModel):
     weights: str | None
     kv_cache: str | None
     decode_tok_s: float | None
+    decode_ci_low: float | None = None
+    decode_ci_high: float | None = None
+    quality: str | None = None  # measurement: valid | degraded | not judged
     ledger_commit: str | None
     trust: Trust | None = None  # set by the reader that checked the signed statement
     trust_detail: str | None = None
@@ -120,14 +127,17 @@ def entry_rows(record_id: str, statement: Statement, signer: str | None) -> Rows
     """The rows of each table for one record."""
     p = statement.predicate
     v = p.identity.value
-    decode = next((s.metrics["decode_tok_s.median"].value for s in p.results
+    decode = next((s.metrics["decode_tok_s.median"] for s in p.results
                    if "decode_tok_s.median" in s.metrics), None)
     record = {
         "id": record_id, "created_at": p.run.sealed_at, "lane": (p.recipe or {}).get("lane"),
         "recipe": (p.recipe or {}).get("name"), "parent": p.parent,
         "imported": p.imported is not None, "signer": signer, "summary": summary_line(p),
         "model": value_text(v("model.architecture")), "weights": value_text(v("precision.weights")),
-        "kv_cache": value_text(v("precision.kv_cache")), "decode_tok_s": decode,
+        "kv_cache": value_text(v("precision.kv_cache")),
+        "decode_tok_s": decode.value if decode else None,
+        "decode_ci_low": decode.ci_low if decode else None,
+        "decode_ci_high": decode.ci_high if decode else None, "quality": worst(p.results),
         "ledger_commit": None,
     }
     fields = [{"record_id": record_id, "name": name, "value": value_text(f.resolved),
@@ -156,6 +166,20 @@ class Index:
             for table in (records, identity, results):
                 if rows[table.name]:
                     db.execute(table.insert(), rows[table.name])
+
+    def put(self, entries: list[Rows]) -> None:
+        """Committed records' rows, replacing any they had, in one transaction: homes
+        that share one database pull the same records, each writing them."""
+        ids = [entry["records"][0]["id"] for entry in entries]
+        with self._guard(), self.engine.begin() as db:
+            for table in (identity, results, records):
+                key = table.c.id if table is records else table.c.record_id
+                for chunk in range(0, len(ids), 500):
+                    db.execute(delete(table).where(key.in_(ids[chunk:chunk + 500])))
+            for table in (records, identity, results):
+                rows = [row for entry in entries for row in entry[table.name]]
+                if rows:
+                    db.execute(table.insert(), rows)
 
     def mark_committed(self, record_id: str, commit: str) -> None:
         with self._guard(), self.engine.begin() as db:

@@ -89,12 +89,15 @@ class Ledger:
                           for path, data in files.items())
         run_git(self.path, "update-index", "--index-info", input=entries.encode())
         tree = git_text(self.path, "write-tree").strip()
-        parents = [parent] if parent else []
-        person = f"{PERSON} {int(time.time())} +0000"
-        text = signed_message(message, tree, parents, person, signer)
-        sha = self._write_object("commit", commit_bytes(tree, parents, person, text))
+        sha = self.signed_commit(tree, [parent] if parent else [], message, signer)
         run_git(self.path, "update-ref", BRANCH, sha, parent or "0" * 40)
         return sha
+
+    def signed_commit(self, tree: str, parents: list[str], message: str, signer: Signer) -> str:
+        """A signed commit object of `tree`, written directly (no ref moves); its id."""
+        person = f"{PERSON} {int(time.time())} +0000"
+        text = signed_message(message, tree, parents, person, signer)
+        return self._write_object("commit", commit_bytes(tree, parents, person, text))
 
     def _write_object(self, kind: str, data: bytes) -> str:
         """A loose git object written directly (zlib, temp file, rename): no process,
@@ -124,19 +127,20 @@ class Ledger:
         """The latest commit that touched `path`."""
         return git_text(self.path, "log", "-1", "--format=%H", BRANCH, "--", path).strip()
 
-    def tree_files(self, prefix: str) -> dict[str, str]:
-        """Committed files under `prefix` at HEAD: path -> blob sha."""
-        if not self.head():
+    def tree_files(self, prefix: str, ref: str = BRANCH) -> dict[str, str]:
+        """Committed files under `prefix` at `ref` (default HEAD): path -> blob sha."""
+        if ref == BRANCH and not self.head():
             return {}
-        listed = run_git(self.path, "ls-tree", "-r", "-z", BRANCH, "--", prefix)
+        listed = run_git(self.path, "ls-tree", "-r", "-z", ref, *(["--", prefix] if prefix else []))
         out: dict[str, str] = {}
         for entry in filter(None, listed.split(b"\0")):
             meta, _, path = entry.partition(b"\t")
             out[path.decode("utf-8", errors="surrogateescape")] = meta.split()[2].decode()
         return out
 
-    def record_ids(self) -> list[str]:
-        return sorted({p.split("/")[1] for p in self.tree_files(RECORDS) if p.endswith(STATEMENT)})
+    def record_ids(self, ref: str = BRANCH) -> list[str]:
+        return sorted({p.split("/")[1] for p in self.tree_files(RECORDS, ref)
+                       if p.endswith(STATEMENT)})
 
     def blob(self, sha: str) -> bytes:
         return self.blobs([sha]).get(sha, b"")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from registry.canonical import sha256_hex
 from registry.errors import (
@@ -38,7 +38,7 @@ from registry.store.keyring import (
     verify_chain,
 )
 from registry.store.keys import Signer, load_public_pem, public_pem
-from registry.store.ledger import Ledger
+from registry.store.ledger import BRANCH, Ledger
 
 FILE = "trust.json"
 PIN_HINT = ("pin the ledger's root keys first: registry keys pin KEYID "
@@ -50,6 +50,7 @@ class TrustState(BaseModel):
 
     pin: Pin
     head: str | None = None  # the last ledger commit whose history verified
+    remotes: dict[str, str] = Field(default_factory=dict)  # remote -> its last verified head
 
 
 def path_of(home: Home) -> Path:
@@ -84,15 +85,15 @@ def advance(home: Home, state: TrustState, chain: Chain, head: str | None = None
     current = chain.current
     pin = Pin(roots=sorted(current.roots), threshold=current.threshold, version=top,
               sha256=chain.digests[top])
-    new = TrustState(pin=pin, head=head or state.head)
+    new = TrustState(pin=pin, head=head or state.head, remotes=state.remotes)
     if new != state:
         save_state(home, new)
     return new
 
 
-def keyring_files(ledger: Ledger) -> dict[int, bytes]:
-    """version -> committed envelope bytes of every keyring version at HEAD."""
-    shas = {int(m.group(1)): sha for path, sha in ledger.tree_files(FOLDER).items()
+def keyring_files(ledger: Ledger, ref: str = BRANCH) -> dict[int, bytes]:
+    """version -> committed envelope bytes of every keyring version at `ref` (HEAD)."""
+    shas = {int(m.group(1)): sha for path, sha in ledger.tree_files(FOLDER, ref).items()
             if (m := VERSION_FILE.match(path))}
     blobs = ledger.blobs(list(shas.values()))
     return {version: blobs.get(sha, b"") for version, sha in shas.items()}

@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from registry.errors import InvalidInput, Refused
 from registry.hashing import Progress
+from registry.measure.report import quality_lines
 from registry.record import Predicate, Statement, Subject, record_id, statement_bytes, summary_line
 from registry.safeload import SURROGATE
 from registry.store import dsse
@@ -61,6 +62,7 @@ class SealedRecord(BaseModel):
     signer: str
     artifacts: int
     bytes: int
+    measurement: list[str] = Field(default_factory=list, description="per suite: quality")
 
 
 def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
@@ -91,7 +93,8 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
             _crash_point("ledger")
             index.mark_committed(rid, commit)
     return SealedRecord(id=rid, ledger_commit=commit, summary=summary, signer=keyid,
-                        artifacts=len(subjects), bytes=size)
+                        artifacts=len(subjects), bytes=size,
+                        measurement=quality_lines(predicate.results))
 
 
 def ready_signer(home: Home, signer: Signer | None = None) -> Signer:

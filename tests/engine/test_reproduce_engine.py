@@ -17,11 +17,6 @@ from tests.conftest import ROOT
 
 pytestmark = pytest.mark.engine
 RECIPES = ROOT / "recipes"
-# The tiny model decodes a token in about 1.4 ms, so a few ms of scheduling on a shared
-# two-core host move a median by tens of percent: the speed verdict's logic is tested
-# with exact timestamps in tests/test_reproduce.py; here it only has to hold loosely.
-MIN_PERFORMANCE = "0.5"
-
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
@@ -82,16 +77,30 @@ def test_run_seals_by_default(home, bf16_record) -> None:
 
 def test_reproduce_passes_identity_and_bitwise_outputs(home, bf16_record, tiny_models) -> None:
     rid, _ = bf16_record
+    # The default floor, 0.95: the verdict compares the ratio's 95% interval with it and
+    # runs more rounds while undecided (tests/test_reproduce.py: exact-timestamp cases).
+    # A shared two-core host can be 2x slower now than when the record was sealed
+    # (tools/benchmarks/verdicts.py), so the speed verdict is checked for consistency with
+    # its own interval here, not for passing.
     code, done, stderr = run_cli("reproduce", rid[:10], "--models", tiny_models,
-                                 "--min-performance", MIN_PERFORMANCE,
                                  "--out", home / "runs" / "again", "--json")
-    assert code == 0, (stderr, done)
-    assert done["passed"] and done["environment"]["drift"] == []
+    assert code == (0 if done["passed"] else 1), (stderr, done)
+    assert done["passed"] == done["performance"]["passed"]
+    assert done["environment"]["drift"] == []
     assert done["identity"]["passed"] and done["identity"]["compared"] > 20
     [bitwise] = done["contract"]["verdicts"]
     assert bitwise["status"] == "passed" and bitwise["rows_passed"] == bitwise["rows_total"] == 8
     assert rid[:12] in bitwise["reference"]
-    assert done["performance"]["suites"][0]["formula"] == "99 / (t[99] - t[0])"
+    [speed] = done["performance"]["suites"]
+    assert speed["formula"] == "99 / (t[99] - t[0])"
+    rounds = done["performance"]["rounds"]
+    if "ratio_low" in speed:  # both runs kept at least two unflagged rows
+        low, high = speed["ratio_low"], speed["ratio_high"]
+        expected = ("passed" if low >= 0.95 else "failed" if high < 0.95 else
+                    "inconclusive")
+        assert speed["status"] == expected and (expected != "inconclusive" or rounds == 5)
+    else:
+        assert speed["status"] in ("passed", "inconclusive"), speed  # no unflagged rate
     code, shown, _ = run_cli("show", done["record"], "--json")
     assert code == 0 and shown["statement"]["predicate"]["parent"] == rid
     assert run_cli("verify", done["record"], "--json")[0] == 0

@@ -57,8 +57,9 @@ def new_home(folder: Path) -> Home:
     return home
 
 
-def fill(home: Home, n: int) -> None:
-    """n records, one signed commit each, then the index rebuilt (and timed)."""
+def fill(home: Home, n: int, payload: int = 0) -> None:
+    """n records, one signed commit each; with `payload`, each also names an object of
+    that many random bytes (objects to transfer)."""
     signer = signing_key()
     keyid, key = signer
     store = ObjectStore(home.objects)
@@ -67,8 +68,12 @@ def fill(home: Home, n: int) -> None:
     stream = [f"reset {BRANCH}\nfrom {parent}\n"]
     for i in range(n):
         log = store.put_bytes(f"INFO engine started, run {i}\n".encode())
+        subjects = [Subject(name="server.log", digest={"sha256": log.sha256})]
+        if payload:
+            rows = store.put_bytes(os.urandom(payload))
+            subjects.append(Subject(name="rows.bin", digest={"sha256": rows.sha256}))
         statement = Statement(
-            subject=[Subject(name="server.log", digest={"sha256": log.sha256})],
+            subject=subjects,
             predicate=Predicate(
                 recipe={"name": f"recipe-{i % 7}", "lane": f"lane-{i % 5}"}, identity=identity(i),
                 run=RunInfo(state="complete", sealed_at=f"2026-07-{1 + i % 28:02d}T00:00:{i:08d}"),

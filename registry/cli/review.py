@@ -1,0 +1,42 @@
+"""`registry review RECORD`: one report and one verdict on a contributed record."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from registry.cli.store import HomeOpt, Json, _home
+
+STYLE = {"ok": "green", "reject": "bold red", "needs evidence": "yellow", "note": "dim"}
+
+
+def review(
+    record: Annotated[str, typer.Argument(show_default=False, help="Record id or prefix.")],
+    home: HomeOpt = None,
+    json: Json = False,
+) -> None:
+    """Review a record as a maintainer would before accepting it: signature and trust,
+    identity re-resolved from its sealed evidence, figures re-derived from its rows (and
+    against the lab's published figures), contract judged again, environment,
+    measurement. One verdict: accept (exit 0), reject with reasons (exit 1), needs
+    evidence (exit 3).
+
+    Example: registry review 3f2a9c --json
+    """
+    from rich.text import Text
+
+    from registry.cli.output import console, print_json, table
+    from registry.review import review_record
+
+    report = review_record(_home(home), record)
+    if json:
+        print_json(report)
+    else:
+        console.print(table(f"review of {report.id[:16]}", ["part", "status", "detail"], [
+            [f.part, Text(f.status.value, style=STYLE[f.status.value]), f.detail]
+            for f in report.findings]))
+        console.print(f"verdict: {report.verdict.value}", highlight=False,
+                      style=STYLE["ok" if report.verdict.value == "accept" else
+                                  report.verdict.value])
+    raise typer.Exit(report.exit_code)

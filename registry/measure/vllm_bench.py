@@ -1,0 +1,85 @@
+"""`vllm bench serve --save-result --save-detailed` JSON as a run directory's bench rows.
+
+vLLM keeps, per request: `ttfts` (s), `itls` (s, one per chunk after the first),
+`latencies`, `output_lens` (from the usage report), `start_times` (its perf_counter),
+`errors` and `generated_texts`. A row gets chunk arrival times `ttft + cumsum(itl)`
+(relative to its start, as the registry's own client stamps them); per-token times only
+when every chunk carried one token (`output_lens == chunks`), since vLLM does not keep
+token ids. Every figure is then re-derived from these rows like any run's
+(registry.metrics); TTFT, TPOT, ITL and E2EL agree with vLLM's printed summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from registry import rundir
+from registry.errors import InvalidInput
+from registry.files import write_bytes, write_model
+from registry.rundir import Bench, BenchRow, RunState, RunStatus, SuiteRef
+
+DETAILED = ("ttfts", "itls", "output_lens", "start_times", "errors")
+PARAMS = ("backend", "endpoint_type", "label", "model_id", "tokenizer_id", "num_prompts",
+          "request_rate", "burstiness", "max_concurrency", "date")
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise InvalidInput(f"{path}: not a readable JSON file ({e})") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path}: expected a JSON object")
+    missing = [k for k in DETAILED if not isinstance(data.get(k), list)]
+    if missing:
+        raise InvalidInput(f"{path}: no {', '.join(missing)}",
+                           hint="save it with vllm bench serve --save-result --save-detailed")
+    if len({len(data[k]) for k in DETAILED}) != 1:
+        raise InvalidInput(f"{path}: the per-request lists differ in length")
+    return data
+
+
+def _row(data: dict[str, Any], i: int, suite: str) -> BenchRow:
+    text = (data.get("generated_texts") or [""] * (i + 1))[i] or ""
+    error = data["errors"][i] or None
+    n = int(data["output_lens"][i] or 0)
+    chunks = [] if error else list(itertools.accumulate(
+        [float(data["ttfts"][i]), *(float(x) for x in data["itls"][i])]))
+    return BenchRow(
+        suite=suite, index=i, prompt_id=f"request-{i}", prompt_sha256="",
+        prompt_tokens=(data.get("input_lens") or [None] * (i + 1))[i], completion_tokens=n,
+        request_started_epoch_s=float(data["start_times"][i]),
+        token_times_s=chunks if len(chunks) == n else [], chunk_times_s=chunks, text=text,
+        text_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), error=error)
+
+
+def bench_from_result(data: dict[str, Any], suite: str) -> Bench:
+    rows = [_row(data, i, suite) for i in range(len(data["ttfts"]))]
+    return Bench(api="vllm-bench-serve", model=str(data.get("model_id") or ""),
+                 params={k: data[k] for k in PARAMS if k in data},
+                 suites=[SuiteRef(name=suite, prompts=len(rows))], rows=rows)
+
+
+def import_result(result: Path, server_log: Path, out_dir: Path, *, suite: str = "vllm-bench",
+                  recipe: Path | None = None) -> Bench:
+    """Write a run directory (server.log, bench.json, the result itself, status.json, the
+    recipe when given) that `registry seal` seals like any run."""
+    bench = bench_from_result(read_result(result), suite)
+    if not server_log.is_file():
+        raise InvalidInput(f"{server_log}: no such server log",
+                           hint="the vllm serve output of the benchmarked server is the evidence")
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise InvalidInput(f"{out_dir}: already exists and is not empty")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(server_log, out_dir / rundir.SERVER_LOG)
+    write_bytes(out_dir / "vllm-bench-result.json", result.read_bytes())
+    if recipe is not None:
+        write_bytes(out_dir / rundir.RECIPE_TOML, recipe.read_bytes())
+    write_model(out_dir / rundir.BENCH, bench)
+    write_model(out_dir / rundir.STATUS, RunStatus(state=RunState.complete))
+    return bench

@@ -1,0 +1,87 @@
+"""The executor with a scripted engine process (tests/scripted_engine.py): run, teardown
+and failure paths, and the statistics on streams of a known shape."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from registry import rundir
+from registry.errors import EngineFailed, VerificationFailed
+from registry.executor.engine import Engine, EngineProcess
+from registry.executor.run import RunResult, run
+from registry.recipe.schema import Recipe
+from registry.rundir import LaunchPlan, RunStatus, read_model
+from tests.conftest import ROOT
+
+SCRIPT = ROOT / "tests/scripted_engine.py"
+
+
+def scripted(scenario: dict) -> Callable[[LaunchPlan, Path], EngineProcess]:
+    def launch(plan: LaunchPlan, log: Path) -> EngineProcess:
+        argv = ["python", str(SCRIPT), "--port", str(plan.port), json.dumps(scenario)]
+        return Engine(plan.model_copy(update={"argv": argv}), log)
+    return launch
+
+
+def go(tmp_path: Path, scenario: dict, prompts: int = 6, tokens: int = 120) -> RunResult:
+    (tmp_path / "model").mkdir(exist_ok=True)
+    suite = "".join(json.dumps({"id": f"p{i}", "prompt": f"prompt {i}"}) + "\n"
+                    for i in range(prompts))
+    (tmp_path / "suite.jsonl").write_text(suite)
+    recipe = Recipe.model_validate({
+        "schema": "registry.recipe/v1", "name": "scripted", "lane": "scripted",
+        "model": {"path": str(tmp_path / "model")},
+        "precision": {"weights": "bfloat16", "kv_cache": "bfloat16"},
+        "hardware": {"platform": "cpu"},
+        "benchmark": {"max_tokens": tokens, "allow_prefix_reuse": False,
+                      "suites": [{"name": "s", "path": "suite.jsonl"}]}})
+    return run(recipe, tmp_path / "run", recipe_dir=tmp_path, timeout=60, request_timeout=30,
+               launcher=scripted(scenario))
+
+
+def status(tmp_path: Path) -> RunStatus:
+    return read_model(tmp_path / "run" / rundir.STATUS, RunStatus)
+
+
+def test_a_paced_stream_gives_its_rate_and_a_valid_measurement(tmp_path) -> None:
+    result = go(tmp_path, {"gap_s": 0.004})
+    q, m = result.quality["s"], result.metrics["s"]
+    assert q.state == "valid" and q.burst == [] and q.used >= 5
+    # 4 ms between tokens, plus the server's own write time: at most 250 tok/s
+    assert 120 < m["decode_tok_s.median"].value < 250
+    low, high = m["decode_tok_s.median"].ci_low, m["decode_tok_s.median"].ci_high
+    assert low is not None and high is not None and low <= m["decode_tok_s.median"].value <= high
+    assert m["itl_ms.p50"].value == pytest.approx(4, rel=0.5)
+    assert status(tmp_path).state == "complete" and result.cleanup and result.cleanup.clean
+
+
+def test_a_stream_written_in_one_burst_is_flagged(tmp_path) -> None:
+    result = go(tmp_path, {"gap_s": 0.004, "per_write": 120}, prompts=3)
+    result_paced = result.quality["s"]
+    assert result_paced.state == "degraded"
+    assert "decode_tok_s.median" not in result.metrics["s"]
+
+
+def test_crlf_framing_end_to_end(tmp_path) -> None:
+    result = go(tmp_path, {"gap_s": 0.002, "eol": "\r\n"}, prompts=2, tokens=20)
+    assert result.rows == 2 and result.metrics["s"]["ttft_ms.p50"].count == 2
+
+
+def test_an_engine_that_dies_mid_stream_fails_the_run_and_is_torn_down(tmp_path) -> None:
+    with pytest.raises(EngineFailed):
+        go(tmp_path, {"die_after": 5}, prompts=2)
+    s = status(tmp_path)
+    assert s.state == "failed" and s.reason and s.cleanup["port_closed"]
+    assert s.cleanup["leftover_pids"] == []
+
+
+def test_http_errors_fail_the_run_with_every_row_kept(tmp_path) -> None:
+    with pytest.raises(VerificationFailed, match="2 of 2 requests failed"):
+        go(tmp_path, {"status": 500}, prompts=2)
+    bench = read_model(tmp_path / "run" / rundir.BENCH, rundir.Bench)
+    assert [r.error[:8] for r in bench.rows] == ["HTTP 500"] * 2
+    assert status(tmp_path).state == "failed"

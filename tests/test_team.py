@@ -1,0 +1,304 @@
+"""Two members share a ledger through a real sshd on localhost (tests/sshd.py): push,
+pull, concurrent seals reconciled without force, and remotes that lie refused on pull
+with nothing applied. No mock of git, ssh or the store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from registry.errors import ExitCode
+from tests.conftest import ROOT, resolved_identity
+from tests.sshd import SSHD, start_sshd
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    if not SSHD.exists():
+        pytest.skip("openssh-server is not installed (tools/setup.sh installs it)")
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+@dataclass
+class Member:
+    name: str
+    home: Path
+    keys: Path
+    keyid: str
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch, cli, hash_cache):
+    """Alice starts the ledger; Bob joins by pinning her root; Alice trusts Bob's key."""
+    from registry.store.keys import create_key
+
+    monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
+    members = {}
+    for name in ("alice", "bob"):
+        key = create_key(tmp_path / name / "keys")
+        members[name] = Member(name, tmp_path / name / ".registry", tmp_path / name / "keys",
+                               key.keyid)
+    alice, bob = members["alice"], members["bob"]
+    act(monkeypatch, alice)
+    assert cli("init", "--home", alice.home).exit_code == 0
+    (tmp_path / "bob.pub").write_text(create_pub(bob))
+    assert cli("keys", "trust", tmp_path / "bob.pub", "--home", alice.home).exit_code == 0
+    act(monkeypatch, bob)
+    r = cli("init", "--home", bob.home, "--pin", alice.keyid)
+    assert r.exit_code == 0, r.stderr
+    return alice, bob
+
+
+def create_pub(member: Member) -> str:
+    import os
+
+    from registry.store.keys import local_keys
+
+    old = os.environ.get("REGISTRY_KEYS_DIR")
+    os.environ["REGISTRY_KEYS_DIR"] = str(member.keys)
+    try:
+        return next(k.public_pem for k in local_keys() if k.default)
+    finally:
+        if old is not None:
+            os.environ["REGISTRY_KEYS_DIR"] = old
+
+
+def act(monkeypatch, member: Member) -> None:
+    monkeypatch.setenv("REGISTRY_KEYS_DIR", str(member.keys))
+    monkeypatch.setenv("REGISTRY_HOME", str(member.home))
+
+
+def seal(member: Member, run: Path) -> str:
+    from registry.recipe import load_recipe
+    from registry.seal import seal_resolved
+    from registry.store.home import home_at
+    from registry.store.keys import signing_key
+
+    recipe = load_recipe(ROOT / "recipes" / "tiny-bf16-kv.toml")
+    return seal_resolved(run, home=home_at(member.home), identity=resolved_identity(),
+                         recipe=recipe, signer=signing_key(member.keys)).id
+
+
+def verify_all(cli, member: Member) -> dict:
+    r = cli("verify", "--all", "--json", "--home", member.home)
+    assert "Traceback" not in r.stderr
+    return {"code": r.exit_code, **json.loads(r.stdout)}
+
+
+def head(member: Member) -> str:
+    return subprocess.run(["git", "-C", str(member.home / "ledger"), "rev-parse", "main"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def add_remote(cli, monkeypatch, member: Member, url: str, ssh: str | None, create=False):
+    act(monkeypatch, member)
+    args = ["remote", "add", "origin", url, "--home", member.home]
+    args += ["--ssh-command", ssh] if ssh else []
+    args += ["--create"] if create else []
+    r = cli(*args)
+    assert r.exit_code == 0, r.stderr
+
+
+def test_two_members_share_through_ssh(cli, team, sshd, tmp_path, make_run, monkeypatch) -> None:
+    alice, bob = team
+    url = sshd.url(tmp_path / "remote")
+    add_remote(cli, monkeypatch, alice, url, sshd.ssh_command, create=True)
+    first = seal(alice, make_run("first"))
+    r = cli("push", "--json")
+    assert r.exit_code == 0, r.stderr
+    pushed = json.loads(r.stdout)
+    assert pushed["sent"] == [first] and pushed["objects_out"]["objects"] >= 5
+
+    add_remote(cli, monkeypatch, bob, url, sshd.ssh_command)
+    r = cli("pull", "--json")
+    assert r.exit_code == 0, r.stderr
+    pulled = json.loads(r.stdout)
+    assert pulled["received"] == [first] and pulled["objects_in"]["objects"] >= 5
+    assert verify_all(cli, bob)["code"] == 0  # the objects came along
+    assert cli("pull", "--json").exit_code == 0  # nothing new: nothing changes
+    assert head(bob) == head(alice)
+
+    # both seal before either pushes; the second push reconciles, nothing forced
+    mine = seal(alice, make_run("alice-2"))
+    theirs = seal(bob, make_run("bob-2"))
+    act(monkeypatch, alice)
+    assert cli("push").exit_code == 0
+    act(monkeypatch, bob)
+    r = cli("push", "--json")
+    assert r.exit_code == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["received"] == [mine] and report["replayed"] == [theirs]
+    act(monkeypatch, alice)
+    r = cli("pull", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["received"] == [theirs]
+    assert head(alice) == head(bob)
+    for member in (alice, bob):
+        report = verify_all(cli, member)
+        assert report["code"] == 0, report
+        signers = {c["id"]: c["signer"] for c in report["records"]}
+        assert signers == {first: alice.keyid, mine: alice.keyid, theirs: bob.keyid}
+    remote_log = subprocess.run(["git", "-C", str(tmp_path / "remote" / "ledger.git"), "reflog",
+                                 "main"], capture_output=True, text=True).stdout
+    assert "forced" not in remote_log
+
+
+@pytest.fixture
+def shared(cli, team, tmp_path, make_run, monkeypatch):
+    """Alice pushed two records to a folder remote; Bob pulled them."""
+    alice, bob = team
+    url = str(tmp_path / "remote")
+    add_remote(cli, monkeypatch, alice, url, None, create=True)
+    ids = [seal(alice, make_run("one")), seal(alice, make_run("two"))]
+    assert cli("push").exit_code == 0
+    add_remote(cli, monkeypatch, bob, url, None)
+    assert cli("pull").exit_code == 0
+    return alice, bob, tmp_path / "remote", ids
+
+
+def outsider_clone(bare: Path, tmp_path: Path) -> Path:
+    """A plain git clone, as anyone with write access to the remote makes one."""
+    clone = tmp_path / "outsider"
+    subprocess.run(["git", "clone", "-q", str(bare), str(clone)], check=True)
+    for key, value in (("user.name", "x"), ("user.email", "x@x")):
+        subprocess.run(["git", "-C", str(clone), "config", key, value], check=True)
+    return clone
+
+
+def force(clone: Path, bare: Path) -> None:
+    subprocess.run(["git", "-C", str(bare), "config", "receive.denyNonFastForwards", "false"],
+                   check=True)
+    subprocess.run(["git", "-C", str(clone), "push", "-qf", "origin", "HEAD:main"], check=True)
+
+
+def refused(cli, bob: Member, *words: str) -> None:
+    before = head(bob)
+    r = cli("pull", "--home", bob.home)
+    assert r.exit_code == ExitCode.FAILED, (r.stdout, r.stderr)
+    assert "nothing was applied" in r.stderr and "Traceback" not in r.stderr
+    for word in words:
+        assert word in r.stderr, r.stderr
+    assert head(bob) == before
+
+
+def test_a_rewritten_remote_is_refused(cli, shared, tmp_path, monkeypatch) -> None:
+    _, bob, remote, _ = shared
+    clone = outsider_clone(remote / "ledger.git", tmp_path)
+    subprocess.run(["git", "-C", str(clone), "reset", "-q", "--hard", "HEAD~1"], check=True)
+    force(clone, remote / "ledger.git")  # back one commit: a record gone
+    act(monkeypatch, bob)
+    refused(cli, bob, "history was rewritten")
+    (clone / "records" / "x").mkdir(parents=True)
+    (clone / "records" / "x" / "statement.json").write_text("{}")
+    subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(clone), "commit", "-qm", "another"], check=True)
+    force(clone, remote / "ledger.git")  # and a new line of history on top
+    refused(cli, bob, "history was rewritten", "does not descend")
+
+
+def test_a_deleted_record_is_refused(cli, shared, tmp_path, monkeypatch) -> None:
+    _, bob, remote, ids = shared
+    clone = outsider_clone(remote / "ledger.git", tmp_path)
+    subprocess.run(["git", "-C", str(clone), "rm", "-rq", f"records/{ids[0]}"], check=True)
+    subprocess.run(["git", "-C", str(clone), "commit", "-qm", "tidy"], check=True)
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
+    act(monkeypatch, bob)
+    refused(cli, bob, "not signed", f"record {ids[0][:16]}: statement.json deleted")
+
+
+def test_a_forged_record_is_refused(cli, shared, tmp_path, make_run, monkeypatch) -> None:
+    """A record and its commit signed by a key the keyring never trusted, pushed
+    with plain git."""
+    from registry.record import record_id
+    from registry.store import dsse
+    from registry.store.keys import create_key, signing_key
+    from registry.store.ledger import Ledger
+
+    alice, bob, remote, ids = shared
+    clone = outsider_clone(remote / "ledger.git", tmp_path)
+    create_key(tmp_path / "mallory")
+    keyid, key = signing_key(tmp_path / "mallory")
+    statement = (alice.home / "ledger" / "records" / ids[0] / "statement.json").read_bytes()
+    statement = statement.replace(b"bfloat16", b"fp8_e4m3")
+    rid = record_id(statement)
+    envelope = dsse.envelope_bytes(dsse.sign(statement, keyid, key))
+    subprocess.run(["git", "-C", str(clone), "checkout", "-qB", "main"], check=True)
+    Ledger(clone).commit_record(rid, statement, envelope, rid, (keyid, key))
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "main"], check=True)
+    act(monkeypatch, bob)
+    refused(cli, bob, "which the keyring in effect does not trust")
+
+
+def test_corrupt_objects_on_the_remote_apply_nothing(cli, shared, tmp_path, make_run,
+                                                      monkeypatch) -> None:
+    alice, bob, remote, _ = shared
+    act(monkeypatch, alice)
+    new = seal(alice, make_run("three"))
+    assert cli("push").exit_code == 0
+    log = next(s for s in json.loads(cli("show", new[:12], "--json").stdout)["statement"]
+               ["subject"] if s["name"] == "server.log")["digest"]["sha256"]
+    target = remote / "objects" / "sha256" / log[:2] / log[2:]
+    target.chmod(0o644)
+    target.write_bytes(b"INFO something else\n")
+    act(monkeypatch, bob)
+    before = head(bob)
+    r = cli("pull")
+    assert r.exit_code == ExitCode.UNVERIFIABLE and "arrived with other bytes" in r.stderr
+    assert head(bob) == before and not (bob.home / "ledger" / "records" / new).exists()
+
+
+def test_a_home_that_started_its_own_keyring_cannot_pull(cli, shared, tmp_path,
+                                                         monkeypatch) -> None:
+    alice, bob, remote, _ = shared
+    act(monkeypatch, bob)
+    other = tmp_path / "carol" / ".registry"
+    assert cli("init", "--home", other).exit_code == 0
+    assert cli("remote", "add", "origin", remote, "--home", other).exit_code == 0
+    assert cli("keys", "pin", alice.keyid, "--home", other).exit_code != 0
+    r = cli("pull", "--home", other)
+    assert r.exit_code == ExitCode.FAILED and "Traceback" not in r.stderr
+
+
+def test_remote_urls_that_could_run_commands_are_refused(cli, team, monkeypatch) -> None:
+    alice, _ = team
+    act(monkeypatch, alice)
+    for url in ("ext::sh -c touch% /tmp/pwned", "http://example.com/x", "ssh://-oProxyCommand=x/y",
+                "relative/path", "ssh://host/../etc"):
+        r = cli("remote", "add", "evil", url)
+        assert r.exit_code == ExitCode.INVALID_INPUT, url
+    assert "evil" not in cli("remote", "list", "--json").stdout
+
+
+@pytest.mark.postgres
+def test_two_homes_share_one_postgres_index(cli, team, tmp_path, make_run, monkeypatch,
+                                            postgres_server) -> None:
+    """Both homes point at one database: the pull writes the rows the sealer already
+    wrote without a conflict, both list the record, and either can rebuild the index."""
+    import uuid
+
+    import psycopg
+
+    name = f"t{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres_server.format(db="postgres").replace("+psycopg", ""),
+                         autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {name}")
+    monkeypatch.setenv("REGISTRY_DATABASE_URL", postgres_server.format(db=name))
+    alice, bob = team
+    url = str(tmp_path / "remote")
+    add_remote(cli, monkeypatch, alice, url, None, create=True)
+    assert cli("reindex").exit_code == 0
+    sealed = seal(alice, make_run("shared"))
+    assert cli("push").exit_code == 0
+    add_remote(cli, monkeypatch, bob, url, None)
+    assert cli("pull").exit_code == 0
+    for member in (alice, bob):
+        listed = json.loads(cli("list", "--json", "--home", member.home).stdout)
+        assert [r["id"] for r in listed] == [sealed] and listed[0]["trust"] == "verified"
+        assert verify_all(cli, member)["code"] == 0
+    assert cli("reindex", "--home", bob.home).exit_code == 0
+    assert verify_all(cli, alice)["code"] == 0
