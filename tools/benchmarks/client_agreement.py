@@ -20,8 +20,9 @@ requests, all-rows ratio 0.434; with the placement 0 and 0, ratios 1.003 and 1.0
 Bursts (100 tokens within 10 ms) are still counted; the headline ratio compares the
 medians over the requests that were not bursts, and the ratio over everything is
 printed beside it. Target: 0.97..1.03 (0.98..1.02 on a GPU, where decoding is
-GPU-bound). The ratio of medians comes with a 95% interval: a percentile bootstrap over
-the requests of each side (seeded, so a rerun on the same data gives the same bounds).
+GPU-bound). The ratio of medians comes with its 95% interval: the registry's seeded
+percentile bootstrap, each side's requests resampled on their own
+(`registry.measure.interval.ratio_interval`, docs/measurement.md).
 Run alone:
 
     .venv/bin/python tools/benchmarks/client_agreement.py
@@ -34,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -47,8 +47,6 @@ RECIPE = ROOT / "recipes" / "tiny-bf16-kv.toml"
 ROUNDS = 6
 WINDOW = 99  # intervals between tokens 0..99
 BURST_S = 0.01
-RESAMPLES = 2000
-SEED = 1
 
 
 def models_dir(tmp: Path) -> Path:
@@ -90,17 +88,6 @@ def peer_run(base_url: str, model: str, tokenizer: Path) -> tuple[list[float], f
     return [sum(itl[:WINDOW]) for itl in result["itls"]], float(result["median_tpot_ms"])
 
 
-def ratio_interval(ours: list[float], peers: list[float]) -> tuple[float, float]:
-    """95% percentile-bootstrap interval of median(ours) / median(peers), each side
-    resampled on its own (the two clients' requests are not paired)."""
-    rng = random.Random(SEED)
-    ratios = sorted(
-        statistics.median(rng.choices(ours, k=len(ours)))
-        / statistics.median(rng.choices(peers, k=len(peers)))
-        for _ in range(RESAMPLES))
-    return ratios[int(0.025 * RESAMPLES)], ratios[int(0.975 * RESAMPLES) - 1]
-
-
 def measure(recipe_path: Path, models: Path | None, rounds: int, work: Path
             ) -> dict[str, list[float]]:
     """One engine for the recipe; its suite through each client in turn, `rounds` times."""
@@ -125,13 +112,14 @@ def measure(recipe_path: Path, models: Path | None, rounds: int, work: Path
 
 
 def figures(spans: dict[str, list[float]]) -> list[tuple[str, float, str]]:
+    from registry.measure.interval import RESAMPLES, SEED, ratio_interval
+
     ours, peers, tpots = spans["client"], spans["peer"], spans["peer_tpot_ms"]
     clean_ours = [WINDOW / s for s in ours if s >= BURST_S]
     clean_peer = [WINDOW / s for s in peers if s >= BURST_S]
     client = statistics.median(clean_ours) if clean_ours else float("nan")
     peer = statistics.median(clean_peer) if clean_peer else float("nan")
-    low, high = (ratio_interval(clean_ours, clean_peer) if clean_ours and clean_peer
-                 else (float("nan"), float("nan")))
+    low, high = ratio_interval(clean_ours, clean_peer) or (float("nan"), float("nan"))
     client_all = statistics.median(WINDOW / max(s, 1e-9) for s in ours)
     peer_tpot = 1000.0 / statistics.median(tpots)
     return [
