@@ -62,10 +62,11 @@ def test_figures_put_the_engine_lines_beside_the_resolved_fields(tmp_path, cli, 
     (tmp_path / "logs" / "resolve-checkpoint-fp8.json").write_text(resolved)
     (tmp_path / "logs" / "reproduce-2.log").write_text(
         "== reproduce\n" + json.dumps({"identity": {"passed": True}, "performance": {
-            "passed": False, "suites": [{"suite": "tiny-cold", "ratio": 0.91, "rows": [1]}]}}))
+            "passed": False, "status": "inconclusive", "rounds": 5, "max_rounds": 5,
+            "suites": [{"suite": "tiny-cold", "ratio": 0.91, "rows": [1]}]}}))
     figures.main([str(tmp_path)])
     out = capsys.readouterr().out
     assert "engine   CPU KV cache size: 3,379,456 tokens" in out
     assert "registry kv.capacity_tokens = 3379456" in out
-    assert "reproduce-2: identity=pass performance=FAIL" in out
+    assert "reproduce-2: identity=pass performance=inconclusive rounds=5/5" in out
     assert '{"suite": "tiny-cold", "ratio": 0.91}' in out

@@ -76,9 +76,11 @@ def reproductions(work: Path) -> None:
             print(f"  {path.stem}: no JSON verdict ({text.strip().splitlines()[-1:]})")
             continue
         verdicts = {k: v for k, v in done.items() if isinstance(v, dict) and "passed" in v}
-        summary = " ".join(f"{k}={'pass' if v['passed'] else 'FAIL'}" for k, v in verdicts.items())
-        print(f"  {path.stem}: {summary or '-'}")
+        summary = " ".join(f"{k}={v.get('status') or ('pass' if v['passed'] else 'FAIL')}"
+                           for k, v in verdicts.items())
         perf = done.get("performance") if isinstance(done.get("performance"), dict) else {}
+        rounds = f" rounds={perf['rounds']}/{perf.get('max_rounds')}" if "rounds" in perf else ""
+        print(f"  {path.stem}: {summary or '-'}{rounds}")
         for suite in perf.get("suites") or []:  # every scalar the verdict gives per suite
             scalars = {k: v for k, v in suite.items() if isinstance(v, str | int | float)}
             print(f"    {json.dumps(scalars)[:300]}")
