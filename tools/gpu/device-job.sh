@@ -66,11 +66,14 @@ step() {  # step NAME CMD...: run, log to logs/NAME.log and the console, time it
 fits() {  # fits SECONDS: is there time for one more step of that length?
   [ "$(left)" -gt "$1" ] || { echo "-- skipped: $(left) s left, about $1 s needed"; return 1; }
 }
-run_lane() {  # run_lane NAME RECIPE: run and seal; prints nothing, sets REC
-  local t0=$SECONDS
+run_lane() {  # run_lane NAME RECIPE: run and seal; REC = the new record, if one was sealed
+  local t0=$SECONDS before now
   REC=
   fits "$LAST_RUN_S" || return 1
-  step "run-$1" R run "recipes/$2.toml" --models "$MODELS" --out "$W/runs/$1" && REC=$(latest)
+  before=$(latest 2>/dev/null)
+  step "run-$1" R run "recipes/$2.toml" --models "$MODELS" --out "$W/runs/$1"
+  now=$(latest 2>/dev/null)
+  [ -n "$now" ] && [ "$now" != "$before" ] && REC=$now
   LAST_RUN_S=$((SECONDS - t0))
   echo "$1=$REC" >> "$W/logs/records.txt"
 }
