@@ -115,6 +115,16 @@ class RunStatus(Model):
         None, description="CPUs of the engine's processes once serving (executor placement)")
 
 
+class Accelerator(Model):
+    """One device as its vendor tool lists it (the whole host, whatever the run used)."""
+
+    vendor: str
+    index: int
+    name: str = Field(description="the device model, e.g. NVIDIA H200")
+    driver: str | None = None
+    memory_mib: int | None = Field(None, description="total device memory")
+
+
 class Environment(Model):
     """Host facts (environment.json), gathered without importing torch or vLLM."""
 
@@ -133,6 +143,8 @@ class Environment(Model):
     engine_source: dict[str, Any] | None = Field(
         None, description="the engine's PEP 610 direct_url.json (source builds)")
     devices: dict[str, str] = Field(default_factory=dict, description="vendor tool -> output")
+    accelerators: list[Accelerator] = Field(
+        default_factory=list, description="the devices parsed from `devices`, by index")
     inherited_env: dict[str, str] = Field(
         default_factory=dict, description="caller variables the engine inherited (launch env "
         "goes on top)")

@@ -200,10 +200,20 @@ def engine_tree(recipe: Recipe | None, direct_url: dict[str, Any] | None
 
     if recipe is not None and recipe.engine.source:
         return Path(os.path.expandvars(recipe.engine.source)), None
+    tree = source_dir(direct_url)
+    return (tree, None) if tree is not None else engine_location()
+
+
+def source_dir(direct_url: dict[str, Any] | None) -> Path | None:
+    """The local folder a PEP 610 record says the engine was built from (a checkout,
+    editable or not). A wheel or sdist file (`archive_info`) and a VCS URL name no tree
+    here: pip's URL of a wheel is a path on whatever machine downloaded it."""
     url = (direct_url or {}).get("url")
-    if isinstance(url, str) and url.startswith("file://"):
-        return Path(unquote(urlparse(url).path)), None
-    return engine_location()
+    if not isinstance(url, str) or not url.startswith("file://"):
+        return None
+    if not isinstance((direct_url or {}).get("dir_info"), dict):
+        return None
+    return Path(unquote(urlparse(url).path))
 
 
 def run_environment(run_dir: Path) -> Environment:

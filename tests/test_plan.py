@@ -29,7 +29,7 @@ def test_tiny_bf16_argv_is_the_recipe_on_the_cpu_entry_point() -> None:
     launch = _plan("tiny-bf16-kv")
     assert launch.platform == "cpu"
     assert launch.argv == [
-        "python", "-m", "vllm.entrypoints.openai.api_server",
+        "python", "-m", "vllm.entrypoints.launchers.api_server.entry",
         "--data-parallel-size", "1", "--dtype", "bfloat16", "--no-enable-prefix-caching",
         "--enable-prompt-tokens-details", "--gpu-memory-utilization", "0.2",
         "--kv-cache-dtype", "bfloat16", "--max-model-len", "1024", "--max-num-seqs", "1",
@@ -52,8 +52,8 @@ def test_every_cache_is_private_and_offline() -> None:
 def test_laguna_exact_on_xpu_golden_argv_and_env() -> None:
     launch = _plan("laguna-s21-b70-exact-short-decode")
     assert launch.platform == "xpu"
-    assert launch.argv[:2] == ["vllm", "serve"]
-    args = launch.argv[2:]
+    assert launch.argv[:3] == ["python", "-m", "vllm.entrypoints.openai.api_server"]
+    args = launch.argv[3:]
     assert args[args.index("--model") + 1] == "/models/laguna-s-2.1/int4"
     assert args[args.index("--kv-cache-dtype") + 1] == "bfloat16"
     assert args[args.index("--tensor-parallel-size") + 1] == "4"
@@ -85,13 +85,52 @@ def test_device_mask_follows_the_device_count() -> None:
         update={"platform": Platform.xpu, "count": 2})})
     launch = plan(two, port=1, models_dir=MODELS, cwd=CWD, cache_root=CACHE, environ={})
     assert launch.env["ZE_AFFINITY_MASK"] == "0,1"
-    assert launch.argv[:2] == ["vllm", "serve"]
 
 
 def test_platform_override() -> None:
     launch = _plan("tiny-bf16-kv", platform=PROFILES[Platform.cuda])
-    assert launch.platform == "cuda" and launch.argv[:2] == ["vllm", "serve"]
+    assert launch.platform == "cuda" and launch.argv[:2] == ["python", "-m"]
     assert launch.env["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+@pytest.mark.parametrize("version, module", [
+    ("0.25.0", "vllm.entrypoints.openai.api_server"),  # the CUDA kit's release
+    ("0.31.2", "vllm.entrypoints.openai.api_server"),
+    ("0.32.0", "vllm.entrypoints.launchers.api_server.entry"),  # the old module warns here
+    ("0.32.0+cpu", "vllm.entrypoints.launchers.api_server.entry"),
+    ("1.2.0rc1", "vllm.entrypoints.launchers.api_server.entry"),
+    (None, "vllm.entrypoints.openai.api_server"),  # every release has it
+    ("main", "vllm.entrypoints.openai.api_server"),
+])
+def test_one_start_command_per_release_on_every_platform(version, module) -> None:
+    recipe = load_recipe(ROOT / "recipes" / "tiny-bf16-kv.toml")
+    recipe = recipe.model_copy(update={"engine": recipe.engine.model_copy(
+        update={"version": version})})
+    for platform in Platform:
+        launch = plan(recipe, PROFILES[platform], port=1, models_dir=MODELS, cwd=CWD,
+                      cache_root=CACHE, environ={})
+        assert launch.argv[:3] == ["python", "-m", module]
+        # the module's own convention: the model as an option, never positional
+        assert launch.argv[launch.argv.index("--model") + 1] == "/models/tiny-llama"
+
+
+@pytest.mark.parametrize("platform", list(Platform))
+def test_stats_interval_is_set_on_every_platform(platform) -> None:
+    launch = _plan("tiny-bf16-kv", platform=PROFILES[platform])
+    assert launch.env["VLLM_LOG_STATS_INTERVAL"] == "1"  # else kv_usage_peak stays empty
+
+
+def test_an_engine_in_a_folder_is_found_through_pythonpath() -> None:
+    from registry.executor.engine import base_env
+
+    environ = {"PYTHONPATH": "/opt/site", "NCCL_NVLS_ENABLE": "0", "SECRET_TOKEN": "x",
+               "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    for platform in Platform:
+        assert base_env(platform.value, environ)["PYTHONPATH"] == "/opt/site"
+        assert "SECRET_TOKEN" not in base_env(platform.value, environ)
+    cuda = base_env("cuda", environ)  # NVLink multicast stays off on a shared host
+    assert cuda["NCCL_NVLS_ENABLE"] == "0" and cuda["NVSHMEM_DISABLE_NVLS"] == "1"
+    assert cuda["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
 
 
 def test_models_var_from_the_environment_when_no_models_dir() -> None:
@@ -131,7 +170,8 @@ def test_dry_run_prints_the_plan_without_an_engine(cli, tmp_path) -> None:
 def test_dry_run_human_output(cli, tmp_path) -> None:
     r = cli("run", ROOT / "recipes" / "tiny-bf16-kv.toml", "--dry-run", "--models", tmp_path)
     assert r.exit_code == 0, r.stderr
-    assert "vllm.entrypoints.openai.api_server" in r.stdout and "HF_HUB_OFFLINE" in r.stdout
+    assert "vllm.entrypoints.launchers.api_server.entry" in r.stdout
+    assert "HF_HUB_OFFLINE" in r.stdout
 
 
 def test_dry_run_unset_models_exit_code(cli, monkeypatch) -> None:

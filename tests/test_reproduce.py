@@ -243,7 +243,7 @@ def test_dry_run_prints_the_plan_and_the_drift(cli, sealed_capture, models, hash
     assert {"platform.machine", "platform.os", "engine.distribution", "engine.tree"} <= set(facts)
     text = cli("reproduce", sealed_capture[:12], "--dry-run", "--models", models,
                "--recipe", recipe)
-    assert "vllm.entrypoints.openai.api_server" in text.stdout and "DRIFT" in text.stdout
+    assert "vllm.entrypoints.launchers.api_server.entry" in text.stdout and "DRIFT" in text.stdout
 
 
 def test_drift_is_refused_before_anything_runs(cli, sealed_capture, models, tmp_path,

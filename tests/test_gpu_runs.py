@@ -1,0 +1,145 @@
+"""Captured GPU runs (tests/data/gpu-runs/), without a GPU: each run resolves here to the
+fields the GPU host resolved, the capacity cross-check agrees with the tokens vLLM
+reported, and the runs seal and diff. The capture tool itself is checked on a CPU run
+laid out as a GPU job's work folder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from registry.rundir import LaunchPlan, read_model
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tools" / "gpu"))
+import capture
+
+GPU_RUNS = ROOT / "tests" / "data" / "gpu-runs"
+CPU_RUNS = ROOT / "tests" / "data" / "cpu-runs"
+# Fields re-derived from the log, the recipe and the checkpoint's config alone (the
+# manifest digest and the scale values need the weight files, which stay on the host).
+COMPARED = ("precision.kv_cache", "kv.capacity_tokens", "kv.memory_gib", "kv.max_concurrency",
+            "parallel.tensor", "attention.backend", "graph.cudagraph_mode", "engine.version",
+            "runtime.block_size", "runtime.max_model_len")
+
+
+def captured() -> list[tuple[Path, Path]]:
+    """(host folder, run directory) of every run whose GPU-host resolution was kept."""
+    return [(host, run) for host in sorted(p for p in GPU_RUNS.glob("*") if p.is_dir())
+            for run in sorted(p for p in (host / "runs").glob("*") if p.is_dir())
+            if (host / "logs" / f"resolve-{run.name}.json").is_file()]
+
+
+def checkpoint_config(host: Path, run: Path) -> Path | None:
+    """The kept config.json of the checkpoint the run served, when there is one."""
+    launch = read_model(run / "launch.json", LaunchPlan)
+    argv = launch.argv
+    if "--model" not in argv[:-1]:
+        return None
+    config = host / "logs" / "checkpoints" / Path(argv[argv.index("--model") + 1]).name
+    return config / "config.json" if (config / "config.json").is_file() else None
+
+
+def rederive(cli, host: Path, run: Path) -> tuple[dict, dict]:
+    """(fields resolved on the GPU host, fields resolved here) for one run."""
+    there = json.loads((host / "logs" / f"resolve-{run.name}.json").read_text())
+    config = checkpoint_config(host, run)
+    r = cli("resolve", run, "--json", *(["--checkpoint", config] if config else []))
+    assert r.exit_code == 0, r.stderr
+    return there["fields"], json.loads(r.stdout)["fields"]
+
+
+def check_resolution(cli, host: Path, run: Path) -> None:
+    there, here = rederive(cli, host, run)
+    for name in COMPARED:
+        if name in there:
+            assert here[name].get("resolved") == there[name].get("resolved"), name
+    capacity, kv = here["kv.capacity_tokens"], here["precision.kv_cache"]
+    assert kv.get("resolved") in ("bfloat16", "fp8_e4m3"), kv  # proven, not left open
+    reported = json.dumps(capacity["evidence"]).replace(",", "")
+    assert f"size: {capacity['resolved']} tokens" in reported  # the engine's own line
+
+
+def seal_and_diff(store_home, tmp_path: Path, cli, host: Path) -> dict[str, str]:
+    """Seal every complete run of a host folder; diff BF16 against checkpoint FP8."""
+    from registry.seal import seal_run
+
+    ids = {}
+    for run in sorted(p for p in (host / "runs").glob("*") if p.is_dir()):
+        if json.loads((run / "status.json").read_text()).get("state") != "complete":
+            continue
+        copy = shutil.copytree(run, tmp_path / "sealed" / run.name)
+        ids[run.name] = seal_run(copy, home=store_home).id
+    if {"bf16", "checkpoint-fp8"} <= set(ids):
+        r = cli("diff", ids["bf16"], ids["checkpoint-fp8"], "--json")
+        assert r.exit_code in (0, 1), r.stderr
+        assert "precision.kv_cache" in r.stdout
+    return ids
+
+
+@pytest.mark.parametrize("host, run", captured(), ids=lambda p: p.name)
+def test_a_captured_gpu_run_resolves_here_as_on_the_gpu_host(cli, host, run) -> None:
+    check_resolution(cli, host, run)
+
+
+@pytest.mark.parametrize("host", sorted({h for h, _ in captured()}), ids=lambda p: p.name)
+def test_captured_gpu_runs_seal_and_diff(store_home, tmp_path, cli, host) -> None:
+    assert seal_and_diff(store_home, tmp_path, cli, host)
+
+
+# ---- the capture tool, on a real CPU run laid out as a GPU job's work folder ----
+
+@pytest.fixture
+def work(tmp_path, cli) -> Path:
+    work = tmp_path / "work"
+    for cpu, name in (("tiny-checkpoint-kv", "checkpoint-fp8"), ("tiny-bf16-kv", "bf16")):
+        shutil.copytree(CPU_RUNS / cpu, work / "runs" / name)
+        r = cli("resolve", work / "runs" / name, "--json")
+        (work / "logs").mkdir(exist_ok=True)
+        (work / "logs" / f"resolve-{name}.json").write_text(r.stdout)
+    (work / "logs" / "figures.txt").write_text("figures\n")
+    (work / "logs" / "keys-init.log").write_text("not kept\n")
+    (work / "runs" / "checkpoint-fp8" / "huge.bin").write_bytes(b"x" * (capture.MAX_BYTES + 1))
+    return work
+
+
+def test_capture_keeps_small_evidence_and_names_what_it_left_out(work, tmp_path) -> None:
+    dest = tmp_path / "kept"
+    assert capture.main([str(work), str(dest)]) == 0
+    run = dest / "runs" / "checkpoint-fp8"
+    for name in ("server.log", "bench.json", "launch.json", "environment.json", "status.json"):
+        assert (run / name).read_bytes() == (CPU_RUNS / "tiny-checkpoint-kv" / name).read_bytes()
+    assert not (run / "huge.bin").exists() and "huge.bin" in (dest / "CAPTURE.txt").read_text()
+    assert (dest / "logs" / "figures.txt").is_file()
+    assert not (dest / "logs" / "keys-init.log").exists()
+
+
+def test_capture_unpacks_the_collected_archives(work, tmp_path) -> None:
+    import tarfile
+
+    packed = tmp_path / "out"
+    packed.mkdir()
+    with tarfile.open(packed / "runs.tar.gz", "w:gz") as tar:
+        tar.add(work / "runs", arcname="runs")
+    with tarfile.open(packed / "console.tar.gz", "w:gz") as tar:
+        tar.add(work / "logs", arcname="logs")
+    dest = tmp_path / "kept"
+    assert capture.main([str(packed), str(dest)]) == 0
+    assert (dest / "runs" / "checkpoint-fp8" / "server.log").is_file()
+    assert (dest / "logs" / "resolve-checkpoint-fp8.json").is_file()
+
+
+def test_the_checks_on_a_capture_made_from_cpu_runs(work, tmp_path, cli, store_home) -> None:
+    dest = tmp_path / "kept"
+    capture.main([str(work), str(dest)])
+    check_resolution(cli, dest, dest / "runs" / "bf16")
+    there, here = rederive(cli, dest, dest / "runs" / "checkpoint-fp8")
+    assert here["kv.capacity_tokens"]["resolved"] == 3_379_456  # the engine's own line
+    assert [here[n].get("resolved") for n in COMPARED] == [
+        there[n].get("resolved") for n in COMPARED]
+    (dest / "runs" / "checkpoint-fp8" / "huge.bin").unlink(missing_ok=True)
+    assert set(seal_and_diff(store_home, tmp_path, cli, dest)) == {"bf16", "checkpoint-fp8"}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# On a CUDA host, after the GPU kit's device-setup.sh (../shared/gpu/README.md): the
+# registry's whole spine on checkpoints large enough to measure, in priority order,
+# within a time budget, so that whatever the lease allows comes back usable.
+#
+#   bash tools/gpu/device-job.sh [--detach]      # from the project clone (/root/project)
+#
+# One GPU:  build llama-3b, llama-3b-kv-fp8, hybrid-2b on the GPU (tools/sized_checkpoint.py);
+#           run + seal the BF16, checkpoint-FP8 (auto) and explicit-FP8 lanes and the
+#           sliding hybrid; diff BF16 against both FP8 lanes; make the BF16 record its
+#           lane's teacher; client agreement (one engine, the registry's client and
+#           vllm bench alternating, AGREEMENT_ROUNDS rounds); then reproductions of the
+#           BF16 record until REPRODUCTIONS are done or the budget is spent.
+# Two GPUs: the TP=2 lane and the BF16 lane on one of the two GPUs, diffed, one
+#           reproduction of the TP=2 record.
+# Then verify --all, list, show and resolve JSON, and logs/figures.txt: the engine's own
+# capacity lines beside the registry's resolved fields. DONE is written last; collect
+# with the kit's device-collect.sh (it packs logs/, runs/, .registry/, compare/).
+#
+# Variables: JOB_BUDGET_S (default 1260: the job's wall clock, setup excluded),
+# LANES (one GPU; default "bf16 checkpoint-fp8 fp8 hybrid"; bf16 is always run),
+# REPRODUCTIONS (10), AGREEMENT_ROUNDS (10; 0 skips it), KIT_WORK (/root/work),
+# KIT_SITE (/root/site).
+set -uo pipefail
+PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+W=${KIT_WORK:-/root/work}
+if [ "${1:-}" = --detach ]; then
+  mkdir -p "$W"
+  setsid nohup bash "$PROJECT/tools/gpu/device-job.sh" > "$W/pipeline.log" 2>&1 < /dev/null &
+  echo "device-job.sh detached (pid $!): $W/pipeline.log"
+  exit 0
+fi
+SITE=${KIT_SITE:-/root/site}
+BUDGET=${JOB_BUDGET_S:-1260}
+REPRODUCTIONS=${REPRODUCTIONS:-10}
+ROUNDS=${AGREEMENT_ROUNDS:-10}
+LANES=" ${LANES:-bf16 checkpoint-fp8 fp8 hybrid} "
+# The engine is started as `python -m ...` by this interpreter and finds vLLM through
+# PYTHONPATH, which the cuda profile passes on: no wrapper needed.
+export PYTHONPATH=$SITE:$PROJECT PYTHONUNBUFFERED=1
+export REGISTRY_KEYS_DIR=$W/keys REGISTRY_HOME=$W/.registry REGISTRY_HASH_CACHE=$W/hashes.sqlite
+# A shared multi-GPU host must keep NVLink multicast off (../.library/device/KINDS.md).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+unset REGISTRY_DATABASE_URL
+export COLUMNS=120
+MODELS=$W/models
+GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+mkdir -p "$W/logs" "$W/runs" "$W/compare"
+rm -f "$W/DONE"
+cd "$PROJECT"
+R() { python3 -m registry "$@"; }
+latest() { R list --limit 1 --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])'; }
+left() { echo $((BUDGET - SECONDS)); }
+FAILED=()
+LAST_RUN_S=150  # an engine start and one suite on a 3 B model, until one is measured
+step() {  # step NAME CMD...: run, log to logs/NAME.log and the console, time it
+  local name=$1; shift
+  printf '\n== %s  [%s, %ss left]  %s\n' "$name" "$(date -u +%H:%M:%S)" "$(left)" "$*"
+  local t0=$SECONDS
+  "$@" 2>&1 | tee "$W/logs/$name.log"
+  local rc=${PIPESTATUS[0]}
+  printf -- '-- %s: exit %s after %ss\n' "$name" "$rc" "$((SECONDS - t0))"
+  [ "$rc" = 0 ] || FAILED+=("$name=$rc")
+  return "$rc"
+}
+fits() {  # fits SECONDS: is there time for one more step of that length?
+  [ "$(left)" -gt "$1" ] || { echo "-- skipped: $(left) s left, about $1 s needed"; return 1; }
+}
+run_lane() {  # run_lane NAME RECIPE: run and seal; REC = the new record, if one was sealed
+  local t0=$SECONDS before now
+  REC=
+  fits "$LAST_RUN_S" || return 1
+  before=$(latest 2>/dev/null)
+  step "run-$1" R run "recipes/$2.toml" --models "$MODELS" --out "$W/runs/$1"
+  now=$(latest 2>/dev/null)
+  [ -n "$now" ] && [ "$now" != "$before" ] && REC=$now
+  LAST_RUN_S=$((SECONDS - t0))
+  echo "$1=$REC" >> "$W/logs/records.txt"
+}
+
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader \
+  | tee "$W/logs/nvidia-smi.txt"
+git log -1 --format='project %H %s' | tee "$W/logs/project.txt"
+NAMES=(llama-3b)
+[ "$GPUS" = 1 ] && [[ $LANES == *" checkpoint-fp8 "* ]] && NAMES+=(llama-3b-kv-fp8)
+[ "$GPUS" = 1 ] && [[ $LANES == *" hybrid "* ]] && NAMES+=(hybrid-2b)
+step checkpoints python3 tools/sized_checkpoint.py --out "$MODELS" --device cuda "${NAMES[@]}"
+rm -rf "$W/.registry" "$W/keys" "$W/runs"/* "$W/logs/records.txt" "$W/logs/checkpoints"
+for m in "${NAMES[@]}"; do  # the checkpoints' small files, for re-derivation elsewhere
+  mkdir -p "$W/logs/checkpoints/$m"
+  cp "$MODELS/$m"/*.json "$MODELS/$m"/.sized-checkpoint.json "$W/logs/checkpoints/$m/" 2>/dev/null
+  R inspect "$MODELS/$m" --json > "$W/logs/checkpoints/$m.inspect.json" 2>&1
+done
+step keys-init R keys init
+step init R init "$W"
+
+if [ "$GPUS" -ge 2 ]; then
+  run_lane tp2 llama-3b-bf16-kv-cuda-tp2; TP2=$REC
+  run_lane bf16 llama-3b-bf16-kv-cuda; BF16=$REC
+  [ -n "$TP2" ] && [ -n "$BF16" ] && step diff-tp2 R diff "$BF16" "$TP2"
+  [ -n "$TP2" ] && fits "$LAST_RUN_S" && step reproduce-tp2 R reproduce "$TP2" \
+    --models "$MODELS" --out "$W/runs/tp2-again" --json
+else
+  CKPT= FP8=
+  run_lane bf16 llama-3b-bf16-kv-cuda; BF16=$REC
+  [[ $LANES == *" checkpoint-fp8 "* ]] && run_lane checkpoint-fp8 llama-3b-checkpoint-kv-cuda && CKPT=$REC
+  [[ $LANES == *" fp8 "* ]] && run_lane fp8 llama-3b-fp8-kv-cuda && FP8=$REC
+  [[ $LANES == *" hybrid "* ]] && run_lane hybrid hybrid-2b-sliding-cuda
+  [ -n "$BF16" ] && [ -n "$CKPT" ] && step diff-checkpoint R diff "$BF16" "$CKPT"
+  [ -n "$BF16" ] && [ -n "$FP8" ] && step diff-fp8 R diff "$BF16" "$FP8"
+  if [ -n "$BF16" ]; then
+    step teacher-set R teacher set "$BF16" --lane llama-3b-bf16-exact-cuda
+    [ "$ROUNDS" -gt 0 ] && fits $((LAST_RUN_S + ROUNDS * 15)) && step agreement python3 tools/benchmarks/client_agreement.py \
+      --recipe recipes/llama-3b-bf16-kv-cuda.toml --models "$MODELS" --rounds "$ROUNDS" \
+      --json "$W/compare/agreement.json"
+    for i in $(seq 1 "$REPRODUCTIONS"); do
+      fits "$LAST_RUN_S" || break
+      t0=$SECONDS
+      step "reproduce-$i" R reproduce "$BF16" --models "$MODELS" --out "$W/runs/bf16-again-$i" --json
+      LAST_RUN_S=$((SECONDS - t0))
+    done
+  fi
+fi
+
+step verify R verify --all
+R list > "$W/logs/list.txt" 2>&1
+R list --json > "$W/logs/list.json" 2>&1
+for id in $(python3 -c 'import json, sys; print(" ".join(r["id"] for r in json.load(open(sys.argv[1]))))' \
+            "$W/logs/list.json" 2>/dev/null); do
+  R show "$id" --json > "$W/logs/show-${id:0:12}.json" 2>&1
+done
+for run in "$W"/runs/*/; do
+  R resolve "$run" --json > "$W/logs/resolve-$(basename "$run").json" 2>&1
+done
+python3 tools/gpu/figures.py "$W" 2>&1 | tee "$W/logs/figures.txt"
+echo "failed steps: ${FAILED[*]:-none}" | tee "$W/logs/failed.txt"
+date -u +%FT%TZ > "$W/DONE"
