@@ -7,13 +7,18 @@ seeded with `SEED`, the figure is recomputed on each resample, and the 2.5th and
 percentiles of those recomputations bound the 95% interval. Same rows, same interval.
 A figure pooled over rows (ITL: every gap of every row) resamples rows, not gaps, and
 weighs each row's gaps by how often the resample drew that row.
+
+numpy is imported inside the functions: reading a record (`list`, `show`) never
+computes an interval, and numpy's import is most of a short command's start.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 RESAMPLES = 1000
 SEED = 20240616
@@ -23,12 +28,16 @@ Interval = tuple[float, float]
 
 def percentile(values: Sequence[float], p: float) -> float:
     """The p-th percentile (0..100), linear interpolation (numpy `linear`)."""
+    import numpy as np
+
     if not len(values):
         raise ValueError("percentile of no values")
     return float(np.percentile(np.asarray(values, dtype=float), p))
 
 
 def _bounds(estimates: np.ndarray) -> Interval | None:
+    import numpy as np
+
     estimates = estimates[np.isfinite(estimates)]
     if not estimates.size:
         return None
@@ -38,12 +47,15 @@ def _bounds(estimates: np.ndarray) -> Interval | None:
 
 
 def _draws(n: int, rng: np.random.Generator, resamples: int) -> np.ndarray:
+
     return rng.integers(0, n, size=(resamples, n))
 
 
 def bootstrap(values: Sequence[float], p: float = 50, resamples: int = RESAMPLES,
               seed: int = SEED) -> Interval | None:
     """95% interval of the p-th percentile of one value per row."""
+    import numpy as np
+
     if len(values) < 2:
         return None
     v = np.asarray(values, dtype=float)
@@ -54,6 +66,8 @@ def bootstrap(values: Sequence[float], p: float = 50, resamples: int = RESAMPLES
 def bootstrap_pooled(groups: Sequence[Sequence[float]], p: float = 50,
                      resamples: int = RESAMPLES, seed: int = SEED) -> Interval | None:
     """95% interval of the p-th percentile of the values of all rows pooled, rows resampled."""
+    import numpy as np
+
     groups = [g for g in groups if len(g)]
     if len(groups) < 2:
         return None
@@ -76,6 +90,8 @@ def bootstrap_pooled(groups: Sequence[Sequence[float]], p: float = 50,
 def ratio_interval(new: Sequence[float], old: Sequence[float], p: float = 50,
                    resamples: int = RESAMPLES, seed: int = SEED) -> Interval | None:
     """95% interval of percentile(new) / percentile(old), both resampled independently."""
+    import numpy as np
+
     if len(new) < 2 or len(old) < 2:
         return None
     rng = np.random.default_rng(seed)

@@ -233,16 +233,16 @@ class Index:
         return out
 
     def rebuild(self, entries: list[Rows]) -> None:
-        """Replace every row in one transaction."""
-        with self._guard():
-            metadata.create_all(self.engine)
-            with self.engine.begin() as db:
-                for table in (identity, results, records):
-                    db.execute(delete(table))
-                for table in (records, identity, results):
-                    rows = [row for entry in entries for row in entry[table.name]]
-                    if rows:
-                        db.execute(table.insert(), rows)
+        """Replace the tables and every row in one transaction: the index is a cache, so
+        tables made by an older registry (other columns) are dropped, not migrated."""
+        tables = [identity, results, records]
+        with self._guard(), self.engine.begin() as db:
+            metadata.drop_all(db, tables=tables)
+            metadata.create_all(db, tables=tables)
+            for table in (records, identity, results):
+                rows = [row for entry in entries for row in entry[table.name]]
+                if rows:
+                    db.execute(table.insert(), rows)
 
     def _guard(self) -> AbstractContextManager[None]:
         return _guard(self.url)
