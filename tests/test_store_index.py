@@ -131,3 +131,22 @@ def test_read_commands_stay_light(store_home, make_run, seal_run_dir) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "HEAVY []" in out.stdout
+
+
+def test_reindex_replaces_the_tables_of_an_older_registry(cli, store_home, make_run,
+                                                          seal_run_dir, database_url) -> None:
+    """The index is a cache: a table with other columns (an older registry's) is not
+    migrated but dropped and rebuilt by `reindex`."""
+    import sqlite3
+
+    if database_url is not None:
+        pytest.skip("the older table is made with sqlite3")
+    sealed = seal_run_dir(make_run())
+    db = sqlite3.connect(store_home.root / "index.sqlite")
+    db.execute("ALTER TABLE records DROP COLUMN quality")
+    db.commit()
+    db.close()
+    r = cli("list")
+    assert r.exit_code == ExitCode.NOT_FOUND and "registry reindex" in r.stderr
+    assert cli("reindex").exit_code == 0
+    assert [row["id"] for row in json.loads(cli("list", "--json").stdout)] == [sealed.id]
