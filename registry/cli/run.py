@@ -196,7 +196,7 @@ def _print_record(record: SealedRecord) -> None:
 
 
 def _print_result(result: RunResult) -> None:
-    from registry.cli.output import console, safe, table
+    from registry.cli.output import console, print_fitted, safe
     from registry.measure.report import state, value_text
 
     console.print(f"[bold]{safe(result.recipe)}[/] {result.state.value}   run directory "
@@ -204,9 +204,10 @@ def _print_result(result: RunResult) -> None:
                   f"{result.rows} requests", markup=True)
     for suite, metrics in result.metrics.items():
         quality = result.quality.get(suite)
-        console.print(table(f"suite {suite}: measurement {state(quality)}",
-                            ["metric", "value [95% CI]", "unit", "formula", "n"], [
-            [m.name, value_text(m, quality), m.unit, m.formula, m.count]
-            for m in metrics.values()]))
+        print_fitted(["metric", "value [95% CI]", "unit", "n"], [
+            [m.name, value_text(m, quality), m.unit, str(m.count)] for m in metrics.values()],
+            keep=[True, True, True, True], title=f"suite {suite}: measurement {state(quality)}")
+        for m in metrics.values():  # below the table: a formula is never cut
+            console.print(f"  {m.name} = {m.formula}", highlight=False, soft_wrap=False)
         for reason in quality.reasons if quality else []:
             console.print(reason, highlight=False)
