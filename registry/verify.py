@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict
 
 from registry.errors import ExitCode, RegistryError
-from registry.record import Subject, match_id, parse_statement
-from registry.safeload import loads_json
+from registry.record import Statement, Subject, match_id, parse_statement
 from registry.store.history import History, check_history
 from registry.store.home import Home
 from registry.store.index import Rows, entry_differences, entry_rows
@@ -141,9 +140,14 @@ def _check(ctx: _Context, rid: str) -> RecordCheck:
     signer = _check_signature(ctx, rid, statement, files[ENVELOPE], problems)
     subjects: list[Subject] = []
     if signer is not None and statement is not None:
-        subjects = _subjects(statement, problems)
-        problems += _check_artifacts(ctx, subjects)
-        problems += _check_index(ctx, rid, statement, signer)
+        try:  # parsed once, within safeload's limits: a signed statement is input too
+            parsed = parse_statement(statement)
+        except RegistryError as e:
+            problems.append(_failed("statement", e.message))
+        else:
+            subjects = parsed.subject
+            problems += _check_artifacts(ctx, subjects)
+            problems += _check_index(ctx, rid, parsed, signer)
     return RecordCheck(id=rid, verified=not problems, signer=signer, artifacts=len(subjects),
                        problems=problems)
 
@@ -161,16 +165,6 @@ def _check_signature(ctx: _Context, rid: str, statement: bytes | None, envelope:
         problems.append(Problem(part=check.part, detail=check.detail or check.trust.value,
                                 exit_code=check.exit_code))
     return check.signer
-
-
-def _subjects(statement: bytes, problems: list[Problem]) -> list[Subject]:
-    """The artifacts a statement names; only `subject` is read, so a statement from a
-    newer registry with more predicate fields still verifies."""
-    try:
-        return [Subject.model_validate(s) for s in loads_json(statement)["subject"]]
-    except (ValueError, KeyError, TypeError, RegistryError):  # ValidationError: a ValueError
-        problems.append(_failed("statement", "does not list its artifacts as in-toto subjects"))
-        return []
 
 
 def _ledger_file(ctx: _Context, rid: str, name: str, problems: list[Problem]) -> bytes | None:
@@ -203,15 +197,12 @@ def _check_artifacts(ctx: _Context, subjects: list[Subject]) -> list[Problem]:
     return out
 
 
-def _check_index(ctx: _Context, rid: str, statement: bytes, signer: str) -> list[Problem]:
+def _check_index(ctx: _Context, rid: str, statement: Statement, signer: str) -> list[Problem]:
     """The index is a cache: its row must say what the signed statement says."""
     if ctx.index is None:
         return [Problem(part="index", detail="the index cannot be read (registry reindex)",
                         exit_code=ExitCode.UNVERIFIABLE)]
-    try:
-        signed = entry_rows(rid, parse_statement(statement), signer)
-    except RegistryError as e:
-        return [_failed("statement", e.message)]
+    signed = entry_rows(rid, statement, signer)
     indexed = ctx.index.get(rid)
     if indexed is None:
         return [Problem(part="index", detail="record not in the index (registry reindex)",
