@@ -158,3 +158,20 @@ def test_human_output_names_the_part(cli, store_home, sealed) -> None:
     flip(record_file(store_home, sealed, "envelope.json"), 5)
     r = cli("verify", sealed.id[:12])
     assert r.exit_code == 1 and "FAILED" in r.stdout and "envelope:" in r.stdout
+
+
+def test_a_whole_number_float_in_the_identity_verifies(cli, store_home, make_run,
+                                                        seal_run_dir) -> None:
+    """Canonical JSON writes 2.0 as `2`: the index row must be what the signed bytes say
+    when read back (the real engine reports e.g. kv_usage_peak 0.0)."""
+    from registry.identity import Evidence, ResolvedField, Status
+    from tests.conftest import resolved_identity
+
+    identity = resolved_identity()
+    peak = ResolvedField(declared=None, resolved=0.0, status=Status.undeclared, rule="test",
+                         evidence=[Evidence(source="server.log", line=1, text="...")])
+    identity = identity.model_copy(update={"fields": {**identity.fields,
+                                                      "kv_usage_peak": peak}})
+    sealed = seal_run_dir(make_run(), identity=identity)
+    code, records = verify(cli, sealed.id)
+    assert code == 0, records

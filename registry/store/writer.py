@@ -21,7 +21,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from registry.errors import InvalidInput, Refused
 from registry.hashing import Progress
 from registry.measure.report import quality_lines
-from registry.record import Predicate, Statement, Subject, record_id, statement_bytes, summary_line
+from registry.record import (
+    Predicate,
+    Statement,
+    Subject,
+    parse_statement,
+    record_id,
+    statement_bytes,
+    summary_line,
+)
 from registry.safeload import SURROGATE
 from registry.store import dsse
 from registry.store.home import Home
@@ -84,7 +92,9 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
         settle(index, ledger)
         commit = sealing_commit(ledger, rid)
         if commit is None:
-            index.add(entry_rows(rid, statement, keyid))
+            # rows from the signed bytes read back, as every reader derives them (a float
+            # 2.0 is `2` in canonical JSON and comes back an int)
+            index.add(entry_rows(rid, parse_statement(data), keyid))
             _crash_point("index")
             before = ledger.head()
             commit = ledger.commit_record(rid, data, envelope, f"{rid}\n\n{summary}",
