@@ -30,13 +30,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools" / "benchmarks"))
+
+from ledgers import new_home  # noqa: E402
 
 from registry.record import record_id, statement_bytes  # noqa: E402
 from registry.store import dsse  # noqa: E402
-from registry.store.home import Home, init_home  # noqa: E402
-from registry.store.keys import create_key, signing_key  # noqa: E402
+from registry.store.home import Home  # noqa: E402
+from registry.store.keys import signing_key  # noqa: E402
 from registry.store.ledger import Ledger  # noqa: E402
-from registry.store.trust import genesis  # noqa: E402
 
 RUN = ROOT / "tests" / "data" / "cpu-runs" / "tiny-bf16-kv"
 
@@ -64,13 +66,8 @@ def home_with(folder: Path, n: int) -> tuple[Home, list[str]]:
     from registry.store.query import sealed_statement
     from registry.store.reindex import reindex
 
-    os.environ["REGISTRY_KEYS_DIR"] = str(folder / "keys")
     os.environ["REGISTRY_HASH_CACHE"] = str(folder / "hashes.sqlite")
-    os.environ.pop("REGISTRY_DATABASE_URL", None)
-    create_key(folder / "keys")
-    home = init_home(folder / ".registry")
-    genesis(home, signing_key())
-    os.environ["REGISTRY_HOME"] = str(home.root)
+    home = new_home(folder)
     first = seal_run(RUN, home=home, recipe_path=ROOT / "recipes" / "tiny-bf16-kv.toml").id
     _, statement = sealed_statement(home, first)
     keyid, private = signing_key()
