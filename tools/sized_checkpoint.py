@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -170,16 +168,8 @@ def build(out: Path, name: str, shape: Shape, device: str) -> bool:
             return False
     except (OSError, ValueError):
         pass
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out))
-    try:
-        build_model(tmp, shape, device)
-        (tmp / STAMP).write_text(json.dumps(stamp(name, shape, device), sort_keys=True) + "\n")
-        tmp.chmod(0o755)
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    tiny.publish(out, name, lambda tmp: build_model(tmp, shape, device),
+                 stamp(name, shape, device), STAMP)
     return True
 
 

@@ -224,20 +224,25 @@ def is_complete(dest: Path, name: str) -> bool:
 
 def build(out: Path, name: str) -> bool:
     """Build one model into out/name unless already complete; True when it was built."""
-    dest = out / name
-    if is_complete(dest, name):
+    if is_complete(out / name, name):
         return False
+    publish(out, name, BUILDERS[name], stamp(name))
+    return True
+
+
+def publish(out: Path, name: str, make: Callable[[Path], object],
+            stamped: dict[str, object], stamp_file: str = STAMP) -> None:
+    """`make` a model in a temp folder beside out/name, stamp it, then swap it in whole."""
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out))
     try:
-        BUILDERS[name](tmp)
-        (tmp / STAMP).write_text(json.dumps(stamp(name), sort_keys=True) + "\n")
+        make(tmp)
+        (tmp / stamp_file).write_text(json.dumps(stamped, sort_keys=True) + "\n")
         tmp.chmod(0o755)
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
+        shutil.rmtree(out / name, ignore_errors=True)
+        tmp.rename(out / name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return True
 
 
 def build_all(out: Path, names: list[str] | None = None) -> list[Path]:
