@@ -87,6 +87,19 @@ def test_device_mask_follows_the_device_count() -> None:
     assert launch.env["ZE_AFFINITY_MASK"] == "0,1"
 
 
+def test_device_mask_takes_the_callers_devices() -> None:
+    recipe = load_recipe(ROOT / "recipes" / "tiny-bf16-kv.toml")
+    cuda = PROFILES[Platform.cuda]
+    one = plan(recipe, cuda, port=1, models_dir=MODELS, cwd=CWD, cache_root=CACHE,
+               environ={"CUDA_VISIBLE_DEVICES": " 3, 1"})
+    assert one.env["CUDA_VISIBLE_DEVICES"] == "3"  # the first of the caller's own devices
+    two = recipe.model_copy(update={"hardware": recipe.hardware.model_copy(update={"count": 2})})
+    with pytest.raises(InvalidInput, match="hardware.count is 2 but CUDA_VISIBLE_DEVICES=1 "
+                                           "lists 1"):
+        plan(two, cuda, port=1, models_dir=MODELS, cwd=CWD, cache_root=CACHE,
+             environ={"CUDA_VISIBLE_DEVICES": "1"})
+
+
 def test_platform_override() -> None:
     launch = _plan("tiny-bf16-kv", platform=PROFILES[Platform.cuda])
     assert launch.platform == "cuda" and launch.argv[:2] == ["python", "-m"]

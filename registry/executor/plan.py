@@ -60,11 +60,23 @@ def _env(recipe: Recipe, profile: PlatformProfile, found: Mapping[str, str],
                            hint="remove it from the recipe; runs start cold by design")
     env = dict(profile.env)
     if profile.device_mask:
-        env[profile.device_mask] = ",".join(str(i) for i in range(recipe.hardware.count))
+        env[profile.device_mask] = _devices(profile.device_mask, recipe.hardware.count, found)
     env |= cache_dirs
     env["HF_HUB_OFFLINE"] = "1"  # weights come from local paths, never a download mid-run
     env |= expand(recipe.engine.env, found, "engine.env")
     return env
+
+
+def _devices(mask: str, count: int, found: Mapping[str, str]) -> str:
+    """The first `count` devices of the caller's own mask when it sets one (a shared host
+    hands each job its devices), else devices 0 .. count-1."""
+    given = [d.strip() for d in found.get(mask, "").split(",") if d.strip()]
+    if not given:
+        return ",".join(str(i) for i in range(count))
+    if len(given) < count:
+        raise InvalidInput(f"hardware.count is {count} but {mask}={found[mask]} lists "
+                           f"{len(given)}", hint=f"set {mask} to {count} devices or unset it")
+    return ",".join(given[:count])
 
 
 def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,

@@ -11,8 +11,10 @@
 #           lane's teacher; client agreement (one engine, the registry's client and
 #           vllm bench alternating, AGREEMENT_ROUNDS rounds); then reproductions of the
 #           BF16 record until REPRODUCTIONS are done or the budget is spent.
-# Two GPUs: the TP=2 lane and the BF16 lane on one of the two GPUs, diffed, one
-#           reproduction of the TP=2 record.
+# Two GPUs: the BF16 lane (GPU 0) and its batch-invariant twin (GPU 1) at once, each its
+#           lane's teacher; REPRODUCTIONS of the BF16 record two at a time, one per GPU;
+#           the TP=2 lane, diffed against BF16, and one reproduction of it; then two
+#           reproductions of the batch-invariant record (does bitwise hold with them?).
 # Then verify --all, list, show and resolve JSON, and logs/figures.txt: the engine's own
 # capacity lines beside the registry's resolved fields. DONE is written last; collect
 # with the kit's device-collect.sh (it packs logs/, runs/, .registry/, compare/).
@@ -51,7 +53,6 @@ cd "$PROJECT"
 R() { python3 -m registry "$@"; }
 latest() { R list --limit 1 --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])'; }
 left() { echo $((BUDGET - SECONDS)); }
-FAILED=()
 LAST_RUN_S=150  # an engine start and one suite on a 3 B model, until one is measured
 step() {  # step NAME CMD...: run, log to logs/NAME.log and the console, time it
   local name=$1; shift
@@ -60,7 +61,7 @@ step() {  # step NAME CMD...: run, log to logs/NAME.log and the console, time it
   "$@" 2>&1 | tee "$W/logs/$name.log"
   local rc=${PIPESTATUS[0]}
   printf -- '-- %s: exit %s after %ss\n' "$name" "$rc" "$((SECONDS - t0))"
-  [ "$rc" = 0 ] || FAILED+=("$name=$rc")
+  [ "$rc" = 0 ] || echo "$name=$rc" >> "$W/logs/failed-steps.txt"  # from subshells too
   return "$rc"
 }
 fits() {  # fits SECONDS: is there time for one more step of that length?
@@ -85,7 +86,8 @@ NAMES=(llama-3b)
 [ "$GPUS" = 1 ] && [[ $LANES == *" checkpoint-fp8 "* ]] && NAMES+=(llama-3b-kv-fp8)
 [ "$GPUS" = 1 ] && [[ $LANES == *" hybrid "* ]] && NAMES+=(hybrid-2b)
 step checkpoints python3 tools/sized_checkpoint.py --out "$MODELS" --device cuda "${NAMES[@]}"
-rm -rf "$W/.registry" "$W/keys" "$W/runs"/* "$W/logs/records.txt" "$W/logs/checkpoints"
+rm -rf "$W/.registry" "$W/keys" "$W/runs"/* "$W/logs/records.txt" "$W/logs/checkpoints" \
+  "$W/logs/failed-steps.txt"
 for m in "${NAMES[@]}"; do  # the checkpoints' small files, for re-derivation elsewhere
   mkdir -p "$W/logs/checkpoints/$m"
   cp "$MODELS/$m"/*.json "$MODELS/$m"/.sized-checkpoint.json "$W/logs/checkpoints/$m/" 2>/dev/null
@@ -95,11 +97,42 @@ step keys-init R keys init
 step init R init "$W"
 
 if [ "$GPUS" -ge 2 ]; then
-  run_lane tp2 llama-3b-bf16-kv-cuda-tp2; TP2=$REC
-  run_lane bf16 llama-3b-bf16-kv-cuda; BF16=$REC
-  [ -n "$TP2" ] && [ -n "$BF16" ] && step diff-tp2 R diff "$BF16" "$TP2"
-  [ -n "$TP2" ] && fits "$LAST_RUN_S" && step reproduce-tp2 R reproduce "$TP2" \
-    --models "$MODELS" --out "$W/runs/tp2-again" --json
+  # One-GPU work runs two at a time, one per GPU: the executor takes the first device
+  # of the caller's CUDA_VISIBLE_DEVICES. `latest` would race, so records are read from
+  # each run's JSON.
+  run_json() {  # run_json NAME RECIPE: run and seal; NAME=<record> into records.txt
+    step "run-$1" R run "recipes/$2.toml" --models "$MODELS" --out "$W/runs/$1" --json
+    echo "$1=$(python3 -c 'import json, sys; print((json.load(open(sys.argv[1])).get("record") or {}).get("id", ""))' \
+      "$W/logs/run-$1.log" 2>/dev/null)" >> "$W/logs/records.txt"
+  }
+  record() { sed -n "s/^$1=//p" "$W/logs/records.txt" 2>/dev/null | tail -1; }
+  again() {  # again GPU RECORD NAME: one reproduction on one GPU
+    (export CUDA_VISIBLE_DEVICES=$1; step "reproduce-$3" R reproduce "$2" --models "$MODELS" \
+      --out "$W/runs/$3" --json)
+  }
+  t0=$SECONDS
+  (export CUDA_VISIBLE_DEVICES=0; run_json bf16 llama-3b-bf16-kv-cuda) &
+  sleep 5; (export CUDA_VISIBLE_DEVICES=1; run_json invariant llama-3b-bf16-kv-cuda-invariant) &
+  wait; LAST_RUN_S=$((SECONDS - t0))
+  BF16=$(record bf16) INV=$(record invariant)
+  [ -n "$BF16" ] && step teacher-set R teacher set "$BF16" --lane llama-3b-bf16-exact-cuda
+  [ -n "$INV" ] && step teacher-set-invariant R teacher set "$INV" --lane llama-3b-bf16-invariant-cuda
+  for i in $(seq 1 2 "$REPRODUCTIONS"); do
+    [ -n "$BF16" ] && fits "$LAST_RUN_S" || break
+    t0=$SECONDS
+    again 0 "$BF16" "bf16-again-$i" &
+    if [ $((i + 1)) -le "$REPRODUCTIONS" ]; then sleep 5; again 1 "$BF16" "bf16-again-$((i + 1))" & fi
+    wait; LAST_RUN_S=$((SECONDS - t0))
+  done
+  if fits "$LAST_RUN_S"; then
+    run_json tp2 llama-3b-bf16-kv-cuda-tp2; TP2=$(record tp2)
+    [ -n "$TP2" ] && [ -n "$BF16" ] && step diff-tp2 R diff "$BF16" "$TP2"
+    [ -n "$TP2" ] && fits "$LAST_RUN_S" && step reproduce-tp2-again R reproduce "$TP2" \
+      --models "$MODELS" --out "$W/runs/tp2-again" --json
+  fi
+  if [ -n "$INV" ] && fits "$LAST_RUN_S"; then
+    again 0 "$INV" invariant-again-1 & sleep 5; again 1 "$INV" invariant-again-2 & wait
+  fi
 else
   CKPT= FP8=
   run_lane bf16 llama-3b-bf16-kv-cuda; BF16=$REC
@@ -133,5 +166,6 @@ for run in "$W"/runs/*/; do
   R resolve "$run" --json > "$W/logs/resolve-$(basename "$run").json" 2>&1
 done
 python3 tools/gpu/figures.py "$W" 2>&1 | tee "$W/logs/figures.txt"
-echo "failed steps: ${FAILED[*]:-none}" | tee "$W/logs/failed.txt"
+echo "failed steps: $(tr '\n' ' ' < "$W/logs/failed-steps.txt" 2>/dev/null || echo none)" \
+  | tee "$W/logs/failed.txt"
 date -u +%FT%TZ > "$W/DONE"
