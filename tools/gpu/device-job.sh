@@ -15,13 +15,18 @@
 #           lane's teacher; REPRODUCTIONS of the BF16 record two at a time, one per GPU;
 #           the TP=2 lane, diffed against BF16, and one reproduction of it; then two
 #           reproductions of the batch-invariant record (does bitwise hold with them?).
+#           With PLAN=followup instead: the checkpoint-FP8 (GPU 0) and explicit-FP8 (GPU 1)
+#           lanes and a reproduction of each, the checkpoint-FP8 lane at TP=2, diffed and
+#           reproduced, then EAGER_RUNS runs of the eager BF16 lane, two at a time (how many
+#           distinct outputs do cold starts give without torch.compile?).
 # Then verify --all, list, show and resolve JSON, and logs/figures.txt: the engine's own
 # capacity lines beside the registry's resolved fields. DONE is written last; collect
 # with the kit's device-collect.sh (it packs logs/, runs/, .registry/, compare/).
 #
 # Variables: JOB_BUDGET_S (default 1260: the job's wall clock, setup excluded),
 # LANES (one GPU; default "bf16 checkpoint-fp8 fp8 hybrid"; bf16 is always run),
-# REPRODUCTIONS (10), AGREEMENT_ROUNDS (10; 0 skips it), KIT_WORK (/root/work),
+# REPRODUCTIONS (10), AGREEMENT_ROUNDS (10; 0 skips it), PLAN (two GPUs: bf16 or followup),
+# EAGER_RUNS (8), KIT_WORK (/root/work),
 # KIT_SITE (/root/site).
 set -uo pipefail
 PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -82,7 +87,9 @@ run_lane() {  # run_lane NAME RECIPE: run and seal; REC = the new record, if one
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader \
   | tee "$W/logs/nvidia-smi.txt"
 git log -1 --format='project %H %s' | tee "$W/logs/project.txt"
+PLAN=${PLAN:-bf16}
 NAMES=(llama-3b)
+[ "$GPUS" -ge 2 ] && [ "$PLAN" = followup ] && NAMES+=(llama-3b-kv-fp8)
 [ "$GPUS" = 1 ] && [[ $LANES == *" checkpoint-fp8 "* ]] && NAMES+=(llama-3b-kv-fp8)
 [ "$GPUS" = 1 ] && [[ $LANES == *" hybrid "* ]] && NAMES+=(hybrid-2b)
 step checkpoints python3 tools/sized_checkpoint.py --out "$MODELS" --device cuda "${NAMES[@]}"
@@ -110,19 +117,36 @@ if [ "$GPUS" -ge 2 ]; then
     (export CUDA_VISIBLE_DEVICES=$1; step "reproduce-$3" R reproduce "$2" --models "$MODELS" \
       --out "$W/runs/$3" --json)
   }
-  t0=$SECONDS
-  (export CUDA_VISIBLE_DEVICES=0; run_json bf16 llama-3b-bf16-kv-cuda) &
-  sleep 5; (export CUDA_VISIBLE_DEVICES=1; run_json invariant llama-3b-bf16-kv-cuda-invariant) &
-  wait; LAST_RUN_S=$((SECONDS - t0))
+  pair() {  # pair CMD0 CMD1: one command per GPU, at once (0 on GPU 0, 1 on GPU 1)
+    local t0=$SECONDS
+    (export CUDA_VISIBLE_DEVICES=0; eval "$1") & sleep 5
+    (export CUDA_VISIBLE_DEVICES=1; eval "$2") & wait
+    LAST_RUN_S=$((SECONDS - t0))
+  }
+fi
+if [ "$GPUS" -ge 2 ] && [ "$PLAN" = followup ]; then
+  pair "run_json checkpoint-fp8 llama-3b-checkpoint-kv-cuda" "run_json fp8 llama-3b-fp8-kv-cuda"
+  CKPT=$(record checkpoint-fp8) FP8=$(record fp8)
+  [ -n "$CKPT" ] && [ -n "$FP8" ] && step diff-fp8 R diff "$CKPT" "$FP8"
+  fits "$LAST_RUN_S" && pair "again 0 $CKPT checkpoint-fp8-again" "again 1 $FP8 fp8-again"
+  if fits "$LAST_RUN_S"; then
+    run_json checkpoint-fp8-tp2 llama-3b-checkpoint-kv-cuda-tp2; CKPT2=$(record checkpoint-fp8-tp2)
+    [ -n "$CKPT2" ] && [ -n "$CKPT" ] && step diff-checkpoint-tp2 R diff "$CKPT" "$CKPT2"
+    [ -n "$CKPT2" ] && fits "$LAST_RUN_S" && step reproduce-checkpoint-fp8-tp2-again R reproduce \
+      "$CKPT2" --models "$MODELS" --out "$W/runs/checkpoint-fp8-tp2-again" --json
+  fi
+  for i in $(seq 1 2 "${EAGER_RUNS:-8}"); do
+    fits "$LAST_RUN_S" || break
+    pair "run_json eager-$i llama-3b-bf16-kv-cuda-eager" "run_json eager-$((i + 1)) llama-3b-bf16-kv-cuda-eager"
+  done
+elif [ "$GPUS" -ge 2 ]; then
+  pair "run_json bf16 llama-3b-bf16-kv-cuda" "run_json invariant llama-3b-bf16-kv-cuda-invariant"
   BF16=$(record bf16) INV=$(record invariant)
   [ -n "$BF16" ] && step teacher-set R teacher set "$BF16" --lane llama-3b-bf16-exact-cuda
   [ -n "$INV" ] && step teacher-set-invariant R teacher set "$INV" --lane llama-3b-bf16-invariant-cuda
-  for i in $(seq 1 2 "$REPRODUCTIONS"); do
+  for i in $(seq 1 2 "$REPRODUCTIONS"); do  # an odd count is rounded up
     [ -n "$BF16" ] && fits "$LAST_RUN_S" || break
-    t0=$SECONDS
-    again 0 "$BF16" "bf16-again-$i" &
-    if [ $((i + 1)) -le "$REPRODUCTIONS" ]; then sleep 5; again 1 "$BF16" "bf16-again-$((i + 1))" & fi
-    wait; LAST_RUN_S=$((SECONDS - t0))
+    pair "again 0 $BF16 bf16-again-$i" "again 1 $BF16 bf16-again-$((i + 1))"
   done
   if fits "$LAST_RUN_S"; then
     run_json tp2 llama-3b-bf16-kv-cuda-tp2; TP2=$(record tp2)
@@ -130,9 +154,8 @@ if [ "$GPUS" -ge 2 ]; then
     [ -n "$TP2" ] && fits "$LAST_RUN_S" && step reproduce-tp2-again R reproduce "$TP2" \
       --models "$MODELS" --out "$W/runs/tp2-again" --json
   fi
-  if [ -n "$INV" ] && fits "$LAST_RUN_S"; then
-    again 0 "$INV" invariant-again-1 & sleep 5; again 1 "$INV" invariant-again-2 & wait
-  fi
+  [ -n "$INV" ] && fits "$LAST_RUN_S" && \
+    pair "again 0 $INV invariant-again-1" "again 1 $INV invariant-again-2"
 else
   CKPT= FP8=
   run_lane bf16 llama-3b-bf16-kv-cuda; BF16=$REC
