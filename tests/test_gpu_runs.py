@@ -1,6 +1,8 @@
 """Captured GPU runs (tests/data/gpu-runs/), without a GPU: each run resolves here to the
 fields the GPU host resolved, the capacity cross-check agrees with the tokens vLLM
-reported, and the runs seal and diff. The capture tool itself is checked on a CPU run
+reported, the runs seal and diff, each record's figures (values and intervals) come out
+as the GPU host sealed them, and each reproduction's speed and output verdicts are
+re-derived from the two runs' raw rows. The capture tool itself is checked on a CPU run
 laid out as a GPU job's work folder."""
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from registry.rundir import LaunchPlan, read_model
+from registry.hashing import sha256_file
+from registry.recipe.schema import Recipe
+from registry.reproduce.verdicts import judge_rows
+from registry.rundir import Bench, LaunchPlan, read_model
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools" / "gpu"))
@@ -32,6 +37,22 @@ def captured() -> list[tuple[Path, Path]]:
     return [(host, run) for host in sorted(p for p in GPU_RUNS.glob("*") if p.is_dir())
             for run in sorted(p for p in (host / "runs").glob("*") if p.is_dir())
             if (host / "logs" / f"resolve-{run.name}.json").is_file()]
+
+
+def hosts() -> list[Path]:
+    return sorted(p for p in GPU_RUNS.glob("*") if p.is_dir())
+
+
+def reproductions() -> list[tuple[Path, Path]]:
+    """(host folder, reproduce verdict JSON) of every reproduction kept."""
+    return [(host, log) for host in hosts() for log in sorted(host.glob("logs/reproduce-*.log"))]
+
+
+def run_of(host: Path, record: str) -> Path:
+    """The run directory of a run the GPU job sealed first (logs/records.txt)."""
+    names = dict(line.split("=", 1) for line in (host / "logs" / "records.txt").read_text().split())
+    [name] = [n for n, rid in names.items() if rid == record]
+    return host / "runs" / name
 
 
 def checkpoint_config(host: Path, run: Path) -> Path | None:
@@ -64,6 +85,21 @@ def check_resolution(cli, host: Path, run: Path) -> None:
     assert f"size: {capacity['resolved']} tokens" in reported  # the engine's own line
 
 
+def results_match_the_gpu_hosts(cli, host: Path, ids: dict[str, str]) -> int:
+    """Each record the GPU host showed, sealed here from its run directory: the same
+    figures, intervals included (found by the sha256 of its bench.json)."""
+    by_bench = {sha256_file(host / "runs" / name / "bench.json"): rid for name, rid in ids.items()}
+    shown = sorted(host.glob("logs/show-*.json"))
+    for path in shown:
+        there = json.loads(path.read_text())["statement"]
+        [bench] = [s["digest"]["sha256"] for s in there["subject"] if s["name"] == "bench.json"]
+        r = cli("show", by_bench[bench], "--json")
+        assert r.exit_code == 0, r.stderr
+        here = json.loads(r.stdout)["statement"]["predicate"]
+        assert here["results"] == there["predicate"]["results"], path.name
+    return len(shown)
+
+
 def seal_and_diff(store_home, tmp_path: Path, cli, host: Path) -> dict[str, str]:
     """Seal every complete run of a host folder; diff BF16 against checkpoint FP8."""
     from registry.seal import seal_run
@@ -88,7 +124,34 @@ def test_a_captured_gpu_run_resolves_here_as_on_the_gpu_host(cli, host, run) -> 
 
 @pytest.mark.parametrize("host", sorted({h for h, _ in captured()}), ids=lambda p: p.name)
 def test_captured_gpu_runs_seal_and_diff(store_home, tmp_path, cli, host) -> None:
-    assert seal_and_diff(store_home, tmp_path, cli, host)
+    ids = seal_and_diff(store_home, tmp_path, cli, host)
+    assert ids
+    shown = results_match_the_gpu_hosts(cli, host, ids)
+    assert shown or host.name == "h200x1-20261130"  # captured before show JSON was kept
+
+
+@pytest.mark.parametrize("host, log", reproductions(), ids=lambda p: p.name)
+def test_a_captured_reproduction_re_derives_its_verdicts(host, log) -> None:
+    """Speed: the ratio, its interval, the rounds and the status from the raw rows of
+    both runs. Outputs: which rows kept the original's token ids, and where each other
+    one first differs."""
+    there = json.loads(log.read_text())
+    original, new = run_of(host, there["original"]), host / "runs" / Path(there["run_dir"]).name
+    a, b = (read_model(run / "bench.json", Bench) for run in (original, new))
+    bench = Recipe.model_validate_json((original / "recipe.json").read_text()).benchmark
+    speed = there["performance"]
+    here = judge_rows(a.timed_rows, b.timed_rows, [s.name for s in a.suites], bench.metric,
+                      bench.window, speed["min_ratio"], speed["max_rounds"])
+    assert here.model_dump(mode="json", exclude_none=True) == speed
+    rows = there["contract"]["verdicts"][0]["rows"]  # against the original's own rows
+    assert len(rows) == len(a.rows) == len(b.rows)
+    for row, old, now in zip(rows, a.rows, b.rows, strict=True):
+        assert row["checks"]["token_ids_equal"] == (old.token_ids == now.token_ids)
+        if old.token_ids != now.token_ids:
+            first = next(i for i, (x, y) in enumerate(zip(old.token_ids, now.token_ids))
+                         if x != y)
+            assert row["first_diff"] == {"index": first, "expected": old.token_ids[first],
+                                         "actual": now.token_ids[first]}
 
 
 # ---- the capture tool, on a real CPU run laid out as a GPU job's work folder ----

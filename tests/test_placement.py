@@ -1,5 +1,6 @@
 """The CPU placement on real processes named as vLLM names its own (no engine needed):
-the engine core is pinned onto its worker's CPUs, every thread of it."""
+the engine core is pinned onto its worker's CPUs, every thread of it, and the API server
+off them."""
 
 from __future__ import annotations
 
@@ -46,10 +47,12 @@ def test_the_engine_core_joins_its_worker(spawn) -> None:
     core = spawn("VLLM::EngineCore")
     time.sleep(0.5)  # the helper threads start
     placement = colocate_engine_core(server, [server, worker, core])
-    [moved] = placement.moved
+    moved, server_moved = placement.moved
     assert placement.note is None and moved.startswith(f"{core} VLLM::EngineCore -c import")
     assert all(os.sched_getaffinity(t) == {first} for t in threads(core))
-    assert os.sched_getaffinity(server) == os.sched_getaffinity(0)  # the server stays free
+    rest = os.sched_getaffinity(0) - {first}  # the server leaves the workers' CPUs
+    assert server_moved.startswith(f"{server} python") and all(
+        os.sched_getaffinity(t) == rest for t in threads(server))
     assert placement.processes[moved] == [first]
     again = colocate_engine_core(server, [server, worker, core])
     assert again.moved == [] and again.note == "the engine core already runs on its workers' CPUs"

@@ -13,8 +13,13 @@ import pytest
 from registry import rundir
 from registry.contracts.sealed import SealedRun
 from registry.executor import engine
-from registry.recipe.schema import MetricFormula
-from registry.reproduce.verdicts import contract_verdict, identity_verdict, performance_verdict
+from registry.recipe.schema import MetricFormula, Platform
+from registry.reproduce.verdicts import (
+    COLD_START_NOTE,
+    contract_verdict,
+    identity_verdict,
+    performance_verdict,
+)
 from registry.resolve import resolve_run
 from registry.resolve.inputs import load_run_recipe
 from registry.rundir import Bench, BenchRow, read_model
@@ -172,9 +177,19 @@ def test_bitwise_against_the_original_rows(store_home) -> None:
     rows[2].token_ids[7] += 1
     verdict = contract_verdict(store_home, "bitwise-teacher", original,
                                with_rows(original, rows), original.recipe)
-    assert not verdict.passed
+    assert not verdict.passed and verdict.note is None  # the CPU build: no cold-start hint
     [bad] = [r for r in verdict.verdicts[0].rows if not r.passed]
     assert (bad.index, bad.first_diff.index) == (2, 7)
+
+    on_gpu = original.recipe.model_copy(update={"hardware": original.recipe.hardware.model_copy(
+        update={"platform": Platform.cuda})})
+    verdict = contract_verdict(store_home, "bitwise-teacher", original,
+                               with_rows(original, rows), on_gpu)
+    assert verdict.note == COLD_START_NOTE  # a compiling GPU engine: say why it may differ
+    eager = on_gpu.model_copy(update={"engine": on_gpu.engine.model_copy(
+        update={"args": {**on_gpu.engine.args, "enforce_eager": True}})})
+    assert contract_verdict(store_home, "bitwise-teacher", original,
+                            with_rows(original, rows), eager).note is None
 
 
 def test_bitwise_refuses_another_kv_precision(store_home) -> None:

@@ -12,8 +12,10 @@ burst at their end: a decode rate measured from those timestamps means nothing.
 The engine core and its workers alternate (the core schedules a step, the worker
 computes it, the core reads the result), so once the engine serves, the executor
 pins every thread of the engine core onto its workers' cores: the two share them
-without slowing each other much, and the reserved core is left to the API server and
-the benchmark client. When the workers leave two or more CPUs to the rest (e.g.
+without slowing each other much. The API server (and the engine's other helper
+processes) is pinned off those cores, so the reserved core is the API server's and the
+benchmark client's: left free, the scheduler sometimes ran it beside the workers, and
+the same record's decode rate moved more between engine starts (docs/reproduce.md). When the workers leave two or more CPUs to the rest (e.g.
 `VLLM_CPU_NUM_OF_RESERVED_CPU=2` in the recipe's `engine.env`), the engine core and
 the API server can each have one and nothing is moved. Measured with
 tools/benchmarks/client_agreement.py; see docs/engine.md ("Timing on a two-core host").
@@ -40,7 +42,8 @@ class Placement(BaseModel):
 
 def colocate_engine_core(server: int, session: list[int]) -> Placement:
     """Pin the engine core process(es) of the `server`'s session onto the union of its
-    workers' CPUs, unless the CPUs the workers leave free are enough for both."""
+    workers' CPUs and the rest of the session off them, unless the CPUs the workers
+    leave free are enough for both."""
     titles = {pid: _title(pid) for pid in session}
     workers = [pid for pid, title in titles.items() if title.startswith(WORKER)]
     cores = [pid for pid, title in titles.items() if title.startswith(ENGINE_CORE)]
@@ -55,7 +58,11 @@ def colocate_engine_core(server: int, session: list[int]) -> Placement:
     else:
         for pid in cores:
             _pin_threads(pid, cpus)
-    moved = [f"{pid} {titles[pid]}" for pid in cores] if note is None else []
+        others = [pid for pid in titles if pid not in cores and pid not in workers]
+        for pid in others:
+            if rest := _affinity(pid) - cpus:  # the API server off the workers' CPUs
+                _pin_threads(pid, rest)
+    moved = [f"{pid} {titles[pid]}" for pid in (*cores, *others)] if note is None else []
     return Placement(processes={f"{pid} {title}": sorted(_affinity(pid))
                                 for pid, title in titles.items() if title},
                      moved=moved, note=note)

@@ -23,7 +23,7 @@ from registry.identity import Kind, kind_of
 from registry.measure.interval import ratio_interval
 from registry.measure.quality import assess, usable
 from registry.metrics import decode_median, decode_rates, formula_text
-from registry.recipe.schema import ContractName, MetricFormula, Recipe
+from registry.recipe.schema import ContractName, MetricFormula, Platform, Recipe
 from registry.rundir import BenchRow
 from registry.store.home import Home
 from registry.verdict import Verdict, VerdictStatus
@@ -126,8 +126,22 @@ def contract_verdict(home: Home, contract: str, original: SealedRun, new: Sealed
     else:
         verdicts, note = [], "contract none: the outputs are not judged"
     passed = not problems and all(v.status is VerdictStatus.passed for v in verdicts)
+    if not passed and verdicts and _compiles_on_gpu(recipe):
+        note = COLD_START_NOTE
     return ContractVerdict(contract=contract, passed=passed, verdicts=verdicts,
                            problems=problems, note=note)
+
+
+# Measured on H200s: 16 cold starts of one compiled record gave 2 distinct token streams,
+# 8 eager starts gave 1 (docs/gpu.md).
+COLD_START_NOTE = ("a GPU engine that compiles its graphs may pick other kernels at each "
+                   "cold start, and so other tokens; enforce_eager = true holds them: "
+                   "docs/gpu.md, 'Bitwise outputs across cold starts'")
+
+
+def _compiles_on_gpu(recipe: Recipe) -> bool:
+    return (recipe.hardware.platform is not Platform.cpu
+            and not recipe.engine.args.get("enforce_eager"))
 
 
 def _bitwise(home: Home, original: SealedRun, new: SealedRun, recipe: Recipe) -> list[Verdict]:

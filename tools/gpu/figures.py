@@ -1,18 +1,22 @@
 """The figures of a GPU job (tools/gpu/device-job.sh) side by side, from its work folder
 or from a copy of it (tests/data/gpu-runs/ holds the run directories):
 
-    python3 tools/gpu/figures.py WORK
+    python3 tools/gpu/figures.py WORK [WORK ...]
 
 Per run: the engine's own capacity lines (server.log) beside the registry's resolved
 fields (logs/resolve-RUN.json); per record: the median decode rate; per reproduction:
-the three verdicts; the client agreement figures. Missing pieces print as `-`.
+the three verdicts; the client agreement figures. Then, over every WORK given, the
+distinct output streams of each lane: how many cold starts gave which token ids (the
+first pass of every run's bench.json). Missing pieces print as `-`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -102,10 +106,33 @@ def agreement(work: Path) -> None:
         print(f"  {name:<32} {value:.4f}")
 
 
+def streams(works: list[Path]) -> None:
+    """Per lane, the runs grouped by the token ids of their first pass."""
+    lanes: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for work in works:
+        for run in sorted(p for p in (work / "runs").glob("*") if p.is_dir()):
+            bench, recipe = load(run / "bench.json"), load(run / "recipe.json")
+            if not isinstance(bench, dict) or not isinstance(recipe, dict):
+                continue
+            tokens = [r.get("token_ids") for r in bench.get("rows") or []]
+            digest = hashlib.sha256(json.dumps(tokens).encode()).hexdigest()[:12]
+            lanes[str(recipe.get("lane"))][digest].append(f"{work.name}/{run.name}")
+    print("\noutput streams (first pass token ids) per lane")
+    for lane, by_stream in sorted(lanes.items()):
+        total = sum(len(r) for r in by_stream.values())
+        print(f"  {lane}: {len(by_stream)} distinct in {total} runs")
+        for digest, names in sorted(by_stream.items(), key=lambda kv: -len(kv[1])):
+            print(f"    {digest} x{len(names)}: {' '.join(names)}")
+
+
 def main(argv: list[str]) -> int:
-    work = Path(argv[0]) if argv else Path("/root/work")
-    for part in (runs, records, reproductions, agreement):
-        part(work)
+    works = [Path(a) for a in argv] or [Path("/root/work")]
+    for work in works:
+        if len(works) > 1:
+            print(f"\n# {work}")
+        for part in (runs, records, reproductions, agreement):
+            part(work)
+    streams(works)
     return 0
 
 
