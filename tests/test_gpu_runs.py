@@ -148,8 +148,8 @@ def test_a_captured_reproduction_re_derives_its_verdicts(host, log) -> None:
     for row, old, now in zip(rows, a.rows, b.rows, strict=True):
         assert row["checks"]["token_ids_equal"] == (old.token_ids == now.token_ids)
         if old.token_ids != now.token_ids:
-            first = next(i for i, (x, y) in enumerate(zip(old.token_ids, now.token_ids))
-                         if x != y)
+            first = next(i for i, (x, y) in enumerate(zip(old.token_ids, now.token_ids,
+                                                                 strict=False)) if x != y)
             assert row["first_diff"] == {"index": first, "expected": old.token_ids[first],
                                          "actual": now.token_ids[first]}
 

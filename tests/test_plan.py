@@ -94,8 +94,8 @@ def test_device_mask_takes_the_callers_devices() -> None:
                environ={"CUDA_VISIBLE_DEVICES": " 3, 1"})
     assert one.env["CUDA_VISIBLE_DEVICES"] == "3"  # the first of the caller's own devices
     two = recipe.model_copy(update={"hardware": recipe.hardware.model_copy(update={"count": 2})})
-    with pytest.raises(InvalidInput, match="hardware.count is 2 but CUDA_VISIBLE_DEVICES=1 "
-                                           "lists 1"):
+    with pytest.raises(InvalidInput, match=r"hardware\.count is 2 but "
+                                           r"CUDA_VISIBLE_DEVICES=1 lists 1"):
         plan(two, cuda, port=1, models_dir=MODELS, cwd=CWD, cache_root=CACHE,
              environ={"CUDA_VISIBLE_DEVICES": "1"})
 
