@@ -14,12 +14,13 @@ computes it, the core reads the result), so once the engine serves, the executor
 pins every thread of the engine core onto its workers' cores: the two share them
 without slowing each other much. The API server (and the engine's other helper
 processes) is pinned off those cores, so the reserved core is the API server's and the
-benchmark client's: left free, the scheduler sometimes ran it beside the workers, and
-the same record's decode rate moved more between engine starts. When the workers leave
-two or more CPUs to the rest (e.g. `VLLM_CPU_NUM_OF_RESERVED_CPU=2` in the recipe's
-`engine.env`), the engine core and the API server can each have one and nothing is
-moved. Measured with
-tools/benchmarks/client_agreement.py; see docs/engine.md ("Timing on a two-core host").
+benchmark client's (left free, the scheduler can run it beside the workers; the client
+stays free: pinned there too, the same record's speed varied more between starts).
+When the workers leave two or more CPUs to the rest (e.g.
+`VLLM_CPU_NUM_OF_RESERVED_CPU=2` in the recipe's `engine.env`), the engine core and the
+API server can each have one and nothing is moved. Measured with
+tools/benchmarks/client_agreement.py and tools/benchmarks/verdicts.py; see docs/engine.md
+("Timing on a two-core host").
 """
 
 from __future__ import annotations
