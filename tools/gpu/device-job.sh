@@ -19,13 +19,14 @@
 #           lanes and a reproduction of each, the checkpoint-FP8 lane at TP=2, diffed and
 #           reproduced, then EAGER_RUNS runs of the eager BF16 lane, two at a time (how many
 #           distinct outputs do cold starts give without torch.compile?).
+# PLAN=hybrid (any host): the sliding-window hybrid lane alone, run and sealed.
 # Then verify --all, list, show and resolve JSON, and logs/figures.txt: the engine's own
 # capacity lines beside the registry's resolved fields. DONE is written last; collect
 # with the kit's device-collect.sh (it packs logs/, runs/, .registry/, compare/).
 #
 # Variables: JOB_BUDGET_S (default 1260: the job's wall clock, setup excluded),
 # LANES (one GPU; default "bf16 checkpoint-fp8 fp8 hybrid"; bf16 is always run),
-# REPRODUCTIONS (10), AGREEMENT_ROUNDS (10; 0 skips it), PLAN (two GPUs: bf16 or followup),
+# REPRODUCTIONS (10), AGREEMENT_ROUNDS (10; 0 skips it), PLAN (two GPUs: bf16 or followup; hybrid anywhere),
 # EAGER_RUNS (8), KIT_WORK (/root/work),
 # KIT_SITE (/root/site).
 set -uo pipefail
@@ -89,6 +90,7 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
 git log -1 --format='project %H %s' | tee "$W/logs/project.txt"
 PLAN=${PLAN:-bf16}
 NAMES=(llama-3b)
+[ "$PLAN" = hybrid ] && NAMES=(hybrid-2b)
 [ "$GPUS" -ge 2 ] && [ "$PLAN" = followup ] && NAMES+=(llama-3b-kv-fp8)
 [ "$GPUS" = 1 ] && [[ $LANES == *" checkpoint-fp8 "* ]] && NAMES+=(llama-3b-kv-fp8)
 [ "$GPUS" = 1 ] && [[ $LANES == *" hybrid "* ]] && NAMES+=(hybrid-2b)
@@ -124,7 +126,9 @@ if [ "$GPUS" -ge 2 ]; then
     LAST_RUN_S=$((SECONDS - t0))
   }
 fi
-if [ "$GPUS" -ge 2 ] && [ "$PLAN" = followup ]; then
+if [ "$PLAN" = hybrid ]; then  # the sliding-window hybrid alone, on one GPU
+  run_lane hybrid hybrid-2b-sliding-cuda
+elif [ "$GPUS" -ge 2 ] && [ "$PLAN" = followup ]; then
   pair "run_json checkpoint-fp8 llama-3b-checkpoint-kv-cuda" "run_json fp8 llama-3b-fp8-kv-cuda"
   CKPT=$(record checkpoint-fp8) FP8=$(record fp8)
   [ -n "$CKPT" ] && [ -n "$FP8" ] && step diff-fp8 R diff "$CKPT" "$FP8"
