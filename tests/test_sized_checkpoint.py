@@ -40,6 +40,22 @@ def test_full_shapes_are_realistic() -> None:
     assert sized.MODELS["hybrid-2b"].sliding_window == 512
 
 
+def test_every_gpu_recipe_fits_its_checkpoint() -> None:
+    """A recipe's max_model_len within the model's positions: vLLM refuses it otherwise,
+    as the H200 did for the hybrid lane when its checkpoint said 8192 (docs/gpu.md)."""
+    from registry.recipe import load_recipe
+
+    checked = 0
+    for path in sorted((ROOT / "recipes").glob("*-cuda*.toml")):
+        recipe = load_recipe(path)
+        name = Path(recipe.model.path or "").name
+        if name in sized.MODELS:
+            limit = sized.config(sized.MODELS[name]).max_position_embeddings
+            assert recipe.engine.args["max_model_len"] <= limit, path.name
+            checked += 1
+    assert checked >= 8
+
+
 def test_parameter_count_matches_the_weights(built) -> None:
     from registry.checkpoint.inspect import inspect_checkpoint
 

@@ -49,6 +49,7 @@ class Shape:
     sliding_window: int | None = None
     global_every: int = 6  # gemma3: every 6th layer is global
     kv_fp8: bool = False
+    positions: int = 8192  # max_position_embeddings: a recipe's max_model_len must fit
     # The tiny builder's spread: greedy decoding varies with the prompt; the residual
     # stream after 28 such layers (~1e3) stays far inside bf16's range.
     init_std: float = tiny.INIT_STD
@@ -59,7 +60,7 @@ MODELS: dict[str, Shape] = {
     "llama-3b": LLAMA_3B,
     "llama-3b-kv-fp8": replace(LLAMA_3B, kv_fp8=True),
     "hybrid-2b": Shape("gemma3", hidden=2560, intermediate=10240, layers=24, heads=16,
-                       kv_heads=4, sliding_window=512),
+                       kv_heads=4, sliding_window=512, positions=32768),
 }
 
 
@@ -67,7 +68,7 @@ def config(shape: Shape):
     common = dict(hidden_size=shape.hidden, intermediate_size=shape.intermediate,
                   num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
                   num_key_value_heads=shape.kv_heads, head_dim=shape.head_dim,
-                  vocab_size=tiny.VOCAB, max_position_embeddings=8192, bos_token_id=0,
+                  vocab_size=tiny.VOCAB, max_position_embeddings=shape.positions, bos_token_id=0,
                   eos_token_id=1, pad_token_id=2, tie_word_embeddings=False,
                   initializer_range=shape.init_std)
     if shape.family == "llama":
