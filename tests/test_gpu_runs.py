@@ -32,15 +32,15 @@ COMPARED = ("precision.kv_cache", "kv.capacity_tokens", "kv.memory_gib", "kv.max
             "runtime.block_size", "runtime.max_model_len")
 
 
-def captured() -> list[tuple[Path, Path]]:
-    """(host folder, run directory) of every run whose GPU-host resolution was kept."""
-    return [(host, run) for host in sorted(p for p in GPU_RUNS.glob("*") if p.is_dir())
-            for run in sorted(p for p in (host / "runs").glob("*") if p.is_dir())
-            if (host / "logs" / f"resolve-{run.name}.json").is_file()]
-
-
 def hosts() -> list[Path]:
     return sorted(p for p in GPU_RUNS.glob("*") if p.is_dir())
+
+
+def captured() -> list[tuple[Path, Path]]:
+    """(host folder, run directory) of every run whose GPU-host resolution was kept."""
+    return [(host, run) for host in hosts()
+            for run in sorted(p for p in (host / "runs").glob("*") if p.is_dir())
+            if (host / "logs" / f"resolve-{run.name}.json").is_file()]
 
 
 def reproductions() -> list[tuple[Path, Path]]:
