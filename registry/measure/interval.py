@@ -47,7 +47,6 @@ def _bounds(estimates: np.ndarray) -> Interval | None:
 
 
 def _draws(n: int, rng: np.random.Generator, resamples: int) -> np.ndarray:
-
     return rng.integers(0, n, size=(resamples, n))
 
 

@@ -57,7 +57,6 @@ mkdir -p "$W/logs" "$W/runs" "$W/compare"
 rm -f "$W/DONE"
 cd "$PROJECT"
 R() { python3 -m registry "$@"; }
-latest() { R list --limit 1 --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])'; }
 left() { echo $((BUDGET - SECONDS)); }
 LAST_RUN_S=150  # an engine start and one suite on a 3 B model, until one is measured
 step() {  # step NAME CMD...: run, log to logs/NAME.log and the console, time it
@@ -73,16 +72,20 @@ step() {  # step NAME CMD...: run, log to logs/NAME.log and the console, time it
 fits() {  # fits SECONDS: is there time for one more step of that length?
   [ "$(left)" -gt "$1" ] || { echo "-- skipped: $(left) s left, about $1 s needed"; return 1; }
 }
-run_lane() {  # run_lane NAME RECIPE: run and seal; REC = the new record, if one was sealed
-  local t0=$SECONDS before now
+run_json() {  # run_json NAME RECIPE: run and seal; NAME=<record> into records.txt (the
+  # record id comes from the run's own JSON: runs on two GPUs at once seal concurrently)
+  step "run-$1" R run "recipes/$2.toml" --models "$MODELS" --out "$W/runs/$1" --json
+  echo "$1=$(python3 -c 'import json, sys; print((json.load(open(sys.argv[1])).get("record") or {}).get("id", ""))' \
+    "$W/logs/run-$1.log" 2>/dev/null)" >> "$W/logs/records.txt"
+}
+record() { sed -n "s/^$1=//p" "$W/logs/records.txt" 2>/dev/null | tail -1; }
+run_lane() {  # run_lane NAME RECIPE: run and seal if it fits; REC = the new record or empty
+  local t0=$SECONDS
   REC=
   fits "$LAST_RUN_S" || return 1
-  before=$(latest 2>/dev/null)
-  step "run-$1" R run "recipes/$2.toml" --models "$MODELS" --out "$W/runs/$1"
-  now=$(latest 2>/dev/null)
-  [ -n "$now" ] && [ "$now" != "$before" ] && REC=$now
+  run_json "$1" "$2"
+  REC=$(record "$1")
   LAST_RUN_S=$((SECONDS - t0))
-  echo "$1=$REC" >> "$W/logs/records.txt"
 }
 
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader \
@@ -107,14 +110,7 @@ step init R init "$W"
 
 if [ "$GPUS" -ge 2 ]; then
   # One-GPU work runs two at a time, one per GPU: the executor takes the first device
-  # of the caller's CUDA_VISIBLE_DEVICES. `latest` would race, so records are read from
-  # each run's JSON.
-  run_json() {  # run_json NAME RECIPE: run and seal; NAME=<record> into records.txt
-    step "run-$1" R run "recipes/$2.toml" --models "$MODELS" --out "$W/runs/$1" --json
-    echo "$1=$(python3 -c 'import json, sys; print((json.load(open(sys.argv[1])).get("record") or {}).get("id", ""))' \
-      "$W/logs/run-$1.log" 2>/dev/null)" >> "$W/logs/records.txt"
-  }
-  record() { sed -n "s/^$1=//p" "$W/logs/records.txt" 2>/dev/null | tail -1; }
+  # of the caller's CUDA_VISIBLE_DEVICES.
   again() {  # again GPU RECORD NAME: one reproduction on one GPU
     (export CUDA_VISIBLE_DEVICES=$1; step "reproduce-$3" R reproduce "$2" --models "$MODELS" \
       --out "$W/runs/$3" --json)
