@@ -1,3 +1,28 @@
-"""registry: a declarative recipe and provenance registry for LLM serving runs."""
+"""registry: a declarative recipe and provenance registry for LLM serving runs.
+
+The public Python API is each package's documented functions and models (docs/api.md);
+anything whose name starts with `_` is internal. `LAYERS` is the architecture: a
+package imports only packages of its own layer or below (tests/test_architecture.py).
+"""
 
 __version__ = "0.1.0"
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors",),
+    ("base",),
+    ("formats",),
+    ("engines", "recipe"),
+    ("logs", "checkpoint", "measure"),
+    ("resolve", "executor"),
+    ("signing",),
+    ("store",),
+    ("team", "contracts"),
+    ("seal",),
+    ("importer",),
+    ("reproduce",),
+    ("compare",),
+    ("review",),
+    ("report",),
+    ("cli",),
+)
+"""Bottom to top: the pipeline read upwards, from bytes to the command line."""

@@ -1,3 +1,5 @@
+"""`python -m registry`: the command line."""
+
 from registry.cli import main
 
 main()

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from registry.canonical import canonical_bytes
+from registry.base.canonical import canonical_bytes
+from registry.formats.rundir import Bench, BenchRow, SuiteRef
 from registry.recipe import load_recipe
 from registry.recipe.schema import KVCacheDtype
-from registry.rundir import Bench, BenchRow, SuiteRef
 from tests.conftest import FIXTURES, ROOT
 
 LOG = FIXTURES / "laguna-b70-record/evidence/record-run/server.log"

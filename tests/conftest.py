@@ -124,7 +124,7 @@ def database_url(request, monkeypatch):
 @pytest.fixture
 def signing_keys(tmp_path, monkeypatch) -> Path:
     """A private keys directory holding one default Ed25519 key."""
-    from registry.store.keys import create_key
+    from registry.signing.keys import create_key
 
     directory = tmp_path / "keys"
     monkeypatch.setenv("REGISTRY_KEYS_DIR", str(directory))
@@ -137,8 +137,8 @@ def store_home(tmp_path, database_url, signing_keys, monkeypatch):
     """An initialized home (REGISTRY_HOME points at it) whose keyring's root and signer
     is the test key; its index is SQLite or PostgreSQL (the fixture is parametrized over
     both)."""
-    from registry.store.home import init_home
-    from registry.store.keys import signing_key
+    from registry.signing.keys import signing_key
+    from registry.store.create import init_home
     from registry.store.trust import genesis
 
     home = init_home(tmp_path / "project" / ".registry")
@@ -153,7 +153,7 @@ def make_run(tmp_path):
     `ttft + i * step` per row), status, environment and launch plan."""
     import json
 
-    from registry.rundir import Bench, BenchRow, SuiteRef
+    from registry.formats.rundir import Bench, BenchRow, SuiteRef
 
     def make(name: str = "run", *, steps: tuple[float, ...] = (0.01, 0.02, 0.005),
              state: str = "complete", log: str = "INFO engine started\n") -> Path:
@@ -178,7 +178,7 @@ def make_run(tmp_path):
 
 def resolved_identity(kv_cache: str = "bfloat16", tensor: int = 1):
     """A resolved identity as the resolver would return it (evidence from server.log)."""
-    from registry.identity import Evidence, ResolvedField, ResolvedIdentity, Status
+    from registry.formats.identity import Evidence, ResolvedField, ResolvedIdentity, Status
 
     def field(declared, resolved, line):
         status = Status.confirmed if declared == resolved else Status.mismatch

@@ -18,8 +18,8 @@ def env(tmp_path_factory):
     from registry.contracts.bindings import set_teacher
     from registry.importer.capsule import Options, import_capsule
     from registry.seal import seal_run
-    from registry.store.home import init_home
-    from registry.store.keys import create_key, signing_key
+    from registry.signing.keys import create_key, signing_key
+    from registry.store.create import init_home
     from registry.store.trust import genesis
 
     base = tmp_path_factory.mktemp("report")

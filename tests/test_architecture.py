@@ -1,37 +1,51 @@
-"""The folder tree is the architecture: no import cycle between the packages of
-`registry/`. Imports inside functions count (they are still a dependency at run
-time); imports under `if TYPE_CHECKING:` do not (they only name types for the checker)."""
+"""The folder tree is the architecture (registry.LAYERS): a package imports only its own
+layer and those below it, no two modules import each other (directly or around a loop),
+nothing is loose at the package root but the base files, and docs/architecture.md maps
+every module. Imports inside functions count (they are still a dependency at run time);
+imports under `if TYPE_CHECKING:` do not (they only name types for the checker)."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "registry"
+import pytest
+
+from registry import LAYERS
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "registry"
+ROOT_MODULES = {"__init__.py", "__main__.py", "errors.py"}
+RANK = {unit: number for number, layer in enumerate(LAYERS) for unit in layer}
+RANK["__main__"] = len(LAYERS)  # `python -m registry`: the command line's own entry
+
+
+def modules() -> dict[str, Path]:
+    return {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+            for p in PACKAGE.rglob("*.py")}
 
 
 def unit(module: str) -> str:
-    """registry.store.ledger -> store; registry.seal -> seal (a top-level module)."""
+    """registry.store.ledger -> store; registry.errors -> errors."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
 
 
-def dependencies() -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = {}
-    for path in PACKAGE.rglob("*.py"):
-        relative = path.relative_to(PACKAGE.parent).with_suffix("")
-        module = ".".join(relative.parts).removesuffix(".__init__")
-        source = unit(module)
-        for node in _runtime_nodes(ast.parse(path.read_text())):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            for name in names:
-                if name.startswith("registry.") and unit(name) != source:
-                    graph.setdefault(source, set()).add(unit(name))
-    return graph
+def imports(path: Path, known: dict[str, Path]) -> set[str]:
+    """The registry modules `path` imports at run time (`from registry.x import y`
+    names the module registry.x.y when y is one)."""
+    out: set[str] = set()
+    for node in _runtime_nodes(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("registry")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.startswith("registry"):
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names
+                    if f"{node.module}.{a.name}" in known}
+    return out
 
 
 def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
@@ -47,6 +61,15 @@ def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
             continue
         stack.extend(ast.iter_child_nodes(node))
     return out
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the modules it imports; a submodule's import of its own package's
+    `__init__` is the package being loaded, not a dependency."""
+    known = modules()
+    return {name: {t for t in imports(path, known) if t in known and t != name
+                   and not name.startswith(t + ".")}
+            for name, path in known.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -81,10 +104,48 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_cycle_between_packages() -> None:
-    graph = dependencies()
-    assert "store" in graph and "cli" in graph  # the walk saw the tree
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{source} imports {target}" for source, targets in graph.items()
+                  for target in targets if RANK.get(unit(target), -1) > RANK[unit(source)])
+
+
+def test_every_package_has_a_layer() -> None:
+    units = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
+             if (p.suffix == ".py" and p.name not in ("__init__.py", "__main__.py"))
+             or (p / "__init__.py").exists()}
+    assert units == set(RANK) - {"__main__"}, "registry.LAYERS and registry/'s folders differ"
+
+
+def test_nothing_loose_at_the_package_root() -> None:
+    loose = {p.name for p in PACKAGE.glob("*.py")} - ROOT_MODULES
+    assert not loose, f"modules outside any package: {sorted(loose)}"
+
+
+def test_lower_layers_never_import_higher_ones() -> None:
+    assert layer_violations(module_graph()) == []
+
+
+def test_no_import_cycle_between_modules() -> None:
+    graph = module_graph()
+    assert "registry.store.ledger" in graph["registry.store.writer"]  # the walk saw the tree
     assert cycles(graph) == []
+
+
+def test_every_module_says_what_it_holds() -> None:
+    bare = [name for name, path in modules().items() if not ast.get_docstring(
+        ast.parse(path.read_text()))]
+    assert not bare, f"modules without a docstring: {bare}"
+
+
+def test_the_module_map_is_current() -> None:
+    """docs/architecture.md is written from the docstrings: every module is in it."""
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "architecture.py"), "--check"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    for path in modules().values():
+        if path.name != "__init__.py" or path.parent == PACKAGE:
+            assert f"`{path.relative_to(ROOT).as_posix()}`" in text or path.name.startswith("__")
 
 
 def test_type_checking_imports_are_not_dependencies() -> None:
@@ -96,3 +157,12 @@ def test_type_checking_imports_are_not_dependencies() -> None:
 
 def test_the_cycle_finder_finds_one() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize(("source", "target", "bad"), [
+    ("registry.store.index", "registry.measure.display", False),
+    ("registry.store.index", "registry.report.load", True),
+    ("registry.base.files", "registry.formats.rundir", True),
+])
+def test_the_layer_rule_finds_an_upward_import(source: str, target: str, bad: bool) -> None:
+    assert bool(layer_violations({source: {target}})) is bad

@@ -269,7 +269,7 @@ def test_debris_of_a_killed_writer_is_cleared_by_the_next(cli, store_home, tmp_p
 
 
 def test_debris_next_to_an_atomically_written_file(tmp_path) -> None:
-    from registry.files import write_bytes
+    from registry.base.files import write_bytes
 
     target = tmp_path / "status.json"
     debris = tmp_path / ".status.json.k1ll3d"

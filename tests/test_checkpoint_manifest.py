@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from registry.base.hashing import HashCache
 from registry.checkpoint.manifest import (
     SCHEMA,
     build_manifest,
@@ -21,7 +22,6 @@ from registry.checkpoint.manifest import (
     release_files,
 )
 from registry.errors import InvalidInput
-from registry.hashing import HashCache
 from tests.checkpoints import build, fp8_config, kv_scales, weights
 from tests.conftest import FIXTURES, ROOT
 
@@ -73,7 +73,7 @@ def test_manifest_lists_sha256_and_size(checkpoint: Path) -> None:
 
 
 def test_the_digest_scheme(checkpoint: Path) -> None:
-    """Pinned independently of registry.canonical: sorted keys, no whitespace, UTF-8."""
+    """Pinned independently of registry.base.canonical: sorted keys, no whitespace, UTF-8."""
     manifest = build_manifest(checkpoint)
     files = {f.path: f.sha256 for f in manifest.files}
     body = json.dumps({"files": files, "schema": SCHEMA}, sort_keys=True,

@@ -13,11 +13,11 @@ from registry.contracts.bitwise import bitwise_teacher
 from registry.contracts.consistency import self_consistency
 from registry.contracts.semantic import most_repeated_ngram, semantic_gates
 from registry.errors import InvalidInput, InvalidRecipe
-from registry.identity import ResolvedField, ResolvedIdentity, Status
+from registry.formats.identity import ResolvedField, ResolvedIdentity, Status
+from registry.formats.rundir import BenchRow, SuiteRef
+from registry.formats.verdict import VerdictStatus, first_diff
 from registry.recipe.loader import validate
 from registry.recipe.schema import ContractName, Recipe, RepetitionGate
-from registry.rundir import BenchRow, SuiteRef
-from registry.verdict import VerdictStatus, first_diff
 from tests.recipe_factory import MINIMAL
 from tests.test_teacher import LAB_AXES, capsule_rows, lab_teacher, tampered
 

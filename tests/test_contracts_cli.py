@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from registry.identity import ResolvedField, ResolvedIdentity, Status
-from registry.record import ContractInfo
-from registry.rundir import Bench, SuiteRef
+from registry.formats.identity import ResolvedField, ResolvedIdentity, Status
+from registry.formats.record import ContractInfo
+from registry.formats.rundir import Bench, SuiteRef
+from registry.formats.verdict import Verdict, VerdictStatus
 from registry.store.index import open_index
 from registry.store.objects import ObjectStore
 from registry.store.teachers import index_bindings, teachers
-from registry.verdict import Verdict, VerdictStatus
 from tests.conftest import ROOT, resolved_identity
 from tests.test_teacher import CAPSULE, capsule_rows
 

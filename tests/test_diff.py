@@ -8,8 +8,8 @@ import statistics
 
 import pytest
 
-from registry.diff import diff
-from registry.sides import side_from_run_dir
+from registry.compare.diff import diff
+from registry.compare.sides import side_from_run_dir
 from tests.ab_runs import make_ab_run
 
 KV_AXES = {"precision.kv_cache", "precision.kv_scales", "precision.draft_kv_cache"}
@@ -119,8 +119,8 @@ def test_a_record_whose_rows_were_changed_is_not_compared(ab, store_home, cli) -
 
 
 def test_sealed_figures_are_re_derived_from_the_rows(ab, store_home) -> None:
+    from registry.compare.sides import side_from_record
     from registry.seal import seal_run
-    from registry.sides import side_from_record
 
     side = side_from_record(store_home, seal_run(ab[1], home=store_home).id)
     rates = [99 / (r.token_times_s[99] - r.token_times_s[0]) for r in side.rows]

@@ -56,22 +56,6 @@ def test_every_exit_code_is_in_the_table() -> None:
         {int(c) for c in ExitCode} - rows)
 
 
-def test_the_module_map_matches_the_tree() -> None:
-    text = (ROOT / "docs" / "architecture.md").read_text()
-    table = text.split("## Module map", 1)[1].split("\n## ", 1)[0]
-    named = set(re.findall(r"`(registry/[^`]+)`", table))
-    assert named
-    for path in named:
-        assert (ROOT / path).exists(), f"docs/architecture.md names {path}, which is gone"
-    package = ROOT / "registry"
-    entries = [p for p in package.iterdir() if not p.name.startswith(("_", "."))
-               and (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))]
-    for entry in entries:
-        rel = f"registry/{entry.name}" + ("/" if entry.is_dir() else "")
-        assert any(n == rel or n.startswith(rel) for n in named), \
-            f"{rel} is missing from the module map in docs/architecture.md"
-
-
 def tutorial_commands() -> str:
     text = (ROOT / "docs" / "tutorial.md").read_text()
     return "\n".join(re.findall(r"^```bash\n(.*?)^```", text, flags=re.M | re.S))

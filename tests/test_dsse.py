@@ -11,10 +11,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from registry.canonical import canonical_bytes
+from registry.base.canonical import canonical_bytes
 from registry.errors import Unverifiable, VerificationFailed
-from registry.store import dsse
-from registry.store.keys import key_id, public_pem
+from registry.signing import dsse
+from registry.signing.keys import key_id, public_pem
 
 # A fixed key (seed 00 01 .. 1f) and payload: Ed25519 is deterministic, so the whole
 # envelope is a fixed vector.

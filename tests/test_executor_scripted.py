@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from registry import rundir
 from registry.errors import EngineFailed, VerificationFailed
 from registry.executor.engine import Engine, EngineProcess
 from registry.executor.run import Hooks, RunResult, run
+from registry.formats import rundir
+from registry.formats.rundir import LaunchPlan, RunStatus, read_model
 from registry.recipe.schema import Recipe
-from registry.rundir import LaunchPlan, RunStatus, read_model
 from tests.conftest import ROOT
 
 SCRIPT = ROOT / "tests/scripted_engine.py"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from registry.hashing import sha256_file
+from registry.base.hashing import sha256_file
+from registry.formats.rundir import Bench, LaunchPlan, read_model
 from registry.recipe.schema import Recipe
-from registry.reproduce.verdicts import judge_rows
-from registry.rundir import Bench, LaunchPlan, read_model
+from registry.reproduce.judge import judge_rows
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools" / "gpu"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from registry.hashing import CHUNK, HashCache, default_cache_path, sha256_file, sha256_files
+from registry.base.hashing import CHUNK, HashCache, default_cache_path, sha256_file, sha256_files
 
 HOUR_AGO = time.time() - 3600
 

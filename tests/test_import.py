@@ -91,7 +91,7 @@ def test_import_the_laguna_capsule(cli, store_home, signing_keys) -> None:
 
 
 def test_converted_rows_keep_every_token_and_timestamp(cli, store_home) -> None:
-    from registry.rundir import Bench
+    from registry.formats.rundir import Bench
     from registry.store.objects import ObjectStore
 
     done = imported(cli, CAPSULE)

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from registry.errors import ExitCode, Refused, VerificationFailed
-from registry.store.keyring import KeyEntry, Keyring, Pin, Role, sign_version, verify_chain
-from registry.store.keys import create_key, public_pem, signing_key
+from registry.signing.keyring import KeyEntry, Keyring, Pin, Role, sign_version, verify_chain
+from registry.signing.keys import create_key, public_pem, signing_key
 from registry.store.trust import current_keyring
 
 
@@ -75,7 +75,7 @@ def test_rotation_keeps_old_records_valid(cli, store_home, make_run, seal_run_di
 
 
 def _private(home, keyid):
-    from registry.store.keys import local_signers
+    from registry.signing.keys import local_signers
 
     return dict(local_signers())[keyid]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from registry.checkpoint.kvmath import element_bytes, kv_bytes_per_token
 from registry.checkpoint.models import AttentionLayer, AttentionShape
 from registry.errors import InvalidInput
-from registry.kvmath import element_bytes, kv_bytes_per_token
 from tests.conftest import ROOT
 
 KIB = 1024

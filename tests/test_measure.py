@@ -7,11 +7,12 @@ import json
 import numpy as np
 import pytest
 
+from registry.formats.figures import RowFlag
+from registry.formats.rundir import Bench, BenchRow
 from registry.measure.interval import bootstrap, percentile
-from registry.measure.quality import RowFlag, assess
-from registry.metrics import decode_rate, suite_figures
+from registry.measure.metrics import decode_rate, suite_figures
+from registry.measure.quality import assess
 from registry.recipe.schema import MetricFormula
-from registry.rundir import Bench, BenchRow
 from tests.conftest import ROOT
 from tests.test_metrics import _capsule_rows
 

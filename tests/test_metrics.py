@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from registry.metrics import decode_rate, suite_metrics
+from registry.formats.rundir import BenchRow
+from registry.measure.metrics import decode_rate, suite_metrics
 from registry.recipe.schema import MetricFormula
-from registry.rundir import BenchRow
 from tests.conftest import FIXTURES
 
 CAPSULE_BENCH = FIXTURES / "laguna-b70-record/evidence/record-run/bench.json"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from registry.canonical import canonical_bytes, digest
+from registry.base.canonical import canonical_bytes, digest
 from registry.errors import ExitCode, InvalidRecipe
 from registry.recipe import Recipe, load_recipe
 from registry.recipe.loader import normalize

@@ -240,8 +240,8 @@ def test_diff_page_puts_changed_axes_first(site, env, driver) -> None:
     assert ["bitwise-teacher", "comparable"] in contracts
     browser.screenshot(driver, "report-diff")
     # a diff across precisions refuses the bitwise contract and says why
-    from registry.diff import diff
-    from registry.sides import side_from_record
+    from registry.compare.diff import diff
+    from registry.compare.sides import side_from_record
 
     d = diff(side_from_record(env["home"], a), side_from_record(env["home"], env["others"][0]))
     assert next(c for c in d.contracts if c.contract == "bitwise-teacher").comparable is False

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from registry import rundir
 from registry.contracts.sealed import SealedRun
 from registry.executor import engine
+from registry.formats import rundir
+from registry.formats.rundir import Bench, BenchRow, read_model
 from registry.recipe.schema import MetricFormula, Platform
-from registry.reproduce.verdicts import (
+from registry.reproduce.judge import (
     COLD_START_NOTE,
     contract_verdict,
     identity_verdict,
@@ -22,7 +23,6 @@ from registry.reproduce.verdicts import (
 )
 from registry.resolve import resolve_run
 from registry.resolve.inputs import load_run_recipe
-from registry.rundir import Bench, BenchRow, read_model
 from tests.checkpoints import build, llama_config, weights
 from tests.conftest import ROOT
 
@@ -129,7 +129,7 @@ def noisy(rows: list[BenchRow], speed: float, seed: int, round_: int = 0) -> lis
 
 
 def test_noise_is_undecided_then_inconclusive_at_the_budget(database_url) -> None:
-    from registry.reproduce.verdicts import judge_rows
+    from registry.reproduce.judge import judge_rows
 
     rows = sealed_run("tiny-bf16-kv").bench.rows
     sealed, new = noisy(rows, 1.0, 1), noisy(rows, 0.95, 2)
@@ -143,7 +143,7 @@ def test_noise_is_undecided_then_inconclusive_at_the_budget(database_url) -> Non
 
 
 def test_more_rounds_decide_a_real_slowdown(database_url) -> None:
-    from registry.reproduce.verdicts import judge_rows
+    from registry.reproduce.judge import judge_rows
 
     rows = sealed_run("tiny-bf16-kv").bench.rows
     sealed = noisy(rows, 1.0, 1)
@@ -155,7 +155,7 @@ def test_more_rounds_decide_a_real_slowdown(database_url) -> None:
 
 
 def test_the_same_speed_passes_with_enough_rows(database_url) -> None:
-    from registry.reproduce.verdicts import judge_rows
+    from registry.reproduce.judge import judge_rows
 
     rows = sealed_run("tiny-bf16-kv").bench.rows
     sealed = [r for k in range(3) for r in noisy(rows, 1.0, k, round_=k)]
@@ -302,8 +302,8 @@ def test_run_without_a_home_fails_before_the_engine(cli, tmp_path, monkeypatch,
 
 def test_run_with_an_untrusted_key_fails_before_the_engine(cli, tmp_path, monkeypatch,
                                                           database_url) -> None:
-    from registry.store.home import init_home
-    from registry.store.keys import create_key, signing_key
+    from registry.signing.keys import create_key, signing_key
+    from registry.store.create import init_home
     from registry.store.trust import genesis
 
     create_key(tmp_path / "owner")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from registry.identity import Status
+from registry.formats.identity import Status
 from registry.resolve import resolve_run
 from tests.conftest import FIXTURES, ROOT
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from registry.errors import InvalidInput
-from registry.identity import Status
+from registry.formats.identity import Status
 from registry.resolve import resolve_run
 from tests.conftest import FIXTURES, ROOT
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from registry.checkpoint.manifest import build_manifest
-from registry.identity import Status
+from registry.formats.identity import Status
 from registry.recipe import load_recipe
 from registry.resolve import resolve_run
 from tests.checkpoints import build, llama_config, weights

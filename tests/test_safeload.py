@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from registry.safeload import MAX_DEPTH, BadDocument, loads_json, loads_toml
+from registry.base.safeload import MAX_DEPTH, BadDocument, loads_json, loads_toml
 
 
 @pytest.mark.parametrize("data, why", [

@@ -202,7 +202,7 @@ def test_bad_run_directories(cli, store_home, tmp_path) -> None:
 
 
 def test_a_recipe_named_at_seal_must_be_the_one_the_run_used(cli, store_home, make_run) -> None:
-    from registry.canonical import canonical_bytes
+    from registry.base.canonical import canonical_bytes
     from registry.recipe import load_recipe
 
     run = make_run("kept-recipe")
@@ -211,5 +211,5 @@ def test_a_recipe_named_at_seal_must_be_the_one_the_run_used(cli, store_home, ma
     r = cli("seal", run, "--recipe", ROOT / "recipes" / "tiny-fp8-kv.toml")
     assert r.exit_code == ExitCode.REFUSED
     assert "is not the recipe this run used" in r.stderr
-    # make_run's log is no engine log: kept with a reason (registry/proof.py)
+    # make_run's log is no engine log: kept with a reason (registry/seal/proof.py)
     assert cli("seal", run, "--recipe", ran, "--allow-unproven", "a made-up log").exit_code == 0

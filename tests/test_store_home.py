@@ -12,9 +12,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from registry.errors import ExitCode, NotFound
-from registry.store.home import find_home, init_home
-from registry.store.keyring import Role
-from registry.store.keys import NoSigningKey, create_key, keys_dir, local_keys, signing_key
+from registry.signing.keyring import Role
+from registry.signing.keys import NoSigningKey, create_key, keys_dir, local_keys, signing_key
+from registry.store.create import init_home
+from registry.store.home import find_home
 from registry.store.trust import current_keyring
 
 

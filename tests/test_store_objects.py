@@ -75,11 +75,11 @@ def test_a_truncated_object_is_replaced_on_the_next_put(store) -> None:
 
 
 def test_a_source_that_changes_while_stored_is_refused(store, tmp_path, monkeypatch) -> None:
-    import registry.hashing
+    import registry.base.hashing
 
     src = tmp_path / "log"
     src.write_bytes(b"first line\n")
-    real = registry.hashing.sha256_file
+    real = registry.base.hashing.sha256_file
 
     def hash_then_append(path, *args):
         digest = real(path, *args)
@@ -87,7 +87,7 @@ def test_a_source_that_changes_while_stored_is_refused(store, tmp_path, monkeypa
             f.write(b"late line\n")
         return digest
 
-    monkeypatch.setattr(registry.hashing, "sha256_file", hash_then_append)
+    monkeypatch.setattr(registry.base.hashing, "sha256_file", hash_then_append)
     with pytest.raises(InvalidInput, match="changed while being stored"):
         store.put_file(src)
     assert not any(p.is_file() for p in (store.root / "sha256").rglob("*"))

@@ -9,9 +9,9 @@ import pytest
 import rfc8785
 
 from registry.errors import NotFound, VerificationFailed
-from registry.identity import Evidence, ResolvedField, ResolvedIdentity, Status
-from registry.metrics import Metric
-from registry.record import (
+from registry.formats.figures import Metric
+from registry.formats.identity import Evidence, ResolvedField, ResolvedIdentity, Status
+from registry.formats.record import (
     Predicate,
     RunInfo,
     Statement,
@@ -83,7 +83,7 @@ def test_not_a_statement(data) -> None:
 
 
 def test_summary_line_names_the_precisions() -> None:
-    # no engine start in its identity: the summary marks it (registry/proof.py)
+    # no engine start in its identity: the summary marks it (registry/seal/proof.py)
     assert summary_line(statement().predicate) == ("UNPROVEN -: ? weights=? kv=bfloat16 tp=? "
                                                    "engine=?")
 

@@ -12,8 +12,8 @@ import pytest
 from registry.contracts.bitwise import bitwise_teacher
 from registry.contracts.teacher import AXES, Teacher, teacher_from_lab_oracles, teacher_from_rows
 from registry.errors import InvalidInput
-from registry.rundir import BenchRow
-from registry.verdict import VerdictStatus
+from registry.formats.rundir import BenchRow
+from registry.formats.verdict import VerdictStatus
 from tests.conftest import FIXTURES
 
 CAPSULE = FIXTURES / "laguna-b70-record"

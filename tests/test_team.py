@@ -36,7 +36,7 @@ class Member:
 @pytest.fixture
 def team(tmp_path, monkeypatch, cli, hash_cache):
     """Alice starts the ledger; Bob joins by pinning her root; Alice trusts Bob's key."""
-    from registry.store.keys import create_key
+    from registry.signing.keys import create_key
 
     monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
     members = {}
@@ -58,7 +58,7 @@ def team(tmp_path, monkeypatch, cli, hash_cache):
 def create_pub(member: Member) -> str:
     import os
 
-    from registry.store.keys import local_keys
+    from registry.signing.keys import local_keys
 
     old = os.environ.get("REGISTRY_KEYS_DIR")
     os.environ["REGISTRY_KEYS_DIR"] = str(member.keys)
@@ -77,8 +77,8 @@ def act(monkeypatch, member: Member) -> None:
 def seal(member: Member, run: Path) -> str:
     from registry.recipe import load_recipe
     from registry.seal import seal_resolved
+    from registry.signing.keys import signing_key
     from registry.store.home import home_at
-    from registry.store.keys import signing_key
 
     recipe = load_recipe(ROOT / "recipes" / "tiny-bf16-kv.toml")
     return seal_resolved(run, home=home_at(member.home), identity=resolved_identity(),
@@ -214,9 +214,9 @@ def test_a_deleted_record_is_refused(cli, shared, tmp_path, monkeypatch) -> None
 def test_a_forged_record_is_refused(cli, shared, tmp_path, make_run, monkeypatch) -> None:
     """A record and its commit signed by a key the keyring never trusted, pushed
     with plain git."""
-    from registry.record import record_id
-    from registry.store import dsse
-    from registry.store.keys import create_key, signing_key
+    from registry.formats.record import record_id
+    from registry.signing import dsse
+    from registry.signing.keys import create_key, signing_key
     from registry.store.ledger import Ledger
 
     alice, bob, remote, ids = shared

@@ -14,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from registry.canonical import canonical_bytes, sha256_hex
+from registry.base.canonical import canonical_bytes, sha256_hex
 from registry.errors import ExitCode
 
 pytestmark = pytest.mark.usefixtures("store_home")
@@ -209,7 +209,7 @@ def test_a_symlinked_secret_in_a_run_directory_is_refused(cli, store_home, make_
 def test_a_launcher_that_is_the_signing_key_is_hashed_not_stored(store_home, make_run,
                                                                  seal_run_dir,
                                                                  signing_keys) -> None:
-    from registry.rundir import LaunchPlan
+    from registry.formats.rundir import LaunchPlan
 
     secret = next(signing_keys.glob("*.pem"))
     run = make_run("launched")
@@ -229,7 +229,7 @@ def test_a_launcher_that_is_the_signing_key_is_hashed_not_stored(store_home, mak
 
 
 def test_a_record_path_cannot_leave_its_folder(tmp_path) -> None:
-    from registry.confine import inside
+    from registry.base.confine import inside
     from registry.errors import InvalidInput
 
     assert inside(tmp_path, "suites/a.jsonl") == (tmp_path / "suites/a.jsonl").resolve()

@@ -10,8 +10,8 @@ import git
 import pytest
 
 from registry.errors import ExitCode
-from registry.store import dsse
-from registry.store.keys import create_key, signing_key
+from registry.signing import dsse
+from registry.signing.keys import create_key, signing_key
 from registry.store.objects import ObjectStore
 
 
@@ -164,7 +164,7 @@ def test_a_whole_number_float_in_the_identity_verifies(cli, store_home, make_run
                                                         seal_run_dir) -> None:
     """Canonical JSON writes 2.0 as `2`: the index row must be what the signed bytes say
     when read back (the real engine reports e.g. kv_usage_peak 0.0)."""
-    from registry.identity import Evidence, ResolvedField, Status
+    from registry.formats.identity import Evidence, ResolvedField, Status
     from tests.conftest import resolved_identity
 
     identity = resolved_identity()

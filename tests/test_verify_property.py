@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registry.store.objects import ObjectStore
-from registry.verify import verify_records
+from registry.store.verify import verify_records
 
 SEALED: dict[Path, str] = {}
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from registry.errors import InvalidInput
+from registry.measure.metrics import suite_figures, suite_metrics
 from registry.measure.vllm_bench import bench_from_result, import_result, read_result
-from registry.metrics import suite_figures, suite_metrics
 from tests.conftest import ROOT
 
 CAPTURED = ROOT / "tests/data/vllm-bench"

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from registry.base.files import write_bytes
 from registry.checkpoint.manifest import Manifest
 from registry.checkpoint.models import CheckpointInfo
 from registry.errors import InvalidInput, NotFound, Refused
-from registry.files import write_bytes
 
 SCHEMA = "registry.identity/v1"
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")

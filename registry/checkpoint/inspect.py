@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from registry.base.files import read_json
 from registry.checkpoint.config import attention_shape, moe_shape, text_config
 from registry.checkpoint.models import CheckpointInfo, ScaleTensor, TensorStats
 from registry.checkpoint.quant import quantization
 from registry.checkpoint.safetensors import Tensor, read_header
 from registry.checkpoint.scales import kv_scales, scale_tensors
 from registry.errors import InvalidInput
-from registry.files import read_json
 
 INDEX = "model.safetensors.index.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json",

@@ -12,11 +12,12 @@ import os
 import re
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import Field, computed_field
 
-from registry.canonical import digest
+from registry.base.canonical import digest
+from registry.base.hashing import HashCache, Progress, sha256_files
+from registry.base.model import Frozen
 from registry.errors import InvalidInput
-from registry.hashing import HashCache, Progress, sha256_files
 
 SCHEMA = "registry.manifest/v1"
 EXCLUDED_DIRS = {".cache", ".huggingface", ".git", "__pycache__"}
@@ -25,17 +26,13 @@ KEPT_DOTFILES = {".gitattributes"}
 SHA256SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
 
-class ManifestFile(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ManifestFile(Frozen):
     path: str = Field(description="relative to the checkpoint root, '/'-separated")
     sha256: str
     size: int | None = Field(None, description="bytes; None when read from a sha256sum list")
 
 
-class Manifest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Manifest(Frozen):
     files: list[ManifestFile] = Field(description="sorted by path")
 
     @computed_field  # type: ignore[prop-decorator]

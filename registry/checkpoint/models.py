@@ -9,20 +9,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from registry.base.model import Frozen
 
 
-class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class AttentionLayer(Model):
+class AttentionLayer(Frozen):
     index: int
     kind: Literal["global", "sliding"]
     window: int | None = Field(None, description="sliding window in tokens")
 
 
-class AttentionShape(Model):
+class AttentionShape(Frozen):
     """The KV-relevant geometry of the attention layers."""
 
     num_layers: int
@@ -40,14 +38,14 @@ class AttentionShape(Model):
         return len(self.layers) - self.sliding_layers
 
 
-class MoEShape(Model):
+class MoEShape(Frozen):
     num_experts: int
     experts_per_token: int | None = None
     num_shared_experts: int | None = None
     intermediate_size: int | None = None
 
 
-class KVCacheScheme(Model):
+class KVCacheScheme(Frozen):
     """compressed-tensors `quantization_config.kv_cache_scheme`."""
 
     num_bits: int | None = None
@@ -58,7 +56,7 @@ class KVCacheScheme(Model):
     observer: str | None = None
 
 
-class ScaleTensor(Model):
+class ScaleTensor(Frozen):
     name: str
     layer: int | None
     kind: str = Field(description="k_scale, v_scale, ...")
@@ -73,7 +71,7 @@ KVScaleVerdict = Literal["calibrated", "partial", "missing", "none", "unknown"]
 were no weight files to look in (a bare config.json, or no safetensors)."""
 
 
-class KVScales(Model):
+class KVScales(Frozen):
     verdict: KVScaleVerdict = Field(
         description="calibrated: every attention layer has k and v scales; partial: some; "
         "missing: a scheme but no scales (runs at 1.0); none: no scheme; "
@@ -85,7 +83,7 @@ class KVScales(Model):
     tensors: list[ScaleTensor] = Field(default_factory=list)
 
 
-class Quantization(Model):
+class Quantization(Frozen):
     method: str | None = Field(None, description="quant_method, e.g. compressed-tensors, fp8")
     weights: str = Field(description="weight format token: bfloat16, int4-w4a16, fp8-w8a8 ...")
     summary: str = Field(description="one line on the weight scheme")
@@ -93,14 +91,14 @@ class Quantization(Model):
     raw: dict[str, Any] = Field(default_factory=dict, description="quantization_config as found")
 
 
-class TensorStats(Model):
+class TensorStats(Frozen):
     count: int
     bytes: int
     dtypes: dict[str, int] = Field(description="dtype -> tensor count")
     files: int
 
 
-class CheckpointInfo(Model):
+class CheckpointInfo(Frozen):
     path: str
     architecture: str | None
     model_type: str | None

@@ -13,10 +13,9 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
+from registry.base.model import Frozen
+from registry.base.safeload import BadDocument, loads_json
 from registry.errors import InvalidInput
-from registry.safeload import BadDocument, loads_json
 
 MAX_HEADER = 100_000_000  # the safetensors format's own limit
 MAX_VALUES_BYTES = 1 << 20  # scale tensors are tiny; refuse to read a weight by mistake
@@ -24,9 +23,7 @@ MAX_VALUES_BYTES = 1 << 20  # scale tensors are tiny; refuse to read a weight by
 HINT = "the file is damaged or incomplete: download it again"
 
 
-class Tensor(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Tensor(Frozen):
     name: str
     dtype: str
     shape: list[int]

@@ -27,9 +27,9 @@ def bench_import(
     Example: registry bench-import result.json --log serve.log --out runs/bench
     """
     from registry.cli.output import console, print_json, table
-    from registry.measure.report import quality_lines, value_text
+    from registry.measure.display import quality_lines, value_text
+    from registry.measure.results import suite_results
     from registry.measure.vllm_bench import import_result
-    from registry.results import suite_results
 
     bench = import_result(result, log, out, suite=suite, recipe=recipe)
     results = suite_results(bench, None)

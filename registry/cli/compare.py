@@ -12,7 +12,7 @@ import typer
 from registry.cli.store import HomeOpt, Json
 
 if TYPE_CHECKING:
-    from registry.compare import Comparison, Value
+    from registry.compare.table import Comparison, Value
 
 
 class Format(StrEnum):
@@ -42,8 +42,8 @@ def compare(
     Example: registry compare --where 'decode_tok_s.median>=300' --sort -decode_tok_s.median
     """
     from registry.cli.store import _home
-    from registry.compare import DEFAULT_COLUMNS
-    from registry.compare import compare as run
+    from registry.compare.table import DEFAULT_COLUMNS
+    from registry.compare.table import compare as run
 
     chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else DEFAULT_COLUMNS
     result = run(_home(home), records or [], where or [], chosen, sort)

@@ -9,8 +9,8 @@ import typer
 from registry.cli.store import HomeOpt, Json
 
 if TYPE_CHECKING:
-    from registry.diff import Diff
-    from registry.record import PublishedFigure
+    from registry.compare.diff import Diff
+    from registry.formats.record import PublishedFigure
 
 
 def diff(
@@ -25,8 +25,8 @@ def diff(
 
     Example: registry diff 3f2a9c 8b1d07
     """
-    from registry.diff import diff as compare
-    from registry.sides import load_side
+    from registry.compare.diff import diff as compare
+    from registry.compare.sides import load_side
 
     result = compare(load_side(a, home=home), load_side(b, home=home))
     if json:
@@ -76,7 +76,7 @@ def _published(f: PublishedFigure | None) -> str:
 
 def render(d: Diff, *, show_all: bool) -> None:
     from registry.cli.output import console, print_fitted, shown, table
-    from registry.identity import PRECISION_AXES
+    from registry.formats.identity import PRECISION_AXES
 
     console.print(f"a: {d.a}\nb: {d.b}", highlight=False)
     for side, why in sorted(d.unproven.items()):

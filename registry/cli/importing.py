@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from registry.formats.record import Predicate, PublishedFigure
     from registry.importer.capsule import ImportedRecord
     from registry.importer.folder import FolderImport
-    from registry.record import Predicate, PublishedFigure
 
 HEADLINE = ("decode_tok_s.median", "decode_tok_s_other_formula.median")
 

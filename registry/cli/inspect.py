@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from registry.checkpoint.kvmath import KVPayload
     from registry.checkpoint.manifest import Manifest
     from registry.checkpoint.models import CheckpointInfo
-    from registry.kvmath import KVPayload
 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 KIB = 1024
@@ -124,8 +124,8 @@ def kv(
     Example: registry kv int4/ --draft dflash-int4/ --kv-dtype bfloat16 --tp 4 --context 8192
     """
     from registry.checkpoint.inspect import inspect_checkpoint
+    from registry.checkpoint.kvmath import kv_bytes_per_token
     from registry.cli.output import print_json
-    from registry.kvmath import kv_bytes_per_token
 
     target = inspect_checkpoint(checkpoint)
     drafted = inspect_checkpoint(draft).attention if draft else None

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from registry.canonical import to_jsonable
+from registry.base.canonical import to_jsonable
 from registry.errors import RegistryError
 
 

@@ -24,7 +24,7 @@ def validate(
 
     Example: registry recipe validate recipes/*.toml
     """
-    from registry.canonical import digest
+    from registry.base.canonical import digest
     from registry.cli.output import console, print_error, print_json
     from registry.errors import RegistryError
     from registry.recipe import load_recipe
@@ -59,7 +59,7 @@ def show(
 
     Example: registry recipe show recipes/tiny-bf16-kv.toml --json
     """
-    from registry.canonical import digest
+    from registry.base.canonical import digest
     from registry.cli.output import console, print_json, safe, table
     from registry.recipe import load_recipe
 

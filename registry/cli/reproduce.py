@@ -11,7 +11,7 @@ from registry.cli.store import HomeOpt, Json
 
 if TYPE_CHECKING:
     from registry.reproduce import Reproduction
-    from registry.reproduce.verdicts import SuitePerformance
+    from registry.reproduce.judge import SuitePerformance
 
 
 def reproduce(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from registry.identity import ResolvedIdentity
+    from registry.formats.identity import ResolvedIdentity
 
 STATUS_STYLE = {"confirmed": "green", "mismatch": "bold red", "unresolved": "yellow",
                 "undeclared": "cyan"}
@@ -113,7 +113,7 @@ def _record(prefix: str, home: Path | None, json: bool) -> None:
     from rich.text import Text
 
     from registry.cli.output import console, print_json, table
-    from registry.reresolve import reresolve_record
+    from registry.review.reresolve import reresolve_record
     from registry.store.home import find_home
 
     report = reresolve_record(find_home(home), prefix)

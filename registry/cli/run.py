@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from registry.executor.run import RunResult
-    from registry.rundir import LaunchPlan
+    from registry.formats.rundir import LaunchPlan
     from registry.store.home import Home
     from registry.store.writer import SealedRecord
 
@@ -197,7 +197,8 @@ def _print_record(record: SealedRecord) -> None:
 
 def _print_result(result: RunResult) -> None:
     from registry.cli.output import console, print_fitted, safe
-    from registry.measure.report import state, value_text
+    from registry.formats.figures import state
+    from registry.measure.display import value_text
 
     console.print(f"[bold]{safe(result.recipe)}[/] {result.state.value}   run directory "
                   f"{safe(result.run_dir)}   engine ready in {result.ready_s:.1f} s   "

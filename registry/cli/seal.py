@@ -12,7 +12,7 @@ import typer
 from registry.cli.store import HomeOpt, Json, UsageError
 
 if TYPE_CHECKING:
-    from registry.hashing import Progress
+    from registry.base.hashing import Progress
 
 RecipeOpt = Annotated[Path | None, typer.Option(
     "--recipe", show_default=False, help="Recipe file (default: the run's recipe.json).")]

@@ -16,10 +16,10 @@ from registry.errors import ExitCode, RegistryError
 
 if TYPE_CHECKING:
 
+    from registry.signing.signed import Trust
     from registry.store.home import Home
     from registry.store.index import RecordRow
     from registry.store.query import ShownRecord
-    from registry.store.signed import Trust
 
 HomeOpt = Annotated[Path | None, typer.Option(
     "--home", show_default=False,
@@ -68,7 +68,8 @@ def init(
     import os
 
     from registry.cli.output import console
-    from registry.store.home import DIRNAME, ENV_HOME, init_home
+    from registry.store.create import init_home
+    from registry.store.home import DIRNAME, ENV_HOME
 
     if home and directory:
         raise UsageError("give the project folder or --home, not both")
@@ -98,7 +99,7 @@ def _pin(home: Home, keyids: list[str], threshold: int) -> None:
 
 def _start_keyring(home: Home) -> str:
     """Make the default key the root of an empty ledger; say where trust stands."""
-    from registry.store.keys import signing_key
+    from registry.signing.keys import signing_key
     from registry.store.ledger import Ledger
     from registry.store.trust import current_keyring, genesis
 
@@ -128,7 +129,7 @@ def keys_init(home: HomeOpt = None, json: Json = False) -> None:
     Example: registry keys init
     """
     from registry.cli.output import console, print_json
-    from registry.store.keys import create_key
+    from registry.signing.keys import create_key
 
     key = create_key()
     try:
@@ -149,7 +150,7 @@ def keys_list(home: HomeOpt = None, json: Json = False) -> None:
     Example: registry keys list --json
     """
     from registry.cli.output import console, print_json, table
-    from registry.store.keys import local_keys
+    from registry.signing.keys import local_keys
     from registry.store.trust import current_keyring
 
     mine = local_keys()
@@ -186,7 +187,7 @@ def keys_export(
     Example: registry keys export > me.pub
     """
     from registry.errors import NotFound
-    from registry.store.keys import KEYS_HINT, local_keys
+    from registry.signing.keys import KEYS_HINT, local_keys
 
     keys = [k for k in local_keys() if (k.keyid.startswith(keyid) if keyid else k.default)]
     if len(keys) != 1:
@@ -207,7 +208,7 @@ def keys_trust(
     """
     from registry.cli.output import console
     from registry.errors import InvalidInput
-    from registry.store.keyring import Role
+    from registry.signing.keyring import Role
     from registry.store.trust import add_key
 
     try:
@@ -298,7 +299,7 @@ def verify(
     Example: registry verify 3f2a9c --json
     """
     from registry.cli.output import console, print_json
-    from registry.verify import verify_records
+    from registry.store.verify import verify_records
 
     if (record is None) == (not all_):
         raise UsageError("give a record id or --all (not both)", hint="registry verify --all")
@@ -336,8 +337,8 @@ def list_records(
     Example: registry list --where precision.kv_cache=fp8_e4m3 --where 'parallel.tensor>1'
     """
     from registry.cli.output import console, print_fitted, print_json
-    from registry.compare import filter_ids, split_where
-    from registry.record import UNPROVEN
+    from registry.compare.table import filter_ids, split_where
+    from registry.formats.record import UNPROVEN
     from registry.store.query import find_records
 
     target = _home(home)
@@ -406,9 +407,9 @@ def _render(record: ShownRecord) -> None:
     from collections import Counter
 
     from registry.cli.output import console, print_fitted, safe, shown
-    from registry.measure.report import quality_lines, value_text
-    from registry.proof import mark
-    from registry.record import summary_line
+    from registry.formats.record import summary_line
+    from registry.formats.unproven import mark
+    from registry.measure.display import quality_lines, value_text
 
     p = record.statement.predicate
     check = record.check

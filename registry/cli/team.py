@@ -11,7 +11,7 @@ from registry.cli.store import HomeOpt, Json, _home
 from registry.errors import RegistryError
 
 if TYPE_CHECKING:
-    from registry.store.sync import SyncReport
+    from registry.team.sync import SyncReport
 
 remote_app = new_app("Remotes: where a team's ledger and objects are shared.")
 RemoteArg = Annotated[str | None, typer.Argument(
@@ -45,8 +45,8 @@ def remote_add(
     Example: registry remote add origin ssh://me@lab.example/srv/registry --create
     """
     from registry.cli.output import console
-    from registry.store.remotes import add_remote
-    from registry.store.sync import create_remote
+    from registry.team.remotes import add_remote
+    from registry.team.sync import create_remote
 
     remote = add_remote(_home(home), name, url, ssh_command)
     if create:
@@ -61,8 +61,8 @@ def remote_list(home: HomeOpt = None, json: Json = False) -> None:
     Example: registry remote list --json
     """
     from registry.cli.output import console, print_json, table
-    from registry.store.remotes import load_remotes
     from registry.store.trust import load_state
+    from registry.team.remotes import load_remotes
 
     target = _home(home)
     remotes = load_remotes(target).remotes
@@ -87,7 +87,7 @@ def remote_remove(
 
     Example: registry remote remove origin
     """
-    from registry.store.remotes import remove_remote
+    from registry.team.remotes import remove_remote
 
     remove_remote(_home(home), name)
 
@@ -101,8 +101,8 @@ def pull(remote: RemoteArg = None, home: HomeOpt = None, json: Json = False) -> 
 
     Example: registry pull origin
     """
-    from registry.store.remotes import get_remote
-    from registry.store.sync import pull as run_pull
+    from registry.team.remotes import get_remote
+    from registry.team.sync import pull as run_pull
 
     target = _home(home)
     _print(run_pull(target, get_remote(target, remote)), json)
@@ -117,8 +117,8 @@ def push(remote: RemoteArg = None, home: HomeOpt = None, json: Json = False) -> 
 
     Example: registry push
     """
-    from registry.store.remotes import get_remote
-    from registry.store.sync import push as run_push
+    from registry.team.remotes import get_remote
+    from registry.team.sync import push as run_push
 
     target = _home(home)
     _print(run_push(target, get_remote(target, remote)), json)

@@ -15,10 +15,10 @@ from registry.contracts.consistency import self_consistency
 from registry.contracts.semantic import Gate, semantic_gates
 from registry.contracts.teacher import Axes, Teacher, binding_axes
 from registry.errors import InvalidInput
-from registry.identity import ResolvedIdentity
+from registry.formats.identity import ResolvedIdentity
+from registry.formats.rundir import BenchRow, SuiteRef
+from registry.formats.verdict import Verdict, VerdictStatus
 from registry.recipe.schema import ContractName, Recipe
-from registry.rundir import BenchRow, SuiteRef
-from registry.verdict import Verdict, VerdictStatus
 
 
 @dataclass(frozen=True)

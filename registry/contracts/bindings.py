@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
-from registry.canonical import canonical_bytes
+from registry.base.canonical import canonical_bytes
+from registry.base.model import Frozen
 from registry.contracts.sealed import SealedRun, load_sealed
 from registry.contracts.teacher import (
     SUITE_AXIS,
@@ -25,16 +24,13 @@ from registry.contracts.teacher import (
     teacher_from_rows,
 )
 from registry.errors import InvalidInput, NotFound, Refused, VerificationFailed
-from registry.rundir import SuiteRef
+from registry.formats.rundir import SuiteRef
 from registry.store.home import Home
 from registry.store.teachers import TEACHERS, StoredBinding, lanes, read_binding, save_binding
 
 
-class TeacherBinding(BaseModel):
+class TeacherBinding(Frozen):
     """What `teacher set|show` report: the lane's teacher without its token ids."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     lane: str
     sha256: str
     ledger_commit: str
@@ -46,7 +42,7 @@ class TeacherBinding(BaseModel):
 
 def set_teacher(home: Home, prefix: str, lane: str, *, suite: str | None = None) -> TeacherBinding:
     """Make the verified, greedy, cold record `prefix` the teacher of `lane`."""
-    from registry.verify import verify_records
+    from registry.store.verify import verify_records
 
     run = load_sealed(home, prefix)
     report = verify_records(home, run.id)

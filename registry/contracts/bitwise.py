@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from registry.contracts.teacher import AXES, Teacher, TeacherRow, row_text_sha256
-from registry.rundir import BenchRow
-from registry.verdict import (
+from registry.formats.rundir import BenchRow
+from registry.formats.verdict import (
     Check,
     RowVerdict,
     Verdict,

@@ -9,19 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
+from registry.base.model import Frozen
 from registry.errors import ExitCode, InvalidInput
-from registry.identity import ResolvedIdentity
+from registry.formats.identity import ResolvedIdentity
+from registry.formats.rundir import Bench, BenchRow
+from registry.formats.verdict import Verdict, VerdictStatus
 from registry.recipe.schema import ContractName, Recipe
-from registry.rundir import Bench, BenchRow
 from registry.store.home import Home
-from registry.verdict import Verdict, VerdictStatus
 
 
-class CheckResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class CheckResult(Frozen):
     record: str
     contract: str
     verdict: Verdict | None  # None for contract `none`

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from registry.rundir import BenchRow
-from registry.verdict import (
+from registry.formats.rundir import BenchRow
+from registry.formats.verdict import (
     Check,
     RowVerdict,
     Verdict,

@@ -10,21 +10,20 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-from registry import rundir
+from registry.base.model import Frozen
 from registry.errors import InvalidInput, Unverifiable, VerificationFailed
-from registry.identity import ResolvedIdentity
+from registry.formats import rundir
+from registry.formats.identity import ResolvedIdentity
+from registry.formats.record import Statement
+from registry.formats.rundir import Bench
+from registry.formats.verdict import Verdict
 from registry.recipe.schema import Recipe
-from registry.record import Statement
-from registry.rundir import Bench
 from registry.store.home import Home
-from registry.verdict import Verdict
 
 
-class SealedRun(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SealedRun(Frozen):
     id: str
     recipe: Recipe | None
     identity: ResolvedIdentity

@@ -23,9 +23,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from registry.formats.rundir import BenchRow
+from registry.formats.verdict import Check, RowVerdict, Verdict, judged, refused, row_verdict
 from registry.recipe.schema import FragmentsGate, JsonSchemaGate, NeedleGate, RepetitionGate
-from registry.rundir import BenchRow
-from registry.verdict import Check, RowVerdict, Verdict, judged, refused, row_verdict
 
 CONTRACT = "semantic-gates"
 ALL = "*"

@@ -14,12 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
+from registry.base.model import Frozen
 from registry.errors import InvalidInput
-from registry.identity import ResolvedIdentity, Status
+from registry.formats.identity import ResolvedIdentity, Status
+from registry.formats.rundir import BenchRow, read_model
 from registry.recipe.schema import NAME_RE, Recipe
-from registry.rundir import BenchRow, read_model
 
 # The axes a teacher is bound to, in the order refusals name them.
 IDENTITY_AXES = (
@@ -33,11 +34,7 @@ UNQUANTIZED_KV = ("bfloat16", "float16", "float32")
 Axes = dict[str, str | None]
 
 
-class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TeacherRow(Model):
+class TeacherRow(Frozen):
     index: int
     prompt_id: str
     prompt_sha256: str
@@ -45,20 +42,19 @@ class TeacherRow(Model):
     text_sha256: str
 
 
-class TeacherSource(Model):
+class TeacherSource(Frozen):
     kind: Literal["record", "lab-oracles"]
     ref: str = Field(description="record id, or the digest of the teacher run the oracles name")
     files: dict[str, str] = Field(default_factory=dict, description="imported file -> sha256")
 
 
-class Teacher(Model):
+class Teacher(Frozen):
     schema_: str = Field("registry.teacher/v1", alias="schema")
     lane: str = Field(pattern=NAME_RE)
     source: TeacherSource
     axes: Axes = Field(description="every binding axis -> value (None: the run had none)")
     rows: list[TeacherRow] = Field(min_length=1)
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     @field_validator("axes")
     @classmethod

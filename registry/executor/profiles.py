@@ -7,14 +7,13 @@ the recipe's engine release (registry/engines/vllm.py `server_command`).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from registry.base.model import Frozen
 from registry.recipe.schema import Platform
 
 
-class PlatformProfile(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class PlatformProfile(Frozen):
     name: Platform
     command: list[str] | None = Field(
         None, description="a site's own start command, before the engine's arguments; "

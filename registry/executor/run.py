@@ -20,8 +20,9 @@ from typing import Any
 import httpx
 from pydantic import Field
 
-from registry import rundir
-from registry.canonical import canonical_bytes
+from registry.base.canonical import canonical_bytes
+from registry.base.files import write_bytes, write_model
+from registry.base.model import Frozen
 from registry.errors import EngineFailed, InvalidInput, RegistryError, VerificationFailed
 from registry.executor.client import run_suites
 from registry.executor.engine import (
@@ -36,16 +37,15 @@ from registry.executor.environment import gather
 from registry.executor.plan import model_path, plan, variables
 from registry.executor.profiles import PlatformProfile
 from registry.executor.suite import Suite, load_suites
-from registry.files import write_bytes, write_model
-from registry.measure.quality import Quality
-from registry.metrics import Metric, suite_figures
+from registry.formats import rundir
+from registry.formats.figures import Metric, Quality
+from registry.formats.rundir import BenchRow, LaunchPlan, RunState, RunStatus
+from registry.measure.metrics import suite_figures
 from registry.recipe import load_recipe
 from registry.recipe.schema import Recipe
-from registry.rundir import BenchRow, LaunchPlan, RunState, RunStatus
-from registry.rundir import Model as RunModel
 
 
-class RunResult(RunModel):
+class RunResult(Frozen):
     run_dir: str
     recipe: str
     state: RunState

@@ -10,17 +10,16 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from registry.base.model import Frozen
+from registry.base.safeload import loads_json
 from registry.errors import InvalidInput
 from registry.executor.plan import expand
 from registry.recipe.schema import Recipe, SuiteSpec
-from registry.safeload import loads_json
 
 
-class Prompt(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Prompt(Frozen):
     id: str
     prompt: str
 
@@ -29,9 +28,7 @@ class Prompt(BaseModel):
         return hashlib.sha256(self.prompt.encode("utf-8")).hexdigest()
 
 
-class Suite(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Suite(Frozen):
     name: str
     path: str
     sha256: str

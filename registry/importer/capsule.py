@@ -13,22 +13,14 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
-from registry.canonical import digest, to_jsonable
+from registry.base.canonical import digest, to_jsonable
+from registry.base.hashing import Progress, sha256_file
+from registry.base.model import Frozen
 from registry.errors import InvalidInput
-from registry.hashing import Progress, sha256_file
-from registry.identity import ResolvedField, ResolvedIdentity, Status, status_for
-from registry.importer.declared import Declared, declared_from, key_values
-from registry.importer.findings import findings
-from registry.importer.labbench import convert_bench
-from registry.importer.layout import Arm, Layout, Role, detect
-from registry.importer.manifest import Checked, check
-from registry.importer.published import published_figures
-from registry.importer.status import lab_outcome
-from registry.importer.walk import load_json
-from registry.recipe import Recipe
-from registry.record import (
+from registry.formats.identity import ResolvedField, ResolvedIdentity, Status, status_for
+from registry.formats.record import (
     Environment,
     Imported,
     Predicate,
@@ -37,8 +29,17 @@ from registry.record import (
     Source,
     SuiteResult,
 )
-from registry.results import suite_results
-from registry.rundir import Bench
+from registry.formats.rundir import Bench
+from registry.importer.declared import Declared, declared_from, key_values
+from registry.importer.findings import findings
+from registry.importer.labbench import convert_bench
+from registry.importer.layout import Arm, Layout, Role, detect
+from registry.importer.manifest import Checked, check
+from registry.importer.published import published_figures
+from registry.importer.status import lab_outcome
+from registry.importer.walk import load_json
+from registry.measure.results import suite_results
+from registry.recipe import Recipe
 from registry.seal import allowed_overrides, contract_of, now_utc, sealed_with
 from registry.store.home import Home
 from registry.store.writer import Artifact, SealedRecord, Signer, write_record
@@ -52,9 +53,7 @@ EXTRA_ROLES = {  # lab files that contracts and reproduce look up by role
 }
 
 
-class ImportedRecord(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ImportedRecord(Frozen):
     record: SealedRecord
     capsule: str
     arm: str
@@ -67,11 +66,9 @@ class ImportedRecord(BaseModel):
     findings: list[str]
 
 
-class Options(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Options(Frozen):
     recipe_path: Path | None = None
-    allow_mismatch: dict[str, str] = {}
+    allow_mismatch: dict[str, str] = Field(default_factory=dict)
     log: Path | None = None
     bench: Path | None = None
     manifest: Path | None = None
@@ -80,7 +77,7 @@ class Options(BaseModel):
 def import_capsule(capsule: Path, *, home: Home, options: Options | None = None,
                    signer: Signer | None = None, progress: Progress | None = None
                    ) -> list[ImportedRecord]:
-    from registry.store.keys import signing_key
+    from registry.signing.keys import signing_key
 
     options = options or Options()
     if options.allow_mismatch and options.recipe_path is None:
@@ -189,7 +186,7 @@ def existing(home: Home, evidence: str) -> tuple[SealedRecord, Predicate] | None
     """The record already imported from the same evidence by the same importer: each
     imported record's statement file is read where the ledger keeps it, and used only
     if it still hashes to its id."""
-    from registry.record import parse_statement, record_id
+    from registry.formats.record import parse_statement, record_id
     from registry.store.ledger import RECORDS, STATEMENT
     from registry.store.query import find_records
 
@@ -276,7 +273,7 @@ def _roles(layout: Layout, arm: Arm, files: list[str], converted: str | None) ->
 
 
 def _lock(capsule: Path, files: list[str]) -> dict[str, Any]:
-    from registry.files import read_json
+    from registry.base.files import read_json
 
     lock = next((f for f in files if f.endswith("runtime-lock.json")), None)
     return read_json(capsule / lock, "runtime lock") if lock else {}

@@ -14,8 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from registry.base.model import Frozen
 from registry.importer.walk import load_json
 from registry.logs.nondefault import find_nondefault_args
 
@@ -40,9 +39,7 @@ ARGS: dict[str, tuple[str, type]] = {
 KV_NAMES = {"fp8": "fp8_e4m3"}  # vLLM's `fp8` KV cache is e4m3
 
 
-class Declared(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Declared(Frozen):
     values: dict[str, Any]
     sources: dict[str, str]  # field -> "file: key" or "file:line"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from registry.identity import Status
-from registry.record import Predicate
+from registry.formats.identity import Status
+from registry.formats.record import Predicate
 
 
 def findings(p: Predicate) -> list[str]:

@@ -7,26 +7,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
+from registry.base.hashing import Progress
+from registry.base.model import Frozen
 from registry.errors import RegistryError
-from registry.hashing import Progress
 from registry.importer.capsule import ImportedRecord, Options, import_capsule
 from registry.store.home import Home
 from registry.store.writer import Signer
 
 
-class Problem(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Problem(Frozen):
     capsule: str
     exit_code: int
     message: str
 
 
-class FolderImport(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class FolderImport(Frozen):
     records: list[ImportedRecord]
     skipped: list[Problem]  # not a capsule
     failed: list[Problem]  # a capsule that could not be imported (changed bytes, ...)

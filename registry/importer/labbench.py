@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from registry.base.files import read_json
 from registry.errors import InvalidInput
-from registry.files import read_json
-from registry.rundir import Bench, BenchRow, SuiteRef
+from registry.formats.rundir import Bench, BenchRow, SuiteRef
 
 
 def convert_bench(path: Path, suite_sha256: str | None = None) -> Bench:

@@ -14,8 +14,9 @@ import re
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from registry.base.model import Frozen
 from registry.errors import InvalidInput
 from registry.importer.manifest import Manifest, find_manifest, is_manifest_name
 from registry.importer.walk import capsule_files, inside
@@ -50,9 +51,7 @@ ARM_ROLES = {Role.log, Role.rows, Role.summary, Role.launch}
 INNER = {"run", "data", "evidence"}  # folders that belong to the arm above them
 
 
-class Arm(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Arm(Frozen):
     name: str = Field(description="folder (or folder/run id) within the capsule; '' = root")
     folder: str
     run: str = Field("", description="run id shared by the arm's file names, if any")
@@ -62,9 +61,7 @@ class Arm(BaseModel):
         return next(iter(self.files.get(role, [])), None)
 
 
-class Layout(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Layout(Frozen):
     files: list[str]
     manifest: Manifest | None
     arms: list[Arm]

@@ -13,31 +13,24 @@ from __future__ import annotations
 import json
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict
-
+from registry.base.model import Frozen
 from registry.errors import InvalidInput, VerificationFailed
 
 MAX_BYTES = 16 * 1024 * 1024
 
 
-class Entry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Entry(Frozen):
     path: str  # capsule-relative POSIX path
     sha256: str
     line: int  # 1-based line (sha256sum) or entry number (JSON)
 
 
-class Manifest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Manifest(Frozen):
     path: str  # capsule-relative
     entries: list[Entry]
 
 
-class Checked(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Checked(Frozen):
     verified: list[str]
     missing: list[str]
 
@@ -88,7 +81,7 @@ def read_manifest(capsule: Path, name: str, present: set[str]) -> Manifest:
 
 def check(capsule: Path, manifest: Manifest) -> Checked:
     """Every present listed file must match; absent ones are reported, never ignored."""
-    from registry.hashing import sha256_file
+    from registry.base.hashing import sha256_file
 
     verified, missing = [], []
     for e in manifest.entries:

@@ -19,11 +19,11 @@ from decimal import Decimal
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from registry.formats.record import PublishedFigure
+from registry.formats.rundir import BenchRow
 from registry.importer.walk import load_json
-from registry.metrics import decode_rate, formula_text, p10
+from registry.measure.metrics import decode_rate, formula_text, p10
 from registry.recipe.schema import MetricFormula
-from registry.record import PublishedFigure
-from registry.rundir import BenchRow
 
 REL = 1e-9
 AGGREGATIONS: dict[str, Callable[[Sequence[float]], float]] = {

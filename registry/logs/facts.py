@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from registry.base.model import Frozen
 
 
-class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Fact(Model):
+class Fact(Frozen):
     """One recognised log line: the evidence for whatever is derived from it."""
 
     kind: str
@@ -20,7 +18,7 @@ class Fact(Model):
     values: dict[str, str] = Field(default_factory=dict, description="named parts of the message")
 
 
-class MarkerScan(Model):
+class MarkerScan(Frozen):
     name: str
     pattern: str
     counts: dict[str, int] = Field(description="process (rank) label -> matching messages")
@@ -28,7 +26,7 @@ class MarkerScan(Model):
     first: list[Fact] = Field(description="the first matching line of each process")
 
 
-class SpecLogTotals(Model):
+class SpecLogTotals(Frozen):
     """Sums over the `SpecDecoding metrics` interval lines."""
 
     lines: int
@@ -37,7 +35,7 @@ class SpecLogTotals(Model):
     first: Fact
 
 
-class SpecPhase(Model):
+class SpecPhase(Frozen):
     """The `SpecDecoding metrics` lines between two boundaries the log shows: a harness's
     `GET /metrics` scrape (its before/after snapshots) or an engine restart. An interval
     line counts where it was printed, even when its interval straddles the boundary."""
@@ -48,7 +46,7 @@ class SpecPhase(Model):
     drafted: int = 0
 
 
-class LogScan(Model):
+class LogScan(Frozen):
     source: str
     bytes: int
     lines: int

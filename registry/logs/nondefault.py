@@ -13,7 +13,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from registry.base.model import Frozen
 
 MARKER = "non-default args: "
 MAX_TEXT = 256 * 1024  # a real line is a few kB; a longer one is not read
@@ -21,9 +23,7 @@ MAX_LINES = 50_000  # the line comes at start: never scan a whole long log for i
 _ENUM = re.compile(r"<([A-Za-z_][\w.]*)\.(\w+): [^<>]*>")
 
 
-class NonDefaultArgs(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class NonDefaultArgs(Frozen):
     line: int = Field(description="1-based line number in the log")
     args: dict[str, Any] = Field(description="argument name -> value, as the engine parsed it")
 

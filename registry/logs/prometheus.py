@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from registry.base.model import Frozen
 from registry.errors import InvalidInput
 
 SAMPLE = re.compile(r"(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)")
@@ -19,18 +20,14 @@ LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?'
 UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 
 
-class Sample(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Sample(Frozen):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
     value: float
     line: int
 
 
-class Scrape(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Scrape(Frozen):
     source: str
     samples: list[Sample]
 

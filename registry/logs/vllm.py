@@ -25,8 +25,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
+from registry.base.hashing import cpu_count
 from registry.errors import InvalidInput
-from registry.hashing import cpu_count
 from registry.logs import messages as msg
 from registry.logs.facts import Fact, LogScan, SpecLogTotals, SpecPhase
 from registry.logs.lines import Lines, LineSpan

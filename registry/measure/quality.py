@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from registry.rundir import BenchRow
+from registry.formats.figures import Pace, Quality, RowFlag, RowQuality
+from registry.formats.rundir import BenchRow
 
 FLOOR_S = 50e-6  # no engine step is this short; closer arrivals were buffered together
 COLLAPSE = 10.0  # an arrival this many times sooner than the run's step was buffered
@@ -39,49 +37,6 @@ SLACK = 2.0  # a gap explains up to this many times the tokens the run's step gi
 BURST_SHARE = 0.10  # of the window's tokens after the first
 WARMUP_FACTOR = 3.0
 MIN_ROWS = 5
-
-
-class RowFlag(StrEnum):
-    burst = "burst"
-    warmup = "warm-up"
-    short = "short"  # fewer tokens than the decode window
-    error = "error"
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Pace(Model):
-    """The run's own decode rhythm, from its arrivals (see the rule above)."""
-
-    step_s: float = Field(description="tau: median arrival gap at or above the floor")
-    width: float = Field(description="kappa: p90 tokens per paced arrival")
-
-
-class RowQuality(Model):
-    index: int
-    round: int = 0
-    prompt_id: str
-    flags: list[RowFlag] = Field(default_factory=list)
-    burst_tokens: float = Field(0.0, description="window tokens the run's pace cannot explain")
-    arrivals: int = Field(0, description="distinct arrival times in the decode window")
-
-
-class Quality(Model):
-    """A suite's measurement quality: `valid`, or `degraded` with its reasons."""
-
-    state: str = Field(description="valid | degraded")
-    reasons: list[str] = Field(default_factory=list)
-    pace: Pace | None = Field(None, description="the run's step and width (see rule)")
-    used: int = Field(description="rows the decode figures use")
-    burst: list[int] = Field(default_factory=list, description="row indices that arrived in bursts")
-    warmup: list[int] = Field(default_factory=list, description="warm-up row indices")
-    rows: list[RowQuality] = Field(default_factory=list)
-
-    @property
-    def degraded(self) -> bool:
-        return self.state == "degraded"
 
 
 def arrivals(times: Sequence[float]) -> list[tuple[float, int]]:

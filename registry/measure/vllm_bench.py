@@ -6,7 +6,7 @@ vLLM keeps, per request: `ttfts` (s), `itls` (s, one per chunk after the first),
 (relative to its start, as the registry's own client stamps them); per-token times only
 when every chunk carried one token (`output_lens == chunks`), since vLLM does not keep
 token ids. Every figure is then re-derived from these rows like any run's
-(registry.metrics); TTFT, TPOT, ITL and E2EL agree with vLLM's printed summary.
+(registry.measure.metrics); TTFT, TPOT, ITL and E2EL agree with vLLM's printed summary.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from registry import rundir
+from registry.base.files import write_bytes, write_model
 from registry.errors import InvalidInput
-from registry.files import write_bytes, write_model
-from registry.rundir import Bench, BenchRow, RunState, RunStatus, SuiteRef
+from registry.formats import rundir
+from registry.formats.rundir import Bench, BenchRow, RunState, RunStatus, SuiteRef
 
 DETAILED = ("ttfts", "itls", "output_lens", "start_times", "errors")
 PARAMS = ("backend", "endpoint_type", "label", "model_id", "tokenizer_id", "num_prompts",

@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from registry.base.safeload import BadDocument, loads_toml
 from registry.engines import vllm
 from registry.errors import InvalidRecipe
 from registry.recipe.schema import KVCacheDtype, Platform, Recipe
-from registry.safeload import BadDocument, loads_toml
 
 IDENTITY_SCHEMA = "registry.identity/v1"
 IDENTITY_KINDS = {"model": "checkpoint", "draft": "checkpoint", "engine": "engine",

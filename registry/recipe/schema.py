@@ -11,15 +11,13 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from registry.base.model import Frozen
 
 SCHEMA = "registry.recipe/v1"
 COMMIT_RE = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
 NAME_RE = r"^[a-z0-9][a-z0-9._-]*$"
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class KVCacheDtype(StrEnum):
@@ -81,7 +79,7 @@ def _pin(value: str | None, what: str) -> str | None:
     return value
 
 
-class ModelSpec(Model):
+class ModelSpec(Frozen):
     """The target checkpoint."""
 
     path: str | None = Field(None, description="local path (may use ${VAR}) or hub id")
@@ -117,7 +115,7 @@ class DraftSpec(ModelSpec):
         return self  # ngram and suffix drafts have no model
 
 
-class PrecisionSpec(Model):
+class PrecisionSpec(Frozen):
     """Each precision axis on its own; none is inferred from another."""
 
     weights: str = Field(description="target weight format, e.g. bfloat16, int4-w4a16, fp8-w8a8")
@@ -147,7 +145,7 @@ class PrecisionSpec(Model):
         return v
 
 
-class ParallelSpec(Model):
+class ParallelSpec(Frozen):
     tensor: int = Field(1, ge=1)
     pipeline: int = Field(1, ge=1)
     data: int = Field(1, ge=1)
@@ -167,7 +165,7 @@ class ParallelSpec(Model):
         return self.tensor * self.pipeline * self.data
 
 
-class EngineSpec(Model):
+class EngineSpec(Frozen):
     name: Literal["vllm"] = "vllm"
     version: str | None = Field(None, description="engine release the recipe was written for")
     commit: str | None = Field(None, description="pinned engine source commit (full hash)")
@@ -187,14 +185,14 @@ class EngineSpec(Model):
         return _pin(v, "commit")
 
 
-class HardwareSpec(Model):
+class HardwareSpec(Frozen):
     platform: Platform
     device: str | None = Field(None, description="device model, e.g. Intel Arc Pro B70")
     count: int = Field(1, ge=1)
     identity: str | None = None
 
 
-class SuiteSpec(Model):
+class SuiteSpec(Frozen):
     """A prompt suite: JSONL with one `{"id", "prompt"}` object per line."""
 
     name: str = Field(pattern=NAME_RE)
@@ -206,7 +204,7 @@ class SuiteSpec(Model):
     identity: str | None = None
 
 
-class BenchmarkSpec(Model):
+class BenchmarkSpec(Frozen):
     api: Literal["completions", "chat"] = "completions"
     suites: list[SuiteSpec] = Field(min_length=1)
     max_tokens: int = Field(512, ge=1)
@@ -227,7 +225,7 @@ class BenchmarkSpec(Model):
         return self
 
 
-class JsonSchemaGate(Model):
+class JsonSchemaGate(Frozen):
     kind: Literal["json-schema"]
     prompts: list[str] = Field(min_length=1)
     json_schema: dict[str, Any] = Field(alias="schema")
@@ -245,21 +243,21 @@ class JsonSchemaGate(Model):
         return v
 
 
-class FragmentsGate(Model):
+class FragmentsGate(Frozen):
     kind: Literal["fragments"]
     prompts: list[str] = Field(min_length=1)
     required: list[str] = Field(default_factory=list)
     forbidden: list[str] = Field(default_factory=list)
 
 
-class RepetitionGate(Model):
+class RepetitionGate(Frozen):
     kind: Literal["no-repetition"]
     prompts: list[str] = Field(default_factory=lambda: ["*"])
     ngram: int = Field(16, ge=1, description="token n-gram length (see docs/contracts.md)")
     max_repeats: int = Field(4, ge=1, description="most times one n-gram may recur")
 
 
-class NeedleGate(Model):
+class NeedleGate(Frozen):
     kind: Literal["needle"]
     prompts: list[str] = Field(min_length=1)
     needle: str
@@ -271,7 +269,7 @@ Gate = Annotated[
 ]
 
 
-class QualitySpec(Model):
+class QualitySpec(Frozen):
     contract: ContractName
     teacher: str | None = Field(None, description="lane whose teacher is the reference")
     repeats: int = Field(2, ge=2, description="self-consistency: identical runs required")
@@ -284,7 +282,7 @@ class QualitySpec(Model):
         return self
 
 
-class Expect(Model):
+class Expect(Frozen):
     """A runtime marker the engine log must show: a flag is not proof that code ran."""
 
     name: str = Field(pattern=NAME_RE)
@@ -309,7 +307,7 @@ class Expect(Model):
         return self
 
 
-class Recipe(Model):
+class Recipe(Frozen):
     schema_: Literal["registry.recipe/v1"] = Field(alias="schema")
     name: str = Field(pattern=NAME_RE)
     lane: str = Field(pattern=NAME_RE)
@@ -327,4 +325,3 @@ class Recipe(Model):
         default_factory=dict, description="identity documents used, by reference -> sha256"
     )
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

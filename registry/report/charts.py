@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from registry.rundir import BenchRow
+from registry.formats.rundir import BenchRow
 
 Spec = dict[str, Any]
 WIDTH = 640

@@ -11,33 +11,27 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
+from registry.base.model import Frozen
 from registry.contracts.teacher import Teacher
 from registry.errors import RegistryError
-from registry.metrics import decode_rate
+from registry.formats.record import Statement
+from registry.formats.rundir import Bench, BenchRow
+from registry.formats.verdict import Verdict
+from registry.measure.metrics import decode_rate
 from registry.recipe.schema import MetricFormula, Recipe
-from registry.record import Statement
-from registry.rundir import Bench, BenchRow
 from registry.store.home import Home
 from registry.store.index import RecordRow
-from registry.verdict import Verdict
-
-
-class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
 
 Teachers = dict[str, "Teacher | RegistryError | None"]  # lane -> teacher, read once
 
 
-class RowRate(Model):
+class RowRate(Frozen):
     suite: str
     prompt_id: str
     rate: float
 
 
-class RecordData(Model):
+class RecordData(Frozen):
     """One record as a report shows it."""
 
     row: RecordRow
@@ -68,7 +62,7 @@ class RecordData(Model):
         return self.recipe.benchmark.metric, self.recipe.benchmark.window
 
 
-class Skipped(Model):
+class Skipped(Frozen):
     id: str
     reason: str
 
@@ -90,7 +84,7 @@ def load_records(home: Home, rows: Sequence[RecordRow]) -> tuple[list[RecordData
 def load_record(home: Home, row: RecordRow, teachers: Teachers,
                 committed: Sequence[str] | None = None) -> RecordData:
     from registry.contracts.sealed import sealed_run
-    from registry.rundir import BENCH
+    from registry.formats.rundir import BENCH
     from registry.store.query import sealed_statement
 
     rid, statement = sealed_statement(home, row.id, committed)

@@ -10,9 +10,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from registry.diff import Diff
-from registry.identity import PRECISION_AXES, Evidence
-from registry.metrics import Metric, formula_text
+from registry.compare.diff import Diff
+from registry.formats.figures import Metric
+from registry.formats.identity import PRECISION_AXES, Evidence
+from registry.formats.verdict import Verdict
+from registry.measure.metrics import formula_text
 from registry.report import charts
 from registry.report.html import (
     Html,
@@ -27,7 +29,6 @@ from registry.report.html import (
     table,
 )
 from registry.report.load import RecordData, Skipped
-from registry.verdict import Verdict
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 BASE_METRIC = {"name", "value", "unit", "formula", "count"}

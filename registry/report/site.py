@@ -19,8 +19,9 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from registry.base.model import Frozen
 from registry.errors import Refused
 from registry.report import pages
 from registry.report.html import short
@@ -33,17 +34,13 @@ MARKER = ".registry-report"
 LOG_LIMIT = 64 * 2**20  # a bigger artifact is listed, not rendered
 
 
-class Selection(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Selection(Frozen):
     ids: list[str] = Field(default_factory=list)
     where: list[str] = Field(default_factory=list)
     lane: str | None = None
 
 
-class ReportSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ReportSummary(Frozen):
     out: str
     index: str
     records: int
@@ -55,7 +52,7 @@ class ReportSummary(BaseModel):
 def select(home: Home, selection: Selection) -> list[RecordRow]:
     """Index rows of the chosen records, newest first (all records when nothing is chosen);
     `where` takes the typed conditions of `registry compare`."""
-    from registry.compare import filter_ids, split_where
+    from registry.compare.table import filter_ids, split_where
     from registry.store.query import find_records, resolve_id
 
     equal, typed = split_where([*selection.where, *(
@@ -155,7 +152,7 @@ def vega_bundle() -> bytes:
 
     import vl_convert
 
-    from registry.files import write_bytes
+    from registry.base.files import write_bytes
 
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "registry"
     path = cache / f"vega-bundle-{version('vl-convert-python')}.js"
@@ -188,8 +185,8 @@ def _pairs(records: Sequence[RecordData],
 
 
 def _diff(a: RecordData, b: RecordData) -> Any:
-    from registry.diff import diff
-    from registry.sides import side_from_sealed
+    from registry.compare.diff import diff
+    from registry.compare.sides import side_from_sealed
 
     def side(r: RecordData) -> Any:
         return side_from_sealed(r.id, r.statement, r.bench if r.bench_intact else None, r.recipe)

@@ -16,15 +16,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from registry.confine import inside
+from registry.base.confine import inside
+from registry.base.hashing import Progress
+from registry.base.model import Frozen
 from registry.errors import ExitCode, InvalidInput, Refused
-from registry.hashing import Progress
+from registry.formats.record import Override, Statement
+from registry.formats.rundir import BenchRow, LaunchPlan
 from registry.recipe.schema import MetricFormula, Recipe
-from registry.record import Override, Statement
 from registry.reproduce.environment import EnvironmentCheck, check_environment
-from registry.reproduce.verdicts import (
+from registry.reproduce.judge import (
     ContractVerdict,
     IdentityVerdict,
     PerformanceVerdict,
@@ -33,7 +35,6 @@ from registry.reproduce.verdicts import (
     judge_rows,
     performance_verdict,
 )
-from registry.rundir import BenchRow, LaunchPlan
 from registry.store.home import Home
 
 if TYPE_CHECKING:
@@ -44,9 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["Reproduction", "reproduce"]
 
 
-class Reproduction(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Reproduction(Frozen):
     original: str = Field(description="the record reproduced")
     recipe: str = Field(description="`record` (its sealed recipe) or the --recipe file")
     plan: LaunchPlan

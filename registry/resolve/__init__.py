@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from registry.identity import FIELDS, ResolvedField, ResolvedIdentity
+from registry.formats.identity import FIELDS, ResolvedField, ResolvedIdentity
+from registry.formats.rundir import METRICS_AFTER, METRICS_BEFORE
 from registry.logs import Fact, LogScan, scan_log
 from registry.logs.prometheus import Scrape
 from registry.recipe import Recipe
@@ -30,7 +31,6 @@ from registry.resolve.markers import expect_results
 from registry.resolve.precision import kv_fields
 from registry.resolve.runtime import env_fields, kv_report_fields, runtime_fields, weight_fields
 from registry.resolve.spec import phase_notes, spec_stats
-from registry.rundir import METRICS_AFTER, METRICS_BEFORE
 
 __all__ = ["resolve_run", "scan_run_log"]
 
@@ -88,7 +88,7 @@ def _markers(recipe: Recipe | None) -> dict[str, str]:
 
 def _fields(f: Fields, checkpoints: Checkpoints, after: Scrape | None
             ) -> dict[str, ResolvedField]:
-    """Every field, in the order of `registry.identity.FIELDS` (KV precision last: it
+    """Every field, in the order of `registry.formats.identity.FIELDS` (KV precision last: it
     reads the dtype, version, parallel and runtime fields)."""
     f.engine()
     f.model()

@@ -25,10 +25,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from registry.base.model import Frozen
 from registry.checkpoint.models import AttentionShape
-from registry.identity import Evidence
+from registry.formats.identity import Evidence
 
 GIB = 1 << 30
 TOLERANCE = 0.10  # block rounding, 2-decimal GiB in the log, rank skew
@@ -36,11 +37,7 @@ ELEMENT_SIZES = (1, 2, 4)
 FULL_ALLOCATION_DRAFTS = {"dflash"}
 
 
-class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Layout(Model):
+class Layout(Frozen):
     """What the engine's arithmetic needs besides the checkpoint."""
 
     tp: int
@@ -49,7 +46,7 @@ class Layout(Model):
     in_flight_tokens: int | None = Field(None, description="needed only for sliding layers")
 
 
-class Prediction(Model):
+class Prediction(Frozen):
     element_bytes: int
     bytes_per_block: int
     blocks: int
@@ -58,7 +55,7 @@ class Prediction(Model):
     ratio: float = Field(description="reported tokens / predicted tokens")
 
 
-class CapacityCheck(Model):
+class CapacityCheck(Frozen):
     reported_tokens: int
     memory_gib: float
     groups: str = Field(description="how the engine groups the layers")

@@ -14,7 +14,7 @@ from pathlib import Path
 from registry.checkpoint.manifest import Manifest, build_manifest
 from registry.checkpoint.models import CheckpointInfo
 from registry.errors import InvalidInput
-from registry.identity import Evidence
+from registry.formats.identity import Evidence
 from registry.resolve.fields import Fields
 from registry.resolve.inputs import Checkpoints
 

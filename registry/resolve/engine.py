@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from registry.identity import Evidence
+from registry.formats.identity import Evidence
 from registry.logs import Fact, LogScan
 from registry.logs.messages import Kind
 

@@ -21,14 +21,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
-from registry.canonical import canonical_bytes, to_jsonable
+from registry.base.canonical import canonical_bytes, to_jsonable
+from registry.base.model import Frozen
+from registry.base.safeload import loads_json
 from registry.checkpoint.manifest import Manifest
 from registry.checkpoint.models import CheckpointInfo, ScaleTensor, TensorStats
 from registry.errors import InvalidInput, RegistryError
 from registry.resolve.inputs import Checkpoints
-from registry.safeload import loads_json
 
 M = TypeVar("M", bound=BaseModel)
 FOLDER = "evidence"
@@ -37,9 +38,7 @@ CONFIG, GENERATION, SUMMARY, MANIFEST = ("config.json", "generation_config.json"
                                          "safetensors.json", "manifest.json")
 
 
-class HeaderSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class HeaderSummary(Frozen):
     tensors: TensorStats | None
     kv_scales: list[ScaleTensor] | None  # None: there were no tensors to look in
     tokenizer: dict[str, Any] | None = None

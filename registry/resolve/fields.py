@@ -10,7 +10,7 @@ import os
 import re
 from typing import Any
 
-from registry.identity import Evidence, ResolvedField, Status, status_for
+from registry.formats.identity import Evidence, ResolvedField, Status, status_for
 from registry.logs.messages import Kind
 from registry.resolve.engine import EngineLog
 

@@ -12,13 +12,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from registry.canonical import digest
+from registry.base.canonical import digest
 from registry.checkpoint.manifest import Manifest
 from registry.checkpoint.models import CheckpointInfo
 from registry.errors import InvalidInput, Refused
-from registry.logs.prometheus import Scrape, read_prometheus
-from registry.recipe import Recipe, load_recipe
-from registry.rundir import (
+from registry.formats.rundir import (
     METRICS_AFTER,
     METRICS_BEFORE,
     RECIPE_JSON,
@@ -26,6 +24,8 @@ from registry.rundir import (
     SERVER_LOG,
     read_model,
 )
+from registry.logs.prometheus import Scrape, read_prometheus
+from registry.recipe import Recipe, load_recipe
 
 # Where engine logs are found, in order: the project's own name, then what other
 # harnesses call a server's output (`<run>-server.log`, `server.stdout.log`).

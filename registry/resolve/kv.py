@@ -22,10 +22,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from registry.checkpoint.kvmath import ELEMENT_BYTES
 from registry.checkpoint.models import CheckpointInfo
 from registry.engines.vllm import canonical_kv_dtype
-from registry.identity import Evidence, ResolvedField, Status, status_for
-from registry.kvmath import ELEMENT_BYTES
+from registry.formats.identity import Evidence, ResolvedField, Status, status_for
 from registry.resolve.capacity import CapacityCheck
 
 RELEASE = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:(?:rc|post)\d+)?(?:\+(?!g[0-9a-f]{6})[\w.]+)?$")

@@ -7,7 +7,7 @@ named group must show only its expected value. Seen on 1 of 4 ranks is a failure
 
 from __future__ import annotations
 
-from registry.identity import Evidence, ExpectResult
+from registry.formats.identity import Evidence, ExpectResult
 from registry.logs import MarkerScan
 from registry.recipe.schema import Expect
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from registry.identity import Evidence
+from registry.formats.identity import Evidence
 from registry.logs.messages import Kind
 from registry.resolve import kv
 from registry.resolve.capacity import (

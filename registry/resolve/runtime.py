@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from registry.identity import Evidence, Status
+from registry.formats.identity import Evidence, Status
 from registry.logs import Fact
 from registry.logs.messages import Kind
 from registry.logs.prometheus import Scrape

@@ -13,7 +13,7 @@ restart, only the first engine's lines count. Each phase is listed in the notes.
 
 from __future__ import annotations
 
-from registry.identity import SpecDecodeStats
+from registry.formats.identity import SpecDecodeStats
 from registry.logs import SpecLogTotals, SpecPhase
 from registry.logs.prometheus import Scrape, counter_diff
 from registry.logs.vllm import MAX_PHASES

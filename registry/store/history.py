@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from pydantic import BaseModel, ConfigDict
 
-from registry.store.commits import Commit, parse_commit
+from registry.base.model import Frozen
+from registry.signing.commits import Commit, parse_commit
+from registry.signing.keyring import VERSION_FILE, Chain, Keyring, Role
 from registry.store.git import git_text, read_objects, run_git
-from registry.store.keyring import VERSION_FILE, Chain, Keyring, Role
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger
 
 TEACHERS = "teachers"
@@ -27,16 +27,12 @@ _RECORD_FILE = re.compile(rf"{RECORDS}/([0-9a-f]{{64}})/({STATEMENT}|{ENVELOPE})
 _TEACHER_FILE = re.compile(rf"{TEACHERS}/[^/]+\.json\Z")
 
 
-class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class HistoryProblem(Model):
+class HistoryProblem(Frozen):
     commit: str | None
     detail: str
 
 
-class History(Model):
+class History(Frozen):
     head: str | None
     added: dict[str, str]  # record id -> the commit that added it
     keyring_at: dict[str, int]  # record id -> keyring version in effect when added

@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
+from registry.base.model import Frozen
 from registry.errors import NotFound
 
 DIRNAME = ".registry"
@@ -21,9 +20,7 @@ ENV_DATABASE = "REGISTRY_DATABASE_URL"
 INIT_HINT = "run `registry init` in your project, or set REGISTRY_HOME"
 
 
-class Home(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Home(Frozen):
     root: Path
     database_url: str
 
@@ -62,16 +59,3 @@ def find_home(explicit: Path | None = None, *, cwd: Path | None = None) -> Home:
         if is_home(folder / DIRNAME):
             return home_at(folder / DIRNAME)
     raise NotFound(f"no registry home in {start} or any folder above it", hint=INIT_HINT)
-
-
-def init_home(root: Path) -> Home:
-    """Create (or complete) a home at `root`; idempotent."""
-    from registry.store.index import open_index
-    from registry.store.ledger import Ledger
-
-    home = home_at(root)
-    (home.objects / "sha256").mkdir(parents=True, exist_ok=True)
-    (home.objects / "tmp").mkdir(exist_ok=True)
-    Ledger.init(home.ledger)
-    open_index(home).create()
-    return home

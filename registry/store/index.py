@@ -17,7 +17,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 from sqlalchemy import (
     Index as SqlIndex,
 )
@@ -25,11 +24,12 @@ from sqlalchemy import Table, Text, create_engine, delete, event, select, update
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlmodel import Field, SQLModel
 
+from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound
-from registry.measure.report import worst
-from registry.record import Statement, summary_line
+from registry.formats.figures import worst
+from registry.formats.record import Statement, summary_line
+from registry.signing.signed import Trust
 from registry.store.home import Home
-from registry.store.signed import Trust
 
 
 class RecordEntry(SQLModel, table=True):
@@ -91,9 +91,7 @@ VISIBLE = records.c.ledger_commit.is_not(None)  # a row shows once its ledger co
 COLUMNS = ("id", "lane", "recipe", "parent", "imported", "signer", "model", "weights", "kv_cache")
 
 
-class RecordRow(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class RecordRow(Frozen):
     id: str
     created_at: str
     lane: str | None

@@ -1,7 +1,7 @@
 """The ledger: a git repository holding, per record, `records/<id>/statement.json`
 (the exact signed canonical bytes) and `records/<id>/envelope.json`, every version of
 the keyring (`keyring/<N>.json`) and the lanes' teacher bindings (`teachers/`).
-Each change is one signed commit (registry/store/commits.py), made last; history is
+Each change is one signed commit (registry/signing/commits.py), made last; history is
 linear and only appended to (registry/store/history.py checks it).
 
 Writing uses git plumbing only, through registry/store/git.py: blobs and the signed
@@ -22,11 +22,11 @@ import time
 import zlib
 from pathlib import Path
 
+from registry.base.files import write_bytes
 from registry.errors import InvalidInput
-from registry.files import write_bytes
-from registry.store.commits import PERSON, commit_bytes, signed_message
+from registry.signing.commits import PERSON, commit_bytes, signed_message
+from registry.signing.keys import Signer
 from registry.store.git import git_text, read_objects, run_git
-from registry.store.keys import Signer
 
 RECORDS = "records"
 STATEMENT = "statement.json"

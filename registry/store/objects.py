@@ -3,7 +3,7 @@
 Writes are atomic: the bytes go to a temp file under `objects/tmp/` (same
 filesystem), are fsynced, then renamed into place and the shard directory fsynced.
 What a killed writer left in `objects/tmp/` is removed by the next store's first
-write (registry.files.clear_debris: only files no live writer holds).
+write (registry.base.files.clear_debris: only files no live writer holds).
 A reader therefore sees a whole object or none. Objects are deduplicated by digest
 and stored read-only; a corrupt object (bytes that no longer hash to their name) is
 detected whenever it is checked.
@@ -23,20 +23,17 @@ from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
+from registry.base.files import clear_debris, fsync_dir, temp_file
+from registry.base.hashing import Progress
+from registry.base.model import Frozen
 from registry.errors import InvalidInput
-from registry.files import clear_debris, fsync_dir, temp_file
-from registry.hashing import Progress
 
 CHUNK = 64 << 20
 TEMP_PREFIX = "tmp"
 _NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM}
 
 
-class StoredObject(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class StoredObject(Frozen):
     sha256: str
     size: int
 
@@ -97,7 +94,7 @@ class ObjectStore:
                        progress: Progress | None) -> tuple[str, bool]:
         """Hash `src` while a second thread copies it into `fd`; the copy stops early
         when the object already exists. Returns (digest, whole copy made)."""
-        from registry.hashing import sha256_file
+        from registry.base.hashing import sha256_file
 
         stop = threading.Event()
         with ThreadPoolExecutor(1) as pool:
@@ -124,7 +121,7 @@ class ObjectStore:
             os.sync()
 
     def state(self, digest: str) -> ObjectState:
-        from registry.hashing import sha256_file
+        from registry.base.hashing import sha256_file
 
         path = self.path(digest)
         if not path.is_file():

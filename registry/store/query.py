@@ -4,7 +4,7 @@ Both stay light (no gitpython, no torch, no vllm): the index answers queries; an
 prefix is matched against the ledger's committed tree and the statement is read
 straight from the ledger folder. The index is a cache, never a source: every record
 a reader returns was checked against its signed statement and the verified keyring
-(registry/store/signed.py), and carries the result.
+(registry/signing/signed.py), and carries the result.
 """
 
 from __future__ import annotations
@@ -12,22 +12,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
-
+from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound
-from registry.record import Statement, match_id, parse_statement
+from registry.formats.record import Statement, match_id, parse_statement
+from registry.signing.signed import SignatureCheck, Trust, check_signed
 from registry.store.home import Home
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, adding_commit, committed_ids
-from registry.store.signed import SignatureCheck, Trust, check_signed
 
 if TYPE_CHECKING:
+    from registry.signing.keyring import Keyring
     from registry.store.index import Index, RecordRow, Rows
-    from registry.store.keyring import Keyring
 
 
-class ShownRecord(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ShownRecord(Frozen):
     id: str
     ledger_commit: str | None
     check: SignatureCheck  # the signer is named only when it is trusted

@@ -9,24 +9,21 @@ are skipped and reported (`registry verify` names what is wrong with them).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
+from registry.base.model import Frozen
 from registry.errors import RegistryError, VerificationFailed
-from registry.record import parse_statement
+from registry.formats.record import parse_statement
+from registry.signing.keyring import Role, verify_chain
+from registry.signing.signed import check_signed
 from registry.store.history import check_history
 from registry.store.home import Home
 from registry.store.index import entry_rows, open_index
-from registry.store.keyring import Role, verify_chain
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger
 from registry.store.lock import exclusive
-from registry.store.signed import check_signed
 from registry.store.teachers import index_bindings
 from registry.store.trust import advance, keyring_files, load_state
 
 
-class ReindexReport(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ReindexReport(Frozen):
     indexed: int
     skipped: dict[str, str]  # record id -> why
 

@@ -17,11 +17,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import Table, Text, delete
 from sqlmodel import Field, SQLModel
 
-from registry.canonical import sha256_hex
+from registry.base.canonical import sha256_hex
+from registry.base.model import Frozen
 from registry.errors import InvalidInput, RegistryError
-from registry.store import dsse
+from registry.signing import dsse
+from registry.signing.keys import Signer
 from registry.store.home import Home
-from registry.store.keys import Signer
 from registry.store.ledger import Ledger
 from registry.store.lock import exclusive
 
@@ -61,9 +62,7 @@ class _Summary(BaseModel):
     rows: list[object]
 
 
-class StoredBinding(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class StoredBinding(Frozen):
     lane: str
     sha256: str  # of the payload
     ledger_commit: str
@@ -104,7 +103,7 @@ def lanes(home: Home) -> list[str]:
 def read_binding(home: Home, lane: str) -> StoredBinding | None:
     """The committed binding of `lane` as a trusted key signed it; None when the lane
     has none; refused when its signature does not verify."""
-    from registry.store.signed import check_signed
+    from registry.signing.signed import check_signed
     from registry.store.trust import current_keyring
 
     ledger = Ledger(home.ledger)

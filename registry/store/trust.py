@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from registry.canonical import sha256_hex
+from registry.base.canonical import sha256_hex
+from registry.base.files import write_model
+from registry.base.model import Frozen
 from registry.errors import (
     InvalidInput,
     NotFound,
@@ -22,9 +24,7 @@ from registry.errors import (
     Unverifiable,
     VerificationFailed,
 )
-from registry.files import write_model
-from registry.store.home import Home
-from registry.store.keyring import (
+from registry.signing.keyring import (
     FOLDER,
     VERSION_FILE,
     Chain,
@@ -37,7 +37,8 @@ from registry.store.keyring import (
     sign_version,
     verify_chain,
 )
-from registry.store.keys import Signer, load_public_pem, public_pem
+from registry.signing.keys import Signer, load_public_pem, public_pem
+from registry.store.home import Home
 from registry.store.ledger import BRANCH, Ledger
 
 FILE = "trust.json"
@@ -45,9 +46,7 @@ PIN_HINT = ("pin the ledger's root keys first: registry keys pin KEYID "
             "(ask the ledger's owner for their key id)")
 
 
-class TrustState(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class TrustState(Frozen):
     pin: Pin
     head: str | None = None  # the last ledger commit whose history verified
     remotes: dict[str, str] = Field(default_factory=dict)  # remote -> its last verified head
@@ -172,7 +171,7 @@ def change_keyring(home: Home, edit: Callable[[Keyring], Keyring], message: str,
 
 
 def _locked_change(home: Home, edit: Callable[[Keyring], Keyring], message: str) -> Keyring:
-    from registry.store.keys import local_signers
+    from registry.signing.keys import local_signers
     from registry.store.lock import exclusive
 
     with exclusive(home.lock_file):
@@ -224,7 +223,7 @@ def remove_key(home: Home, prefix: str, reason: str, *, revoke: bool) -> str:
 def rotate_key(home: Home) -> str:
     """A new local key takes over the default key's roles; the old one is retired (its
     records stay valid). Returns the new key id."""
-    from registry.store.keys import create_key, default_keyid
+    from registry.signing.keys import create_key, default_keyid
 
     old = default_keyid()
     current = current_keyring(home).current

@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from registry.base.hashing import Progress
+from registry.base.model import Frozen
+from registry.base.safeload import SURROGATE
 from registry.errors import InvalidInput, Refused
-from registry.hashing import Progress
-from registry.measure.report import quality_lines
-from registry.record import (
+from registry.formats.record import (
     Predicate,
     Statement,
     Subject,
@@ -30,13 +31,13 @@ from registry.record import (
     statement_bytes,
     summary_line,
 )
-from registry.safeload import SURROGATE
-from registry.store import dsse
+from registry.measure.display import quality_lines
+from registry.signing import dsse
+from registry.signing.keyring import Role
+from registry.signing.keys import Signer as Signer
+from registry.signing.keys import signing_key
 from registry.store.home import Home
 from registry.store.index import Index, entry_rows, open_index
-from registry.store.keyring import Role
-from registry.store.keys import Signer as Signer
-from registry.store.keys import signing_key
 from registry.store.ledger import STATEMENT, Ledger, adding_commit
 from registry.store.lock import exclusive
 from registry.store.objects import ObjectStore
@@ -45,11 +46,8 @@ from registry.store.trust import appended
 CRASH_ENV = "REGISTRY_TEST_CRASH_AT"
 
 
-class Artifact(BaseModel):
+class Artifact(Frozen):
     """A file to seal, from disk or from memory, under its name in the record."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     name: str
     path: Path | None = None
     data: bytes | None = None
@@ -61,9 +59,7 @@ class Artifact(BaseModel):
         return self
 
 
-class SealedRecord(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SealedRecord(Frozen):
     id: str
     ledger_commit: str
     summary: str

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from registry import rundir
-from registry.rundir import Bench, read_model
+from registry.formats import rundir
+from registry.formats.rundir import Bench, read_model
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.engine, pytest.mark.parametrize("database_url", ["sqlite"],

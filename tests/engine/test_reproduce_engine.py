@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from registry import rundir
-from registry.rundir import RunStatus, read_model
+from registry.formats import rundir
+from registry.formats.rundir import RunStatus, read_model
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.engine
@@ -21,8 +21,8 @@ RECIPES = ROOT / "recipes"
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A home and a trusted key for this module (REGISTRY_HOME, REGISTRY_KEYS_DIR)."""
-    from registry.store.home import init_home
-    from registry.store.keys import create_key, signing_key
+    from registry.signing.keys import create_key, signing_key
+    from registry.store.create import init_home
     from registry.store.trust import genesis
 
     base = tmp_path_factory.mktemp("reproduce")

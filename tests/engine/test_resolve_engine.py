@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from registry.identity import ResolvedIdentity, Status
+from registry.formats.identity import ResolvedIdentity, Status
 from registry.resolve import resolve_run
 
 pytestmark = pytest.mark.engine

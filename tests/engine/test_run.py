@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from registry import rundir
-from registry.canonical import canonical_bytes
+from registry.base.canonical import canonical_bytes
 from registry.errors import EngineFailed, InvalidInput
 from registry.executor import engine
 from registry.executor.profiles import PROFILES
 from registry.executor.run import Hooks, run, run_recipe
+from registry.formats import rundir
+from registry.formats.rundir import Bench, Environment, LaunchPlan, RunStatus, read_model
 from registry.recipe import load_recipe
 from registry.recipe.schema import Platform
-from registry.rundir import Bench, Environment, LaunchPlan, RunStatus, read_model
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.engine

@@ -8,16 +8,16 @@ import statistics
 
 import pytest
 
-from registry import rundir
-from registry.rundir import Bench, read_model
+from registry.formats import rundir
+from registry.formats.rundir import Bench, read_model
 
 pytestmark = pytest.mark.engine
 
 
 @pytest.fixture
 def sqlite_home(tmp_path, signing_keys, monkeypatch):
-    from registry.store.home import init_home
-    from registry.store.keys import signing_key
+    from registry.signing.keys import signing_key
+    from registry.store.create import init_home
     from registry.store.trust import genesis
 
     monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)

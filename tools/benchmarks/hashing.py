@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from registry.hashing import HashCache, cpu_count, sha256_file, sha256_files  # noqa: E402
+from registry.base.hashing import HashCache, cpu_count, sha256_file, sha256_files  # noqa: E402
 
 MIB = 1024 * 1024
 BIG = 1024 * MIB

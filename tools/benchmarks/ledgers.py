@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from registry.identity import Evidence, ResolvedField, ResolvedIdentity, Status  # noqa: E402
-from registry.record import (  # noqa: E402
+from registry.formats.identity import Evidence, ResolvedField, ResolvedIdentity, Status  # noqa: E402
+from registry.formats.record import (  # noqa: E402
     Predicate,
     RunInfo,
     Statement,
@@ -24,10 +24,11 @@ from registry.record import (  # noqa: E402
     record_id,
     statement_bytes,
 )
-from registry.store import dsse  # noqa: E402
-from registry.store.commits import PERSON, signed_message  # noqa: E402
-from registry.store.home import Home, init_home  # noqa: E402
-from registry.store.keys import Signer, create_key, signing_key  # noqa: E402
+from registry.signing import dsse  # noqa: E402
+from registry.signing.commits import PERSON, signed_message  # noqa: E402
+from registry.signing.keys import Signer, create_key, signing_key  # noqa: E402
+from registry.store.create import init_home  # noqa: E402
+from registry.store.home import Home  # noqa: E402
 from registry.store.ledger import BRANCH, Ledger  # noqa: E402
 from registry.store.objects import ObjectStore  # noqa: E402
 from registry.store.trust import genesis  # noqa: E402

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from registry.hashing import cpu_count  # noqa: E402
+from registry.base.hashing import cpu_count  # noqa: E402
 from registry.logs import scan_log  # noqa: E402
 from registry.logs.messages import STARTUP  # noqa: E402
 
@@ -45,7 +45,7 @@ RSS_PROBE = """
 import re, resource, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from registry.logs import scan_log
+from registry.logs import scan_log  # noqa: E402
 scan_log(Path(sys.argv[1]))
 # VmHWM: this process's own peak (ru_maxrss would keep the spawning benchmark's across
 # exec); the part scanners are forked from it, so their ru_maxrss is theirs alone.

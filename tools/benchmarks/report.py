@@ -34,10 +34,10 @@ sys.path.insert(0, str(ROOT / "tools" / "benchmarks"))
 
 from ledgers import new_home  # noqa: E402
 
-from registry.record import record_id, statement_bytes  # noqa: E402
-from registry.store import dsse  # noqa: E402
+from registry.formats.record import record_id, statement_bytes  # noqa: E402
+from registry.signing import dsse  # noqa: E402
+from registry.signing.keys import signing_key  # noqa: E402
 from registry.store.home import Home  # noqa: E402
-from registry.store.keys import signing_key  # noqa: E402
 from registry.store.ledger import Ledger  # noqa: E402
 
 RUN = ROOT / "tests" / "data" / "cpu-runs" / "tiny-bf16-kv"

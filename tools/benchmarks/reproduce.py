@@ -95,8 +95,8 @@ def run() -> list[tuple[str, float, str]]:
 def environment_check(ckpt: Path) -> None:
     """check_environment against a record made from the captured run."""
     from registry.executor.plan import preview
+    from registry.formats.record import Predicate, RunInfo
     from registry.recipe import load_recipe
-    from registry.record import Predicate, RunInfo
     from registry.reproduce.environment import check_environment
     from registry.resolve import resolve_run
 

@@ -145,7 +145,7 @@ def read_figures(folder: Path) -> list[tuple[str, float, str]]:
 
 def verify_figures(folder: Path) -> list[tuple[str, float, str]]:
     from registry.store.reindex import reindex
-    from registry.verify import verify_records
+    from registry.store.verify import verify_records
 
     per_record = {}
     for n in (2_000, 10_000):

@@ -27,11 +27,11 @@ sys.path.insert(0, str(ROOT / "tools" / "benchmarks"))
 
 from ledgers import fill, new_home  # noqa: E402
 
-from registry.store.home import init_home  # noqa: E402
-from registry.store.keys import signing_key  # noqa: E402
-from registry.store.remotes import add_remote  # noqa: E402
-from registry.store.sync import create_remote, pull, push  # noqa: E402
+from registry.signing.keys import signing_key  # noqa: E402
+from registry.store.create import init_home  # noqa: E402
 from registry.store.trust import pin_roots  # noqa: E402
+from registry.team.remotes import add_remote  # noqa: E402
+from registry.team.sync import create_remote, pull, push  # noqa: E402
 from tests.sshd import start_sshd  # noqa: E402
 
 
@@ -61,7 +61,7 @@ def review_times(folder: Path) -> tuple[list[float], list[float]]:
     from registry.review import review_record
     from registry.seal import seal_run
     from registry.store.home import home_at
-    from registry.verify import verify_records
+    from registry.store.verify import verify_records
 
     home = home_at(folder / "a" / ".registry")
     run = shutil.copytree(ROOT / "tests/data/cpu-runs/tiny-checkpoint-kv", folder / "run")

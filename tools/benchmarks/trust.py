@@ -49,16 +49,16 @@ def seal_time(code_root: Path, folder: Path) -> list[float]:
 import os, sys, time, json
 sys.path.insert(0, {str(code_root)!r})
 from pathlib import Path
-from registry.identity import Evidence, ResolvedField, ResolvedIdentity, Status
+from registry.formats.identity import Evidence, ResolvedField, ResolvedIdentity, Status
 def identity(i):
     ev = [Evidence(source="server.log", line=1, text="...")]
     return ResolvedIdentity(fields={{name: ResolvedField(declared=v, resolved=v, evidence=ev,
                                                         status=Status.confirmed)
                                      for name, v in (("precision.kv_cache", "bfloat16"),
                                                      ("parallel.tensor", 1 + i % 2))}})
-from registry.store.home import init_home
-from registry.store.keys import create_key, signing_key
-import registry.store.keys as keys
+from registry.store.create import init_home
+from registry.signing.keys import create_key, signing_key
+import registry.signing.keys as keys
 folder = Path({str(folder)!r})
 os.environ["REGISTRY_KEYS_DIR"] = str(folder / "keys")
 key = create_key(folder / "keys")

@@ -1,0 +1,12 @@
+"""The one base of every model the registry parses or writes: frozen, and strict about
+the fields it knows (docs/formats.md says how a signed format evolves)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Frozen(BaseModel):
+    """A frozen model that refuses unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

@@ -1,0 +1,80 @@
+"""The figures a record carries: each metric with its formula and interval, and a
+suite's measurement quality (the rules that judge it are in registry.measure.quality)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from registry.base.model import Frozen
+
+if TYPE_CHECKING:
+    from registry.formats.record import SuiteResult
+
+NOT_JUDGED = "not judged (sealed before measurement quality was recorded)"
+
+
+class Metric(Frozen):
+    """One figure with the formula that derived it and, for headline figures, its interval."""
+
+    name: str
+    value: float
+    unit: str
+    formula: str
+    count: int  # rows (or, for ITL, gaps) that contributed
+    ci_low: float | None = Field(None, description="95% bootstrap interval, low end")
+    ci_high: float | None = Field(None, description="95% bootstrap interval, high end")
+
+
+class RowFlag(StrEnum):
+    burst = "burst"
+    warmup = "warm-up"
+    short = "short"  # fewer tokens than the decode window
+    error = "error"
+
+
+class Pace(Frozen):
+    """The run's own decode rhythm, from its arrivals (see the rule above)."""
+
+    step_s: float = Field(description="tau: median arrival gap at or above the floor")
+    width: float = Field(description="kappa: p90 tokens per paced arrival")
+
+
+class RowQuality(Frozen):
+    index: int
+    round: int = 0
+    prompt_id: str
+    flags: list[RowFlag] = Field(default_factory=list)
+    burst_tokens: float = Field(0.0, description="window tokens the run's pace cannot explain")
+    arrivals: int = Field(0, description="distinct arrival times in the decode window")
+
+
+class Quality(Frozen):
+    """A suite's measurement quality: `valid`, or `degraded` with its reasons."""
+
+    state: str = Field(description="valid | degraded")
+    reasons: list[str] = Field(default_factory=list)
+    pace: Pace | None = Field(None, description="the run's step and width (see rule)")
+    used: int = Field(description="rows the decode figures use")
+    burst: list[int] = Field(default_factory=list, description="row indices that arrived in bursts")
+    warmup: list[int] = Field(default_factory=list, description="warm-up row indices")
+    rows: list[RowQuality] = Field(default_factory=list)
+
+    @property
+    def degraded(self) -> bool:
+        return self.state == "degraded"
+
+
+def state(quality: Quality | None) -> str:
+    return quality.state if quality else "not judged"
+
+
+def worst(results: Sequence[SuiteResult]) -> str | None:
+    """A record's measurement quality: degraded if any suite is, None without results."""
+    if not results:
+        return None
+    states = {state(r.quality) for r in results}
+    return next((s for s in ("degraded", "not judged") if s in states), "valid")

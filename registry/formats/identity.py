@@ -1,0 +1,156 @@
+"""The resolved identity: every identity field with its declared value, the value
+proven from evidence, a status, the rule that decided and the evidence itself.
+
+Field names are a shared contract between the resolver, seal, the index, diff and
+reproduce: add names here, never rename them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field
+
+from registry.base.model import Frozen
+
+
+class Status(StrEnum):
+    confirmed = "confirmed"  # declared and proven equal
+    mismatch = "mismatch"  # declared, and the evidence says otherwise
+    unresolved = "unresolved"  # no evidence decides it: never guessed
+    undeclared = "undeclared"  # proven, but the recipe did not declare it
+
+
+class Kind(StrEnum):
+    """How a difference in the field matters (used by diff)."""
+
+    identity = "identity"  # changes what is computed
+    performance = "performance"  # a knob: changes speed or capacity, not the math
+    environment = "environment"  # host, drivers, paths
+
+
+# name -> (kind, meaning). The resolver fills these; more may be added.
+FIELDS: dict[str, tuple[Kind, str]] = {
+    "engine.name": (Kind.identity, "serving engine"),
+    "engine.version": (Kind.identity, "version banner (self-reported; stale on source builds)"),
+    "engine.commit": (Kind.identity, "engine source tree commit"),
+    "model.path": (Kind.environment, "checkpoint location on the host"),
+    "model.revision": (Kind.identity, "checkpoint revision"),
+    "model.manifest_sha256": (Kind.identity, "digest of the checkpoint's release files"),
+    "model.architecture": (Kind.identity, "target architecture"),
+    "draft.architecture": (Kind.identity, "draft architecture"),
+    "draft.revision": (Kind.identity, "draft checkpoint revision"),
+    "draft.manifest_sha256": (Kind.identity, "digest of the draft checkpoint's release files"),
+    "spec.method": (Kind.identity, "speculative decoding method"),
+    "spec.num_tokens": (Kind.identity, "speculative tokens per draft cycle"),
+    "precision.dtype": (Kind.identity, "model / activation dtype"),
+    "precision.weights": (Kind.identity, "target weight quantization method and scheme"),
+    "precision.draft_weights": (Kind.identity, "draft weight format"),
+    "precision.kv_cache": (Kind.identity, "effective target KV-cache storage format"),
+    "precision.kv_scales": (Kind.identity, "KV scale source"),
+    "precision.draft_kv_cache": (Kind.identity, "effective draft KV-cache storage format"),
+    "parallel.tensor": (Kind.identity, "tensor-parallel size"),
+    "parallel.pipeline": (Kind.identity, "pipeline-parallel size"),
+    "parallel.data": (Kind.identity, "data-parallel size"),
+    "parallel.expert": (Kind.identity, "expert-parallel size (1 = off)"),
+    "graph.compilation_mode": (Kind.performance, "torch.compile mode"),
+    "graph.cudagraph_mode": (Kind.performance, "graph capture mode"),
+    "graph.capture_sizes": (Kind.performance, "graph capture batch sizes"),
+    "attention.backend": (Kind.identity, "attention backend"),
+    "runtime.max_model_len": (Kind.performance, "context limit"),
+    "runtime.block_size": (Kind.performance, "KV block size in tokens"),
+    "runtime.max_num_seqs": (Kind.performance, "concurrent sequences"),
+    "runtime.max_num_batched_tokens": (Kind.performance, "tokens per scheduler step"),
+    "runtime.prefix_caching": (Kind.performance, "prefix caching enabled"),
+    "runtime.async_scheduling": (Kind.performance, "asynchronous scheduling enabled"),
+    "runtime.gpu_memory_utilization": (Kind.performance, "memory fraction for the engine"),
+    "runtime.device": (Kind.environment, "device type the engine ran on"),
+    "kv.capacity_tokens": (Kind.performance, "KV cache size in tokens"),
+    "kv.max_concurrency": (Kind.performance, "maximum concurrency at max_model_len"),
+    "kv.memory_gib": (Kind.performance, "KV cache memory (per rank)"),
+    "env.unknown_vllm_vars": (Kind.environment, "VLLM_* variables the engine did not recognise"),
+}
+
+# Always shown side by side in a diff, even when equal.
+PRECISION_AXES = (
+    "precision.weights", "precision.draft_weights", "precision.dtype",
+    "precision.kv_cache", "precision.kv_scales", "precision.draft_kv_cache",
+)
+
+
+def kind_of(name: str) -> Kind:
+    return FIELDS[name][0] if name in FIELDS else Kind.environment
+
+
+class Evidence(Frozen):
+    """One fact with its source: a log line, a file digest, a computed figure."""
+
+    source: str = Field(description="file name within the run, or checkpoint file")
+    line: int | None = Field(None, description="1-based line number in `source`")
+    text: str | None = Field(None, description="the matched text, or the computation")
+
+
+class ResolvedField(Frozen):
+    declared: Any = None
+    resolved: Any = None
+    status: Status
+    rule: str | None = Field(None, description="which rule decided the resolved value")
+    evidence: list[Evidence] = Field(default_factory=list)
+    self_reported: bool = Field(False, description="the engine says so about itself")
+    note: str | None = None
+
+
+def status_for(declared: Any, resolved: Any) -> Status:
+    if resolved is None:
+        return Status.unresolved
+    if declared is None:
+        return Status.undeclared
+    return Status.confirmed if declared == resolved else Status.mismatch
+
+
+class ExpectResult(Frozen):
+    """A recipe's runtime marker, counted per rank in the engine log."""
+
+    name: str
+    pattern: str
+    expected_count: int
+    at_least: bool = False
+    ranks_expected: int
+    counts: dict[str, int] = Field(description="rank label -> matching lines")
+    values: dict[str, list[str]] = Field(default_factory=dict, description="group -> values seen")
+    expected_values: dict[str, str] = Field(default_factory=dict)
+    passed: bool
+    detail: str
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+class SpecDecodeStats(Frozen):
+    """Speculative decoding acceptance, from /metrics counter differences (totals) or,
+    failing that, the sum of the log's interval lines."""
+
+    source: str = Field(description="metrics or log")
+    drafts: int | None = None
+    draft_tokens: int
+    accepted_tokens: int
+    per_position_accepted: list[int] = Field(default_factory=list)
+    acceptance_rate: float = Field(description="accepted / draft tokens")
+    emitted_per_cycle: float | None = Field(None, description="(accepted + drafts) / drafts")
+
+
+class ResolvedIdentity(Frozen):
+    schema_: str = Field("registry.resolved-identity/v1", alias="schema")
+    fields: dict[str, ResolvedField]
+    expect: list[ExpectResult] = Field(default_factory=list)
+    spec_decode: SpecDecodeStats | None = None
+    kv_usage_peak: float | None = Field(None, description="peak KV usage percent in the log")
+    errors: list[Evidence] = Field(default_factory=list, description="error lines in the log")
+    notes: list[str] = Field(default_factory=list, description="what the reader should know")
+
+
+    def value(self, name: str) -> Any:
+        field = self.fields.get(name)
+        return field.resolved if field else None
+
+    def mismatches(self) -> list[str]:
+        return sorted(n for n, f in self.fields.items() if f.status is Status.mismatch)

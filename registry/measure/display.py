@@ -1,0 +1,42 @@
+"""How a figure is written beside its flag and interval, the same in every command."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from registry.formats.figures import NOT_JUDGED, state
+
+if TYPE_CHECKING:
+    from registry.formats.figures import Metric, Quality
+    from registry.formats.record import SuiteResult
+
+def quality_lines(results: Sequence[SuiteResult]) -> list[str]:
+    """One line per suite: its state, the flagged rows and why."""
+    out = []
+    for r in results:
+        q = r.quality
+        if q is None:
+            out.append(f"{r.suite}: measurement {NOT_JUDGED}")
+            continue
+        line = f"{r.suite}: measurement {q.state}, {q.used} of {r.rows} rows in decode figures"
+        if q.burst:
+            line += f"; burst rows {_indices(q.burst)}"
+        if q.warmup:
+            line += f"; warm-up rows {_indices(q.warmup)}"
+        out.append(line + "".join(f"\n  {reason}" for reason in q.reasons))
+    return out
+
+
+def _indices(rows: list[int]) -> str:
+    return ",".join(str(i) for i in rows)
+
+
+def value_text(metric: Metric, quality: Quality | None) -> str:
+    """`733.8 [722.6, 738.7]`, with `(degraded)` when the suite's measurement is."""
+    text = f"{metric.value:.6g}"
+    if metric.ci_low is not None and metric.ci_high is not None:
+        text += f" [{metric.ci_low:.4g}, {metric.ci_high:.4g}]"
+    if quality is None or quality.degraded:
+        text += f" ({state(quality)})"
+    return text

@@ -1,0 +1,216 @@
+"""`registry verify`: is the ledger what trusted keys wrote, and each record exactly
+what was sealed?
+
+The ledger as a whole: its keyring verifies from this home's pin
+(registry/store/trust.py); its history is signed, linear, append-only and descends from
+the head this home last verified (registry/store/history.py). Each record: the
+statement's sha256 is its id; the envelope signs it under a key that was a signer in
+the keyring in effect when the record was added, and is not revoked since; every
+artifact's object still hashes to its subject digest; the ledger files equal their
+commit; the index row says what the statement says. Problems name the part; each is
+"wrong" (exit 1) or "could not verify" (exit 3: missing object, unknown key).
+
+A clean history moves the home's remembered head forward, so a later rewrite or
+deletion is reported as exactly that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from registry.base.model import Frozen
+from registry.errors import ExitCode, RegistryError
+from registry.formats.record import Statement, Subject, match_id, parse_statement
+from registry.signing.keyring import Chain, Role
+from registry.signing.signed import check_signed
+from registry.store.history import History, check_history
+from registry.store.home import Home
+from registry.store.index import Rows, entry_differences, entry_rows
+from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger, blob_sha
+from registry.store.objects import ObjectState, ObjectStore
+
+
+class Problem(Frozen):
+    part: str  # statement | envelope | signature | artifact <name> | ledger | index | keyring
+    detail: str
+    exit_code: int
+
+
+class RecordCheck(Frozen):
+    id: str
+    verified: bool
+    signer: str | None  # only when the signature verifies under a trusted key
+    artifacts: int
+    problems: list[Problem]
+
+
+class VerifyReport(Frozen):
+    head: str | None
+    keyring_version: int | None
+    ledger: list[Problem]  # the keyring and the history as a whole
+    records: list[RecordCheck]
+    exit_code: int
+
+
+@dataclass
+class _Context:
+    """Everything read once, for any number of records."""
+
+    ledger: Ledger
+    chain: Chain
+    history: History
+    tree: dict[str, str]
+    blobs: dict[str, bytes]
+    index: dict[str, Rows] | None  # None when the index cannot be read
+    objects: ObjectStore
+    states: dict[str, ObjectState] = field(default_factory=dict)
+
+    def state(self, digest: str) -> ObjectState:
+        if digest not in self.states:
+            self.states[digest] = self.objects.state(digest)
+        return self.states[digest]
+
+
+def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
+    """Verify the ledger and one record (by id or unambiguous prefix) or, with None,
+    every record."""
+    from registry.signing.keyring import verify_chain
+    from registry.store.trust import advance, keyring_files, load_state
+
+    ledger = Ledger(home.ledger)
+    state = load_state(home)
+    try:
+        chain = verify_chain(keyring_files(ledger), state.pin)
+    except RegistryError as e:
+        problem = Problem(part="keyring", detail=e.message.partition(": ")[2] or e.message,
+                          exit_code=int(e.exit_code))
+        return VerifyReport(head=ledger.head(), keyring_version=None, ledger=[problem],
+                            records=[], exit_code=int(e.exit_code))
+    history = check_history(ledger, chain, state.head)
+    ledger_problems = [_failed("ledger", p.detail) for p in history.problems]
+    ids = ledger.record_ids()
+    wanted = [match_id(prefix, ids)] if prefix else ids
+    tree = ledger.tree_files(RECORDS)
+    ctx = _Context(ledger=ledger, chain=chain, history=history, tree=tree,
+                   blobs=ledger.blobs([tree[p] for rid in wanted for name in (STATEMENT, ENVELOPE)
+                                       if (p := f"{RECORDS}/{rid}/{name}") in tree]),
+                   index=_index_entries(home), objects=ObjectStore(home.objects))
+    checks = [_check(ctx, rid) for rid in wanted]
+    if prefix is None and ctx.index is not None:
+        checks += [_absent(rid) for rid in sorted(set(ctx.index) - set(ids))]
+    advance(home, state, chain, head=None if history.problems else history.head)
+    worst = _worst([*ledger_problems, *(p for c in checks for p in c.problems)])
+    return VerifyReport(head=history.head, keyring_version=max(chain.versions),
+                        ledger=ledger_problems, records=checks, exit_code=worst)
+
+
+def _index_entries(home: Home) -> dict[str, Rows] | None:
+    from registry.store.query import readable_index
+
+    try:
+        return readable_index(home).entries()
+    except RegistryError:
+        return None
+
+
+def _worst(problems: Iterable[Problem]) -> int:
+    codes = {p.exit_code for p in problems}
+    for code in (ExitCode.FAILED, ExitCode.UNVERIFIABLE):
+        if code in codes:
+            return int(code)
+    return int(ExitCode.OK)
+
+
+def _absent(rid: str) -> RecordCheck:
+    gone = Problem(part="index", detail="in the index but not in the ledger (deleted?)",
+                   exit_code=ExitCode.FAILED)
+    return RecordCheck(id=rid, verified=False, signer=None, artifacts=0, problems=[gone])
+
+
+def _check(ctx: _Context, rid: str) -> RecordCheck:
+    problems: list[Problem] = []
+    files = {name: _ledger_file(ctx, rid, name, problems) for name in (STATEMENT, ENVELOPE)}
+    statement = files[STATEMENT]
+    signer = _check_signature(ctx, rid, statement, files[ENVELOPE], problems)
+    subjects: list[Subject] = []
+    if signer is not None and statement is not None:
+        try:  # parsed once, within safeload's limits: a signed statement is input too
+            parsed = parse_statement(statement)
+        except RegistryError as e:
+            problems.append(_failed("statement", e.message))
+        else:
+            subjects = parsed.subject
+            problems += _check_artifacts(ctx, subjects)
+            problems += _check_index(ctx, rid, parsed, signer)
+    return RecordCheck(id=rid, verified=not problems, signer=signer, artifacts=len(subjects),
+                       problems=problems)
+
+
+def _check_signature(ctx: _Context, rid: str, statement: bytes | None, envelope: bytes | None,
+                     problems: list[Problem]) -> str | None:
+    """The signer, when the envelope signs this statement under a key that could sign
+    records when it was added (and is not revoked since)."""
+    version = ctx.history.keyring_at.get(rid)
+    ring = ctx.chain.versions.get(version or 0)
+    keys = ring.with_role(Role.signer) if ring else {}
+    check = check_signed(statement, envelope, expected_id=rid, keyring=ctx.chain.current,
+                         keys=keys)
+    if not check.ok:
+        problems.append(Problem(part=check.part, detail=check.detail or check.trust.value,
+                                exit_code=check.exit_code))
+    return check.signer
+
+
+def _ledger_file(ctx: _Context, rid: str, name: str, problems: list[Problem]) -> bytes | None:
+    """The committed bytes; the working-tree copy readers open must equal them."""
+    part = name.removesuffix(".json")
+    committed = ctx.tree.get(f"{RECORDS}/{rid}/{name}")
+    if committed is None:
+        problems.append(_failed(part, f"{name} was never committed to the ledger"))
+        return None
+    try:
+        raw = (ctx.ledger.record_dir(rid) / name).read_bytes()
+    except OSError:
+        problems.append(_failed(part, f"{name} is missing from the ledger folder"))
+    else:
+        if blob_sha(raw) != committed:
+            problems.append(_failed(part, f"{name} differs from its ledger commit"))
+    return ctx.blobs.get(committed)
+
+
+def _check_artifacts(ctx: _Context, subjects: list[Subject]) -> list[Problem]:
+    out = []
+    for subject in subjects:
+        state = ctx.state(subject.sha256)
+        if state is ObjectState.missing:
+            out.append(Problem(part=f"artifact {subject.name}", exit_code=ExitCode.UNVERIFIABLE,
+                               detail=f"object {subject.sha256[:16]} is missing from the store"))
+        elif state is ObjectState.corrupt:
+            out.append(_failed(f"artifact {subject.name}",
+                               f"stored bytes no longer hash to {subject.sha256[:16]}"))
+    return out
+
+
+def _check_index(ctx: _Context, rid: str, statement: Statement, signer: str) -> list[Problem]:
+    """The index is a cache: its row must say what the signed statement says."""
+    if ctx.index is None:
+        return [Problem(part="index", detail="the index cannot be read (registry reindex)",
+                        exit_code=ExitCode.UNVERIFIABLE)]
+    signed = entry_rows(rid, statement, signer)
+    indexed = ctx.index.get(rid)
+    if indexed is None:
+        return [Problem(part="index", detail="record not in the index (registry reindex)",
+                        exit_code=ExitCode.UNVERIFIABLE)]
+    differs = entry_differences(indexed, signed)
+    commit = indexed["records"][0].get("ledger_commit")
+    if commit != ctx.history.added.get(rid):
+        differs.append("records.ledger_commit")
+    if differs:
+        return [_failed("index", f"the index row differs from the signed statement in "
+                                 f"{', '.join(differs)} (registry reindex)")]
+    return []
+
+
+def _failed(part: str, detail: str) -> Problem:
+    return Problem(part=part, detail=detail, exit_code=ExitCode.FAILED)
