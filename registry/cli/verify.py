@@ -28,14 +28,16 @@ def verify(
 
     Example: registry verify 3f2a9c --json
     """
+    from registry.cli.exits import leave, verified, with_code
     from registry.cli.output import console, print_json
     from registry.store.verify import verify_records
 
     if (record is None) == (not all_):
         raise UsageError("give a record id or --all (not both)", hint="registry verify --all")
     report = verify_records(find(home), None if all_ else record)
+    code = verified(report)
     if json:
-        print_json(report)
+        print_json(with_code(report, code))
     else:
         for problem in report.ledger:
             console.print(f"FAILED {problem.part}: {problem.detail}", style="red",
@@ -50,5 +52,5 @@ def verify(
         history = "history ok" if not report.ledger else "history FAILED"
         console.print(f"{sum(c.verified for c in report.records)}/{len(report.records)} records "
                       f"verified; keyring v{report.keyring_version or '?'}; {history}",
-                      highlight=False, style=None if report.exit_code == 0 else "red")
-    raise typer.Exit(report.exit_code)
+                      highlight=False, style=None if code == 0 else "red")
+    leave(code)
