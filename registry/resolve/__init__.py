@@ -50,7 +50,8 @@ def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Pat
     recipe = load_run_recipe(run_dir, recipe, recipe_path)
     name = str(path.relative_to(run_dir)) if path.is_relative_to(run_dir) else str(path)
     if scan is None and engine_of(recipe, path) == "llama.cpp":
-        return resolve_llamacpp(path, name, declared_values(recipe))
+        return resolve_llamacpp(path, name, declared_values(recipe), models=(
+            checkpoint, recipe.model.path if recipe else None))
     scan = scan or scan_log(path, _markers(recipe))
     log = EngineLog(scan, name)
     before, after = read_metrics(run_dir, METRICS_BEFORE), read_metrics(run_dir, METRICS_AFTER)

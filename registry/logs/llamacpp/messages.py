@@ -49,6 +49,7 @@ PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(rx) for name, rx in {
                r"type_v = '(?P<v_type>\w+)', n_layer = (?P<layers>\d+)",
     "kv_self": rf"KV self size\s+=\s+(?P<total>{NUM}) MiB, K \((?P<k_type>\w+)\):\s+"
                rf"(?P<k_mib>{NUM}) MiB, V \((?P<v_type>\w+)\):\s+(?P<v_mib>{NUM}) MiB",
+    "v_pad": r"padding V cache to (?P<values>\d+)",
     "kv_buffer": rf"^llama_kv_cache\w*:\s+(?P<device>\S+) KV buffer size =\s+(?P<mib>{NUM}) MiB",
     "parallel_auto": r"n_parallel is set to auto, using n_parallel = (?P<n>\d+) and "
                      r"kv_unified = (?P<unified>\w+)",

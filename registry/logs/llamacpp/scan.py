@@ -48,7 +48,7 @@ def looks_like_llamacpp(path: Path) -> bool:
 class _Context:
     facts: list[Fact] = field(default_factory=list)
     caches: list[Cache] = field(default_factory=list)
-    buffers: list[Fact] = field(default_factory=list)  # KV buffer lines before their size line
+    buffers: list[Fact] = field(default_factory=list)  # buffer, V padding: before the size
     role: str | None = None  # what the last `creating ... KV cache` line announced
 
     def has(self, key: str) -> bool:
@@ -167,7 +167,7 @@ class _Reader:
         elif kind in CONTEXT_KINDS:
             start.close_model()
             start.context().facts.append(fact)
-        elif kind in ("iswa", "kv_buffer", "kv_size", "kv_self"):
+        elif kind in ("iswa", "kv_buffer", "v_pad", "kv_size", "kv_self"):
             start.close_model()
             _cache_line(start.context(), fact)
         elif kind in START_KINDS or kind in MODEL_KINDS:
@@ -191,7 +191,7 @@ def _cache_line(context: _Context, fact: Fact) -> None:
     if fact.kind == "iswa":
         context.role = "swa" if fact.values["which"] == "SWA" else "main"
         context.facts.append(fact)
-    elif fact.kind == "kv_buffer":
+    elif fact.kind in ("kv_buffer", "v_pad"):
         context.buffers.append(fact)
     else:
         context.caches.append(Cache(role=context.role or "main", size=fact,

@@ -3,11 +3,15 @@ as docs/engines.md lists it (`precision.kv_cache_k`, `kv.cells`, `spec.n_max`, .
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
+from registry.checkpoint.gguf import GGUFInfo, read_gguf
+from registry.errors import InvalidInput
 from registry.formats.identity import FIELDS, ResolvedIdentity
 from registry.logs.llamacpp import LlamaScan, ServerStart, scan_llamacpp
+from registry.resolve.llamacpp.capacity import capacity_check, weights_check
 from registry.resolve.llamacpp.fields import (
     cache_fields,
     context_fields,
@@ -23,26 +27,47 @@ __all__ = ["resolve_llamacpp"]
 
 
 def resolve_llamacpp(path: Path, source: str, declared: dict[str, Any],
-                     scan: LlamaScan | None = None) -> ResolvedIdentity:
+                     scan: LlamaScan | None = None,
+                     models: tuple[str | Path | None, ...] = ()) -> ResolvedIdentity:
     """`path`: the llama-server log; `source`: its name in the run directory (evidence
-    cites it); `declared`: what the recipe declares, under the field names."""
+    cites it); `declared`: what the recipe declares, under the field names; `models`:
+    where the target GGUF may be (the first that exists, then the log's model path)."""
     scan = scan or scan_llamacpp(path)
     out = Out(source=source, declared=declared)
     start = _identity_start(scan)
     engine_fields(out, scan, start)
+    notes: list[str] = []
     if start is not None:
         weight_fields(out, start)
         cache_fields(out, start)
         context_fields(out, start)
         offload_fields(out, start)
         spec_fields(out, start)
+        gguf = _target_gguf(start, models, notes)
+        if gguf is not None:
+            weights_check(out, gguf)
+            capacity_check(out, start, gguf)
     timing_fields(out, scan)
     order = {name: i for i, name in enumerate(FIELDS)}
     return ResolvedIdentity(
         fields=dict(sorted(out.fields.items(), key=lambda kv: order.get(kv[0], len(order)))),
         errors=[out.evidence(e) for e in scan.errors],
-        notes=_notes(scan, source, start),
+        notes=[*notes, *_notes(scan, source, start)],
     )
+
+
+def _target_gguf(start: ServerStart, models: tuple[str | Path | None, ...],
+                 notes: list[str]) -> GGUFInfo | None:
+    begin = start.first("start")
+    for candidate in (*models, begin.values["path"] if begin else None):
+        if candidate is None or not Path(os.path.expandvars(str(candidate))).is_file():
+            continue
+        try:
+            return read_gguf(Path(os.path.expandvars(str(candidate))))
+        except InvalidInput as e:
+            notes.append(f"checkpoint not read: {e.message}")
+            return None
+    return None
 
 
 def _identity_start(scan: LlamaScan) -> ServerStart | None:

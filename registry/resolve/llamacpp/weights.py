@@ -30,25 +30,31 @@ class WeightsVerdict(Frozen):
 
 
 def decide_weights(block: ModelBlock) -> WeightsVerdict:
+    """From a model block of the log: its label, tensor-type counts and BPW."""
     label_fact, size_fact = block.first("file_type"), block.first("file_size")
     types = {f.values["type"]: int(f.values["count"]) for f in block.all("tensor_type")}
+    value, rule = decide(label_fact.values["label"] if label_fact else None, types,
+                         float(size_fact.values["bpw"]) if size_fact else None)
     evidence = [f for f in (label_fact, size_fact) if f] + block.all("tensor_type")
-    bpw = float(size_fact.values["bpw"]) if size_fact else None
-    label = file_type_name(label_fact.values["label"]) if label_fact else None
+    return WeightsVerdict(value=value, rule=rule, evidence=evidence)
+
+
+def decide(printed: str | None, types: dict[str, int], bpw: float | None
+           ) -> tuple[str | None, str]:
+    """The file type, and the rule that decided it (or why nothing did)."""
+    label = file_type_name(printed) if printed else None
     if label and _fits(label, types, bpw):
         checked = [what for what, there in (("tensor counts", types), ("BPW", bpw)) if there]
-        rule = ("file type label, " + (" and ".join(checked) + " agree") if checked
-                else "file type label (no tensor counts or BPW printed to cross-check it)")
-        return WeightsVerdict(value=label, rule=rule, evidence=evidence)
+        return label, ("file type label, " + " and ".join(checked) + " agree" if checked
+                       else "file type label (no tensor counts or BPW to cross-check it)")
     sole = _sole_quant_type(types)
     if sole and SOLE_FILE_TYPE.get(sole) and _fits(SOLE_FILE_TYPE[sole], types, bpw):
-        said = f"the label says {label_fact.values['label']!r} but " if label_fact else ""
-        return WeightsVerdict(value=SOLE_FILE_TYPE[sole], evidence=evidence,
-                              rule=f"tensor counts: {said}{sole} is the only quantized type "
-                                   f"and the BPW ({bpw}) fits it")
-    why = (f"the label {label_fact.values['label']!r} disagrees with the tensors or the BPW"
-           if label_fact else "no file type label") + ", and the tensors name no one format"
-    return WeightsVerdict(value=None, rule=why, evidence=evidence)
+        said = f"the label says {printed!r} but " if printed else ""
+        return SOLE_FILE_TYPE[sole], (f"tensor counts: {said}{sole} is the only quantized "
+                                      f"type and the BPW ({bpw}) fits it")
+    why = (f"the label {printed!r} disagrees with the tensors or the BPW" if printed
+           else "no file type label")
+    return None, why + ", and the tensors name no one format"
 
 
 def _fits(name: str, types: dict[str, int], bpw: float | None) -> bool:
