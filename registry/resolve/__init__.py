@@ -18,6 +18,7 @@ from registry.logs.prometheus import Scrape
 from registry.recipe import Recipe
 from registry.resolve.content import content_fields
 from registry.resolve.declared import declared_values
+from registry.resolve.dialect import engine_of
 from registry.resolve.engine import EngineLog, Start
 from registry.resolve.fields import Fields
 from registry.resolve.inputs import (
@@ -27,6 +28,7 @@ from registry.resolve.inputs import (
     locate_checkpoints,
     read_metrics,
 )
+from registry.resolve.llamacpp import resolve_llamacpp
 from registry.resolve.markers import expect_results
 from registry.resolve.precision import kv_fields
 from registry.resolve.runtime import env_fields, kv_report_fields, runtime_fields, weight_fields
@@ -46,8 +48,11 @@ def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Pat
     run_dir = Path(run_dir)
     path = find_log(run_dir, log_path)
     recipe = load_run_recipe(run_dir, recipe, recipe_path)
-    scan = scan or scan_log(path, _markers(recipe))
     name = str(path.relative_to(run_dir)) if path.is_relative_to(run_dir) else str(path)
+    if scan is None and engine_of(recipe, path) == "llama.cpp":
+        return resolve_llamacpp(path, name, declared_values(recipe), models=(
+            checkpoint, recipe.model.path if recipe else None))
+    scan = scan or scan_log(path, _markers(recipe))
     log = EngineLog(scan, name)
     before, after = read_metrics(run_dir, METRICS_BEFORE), read_metrics(run_dir, METRICS_AFTER)
     if checkpoints is None or not checkpoints.given:

@@ -1,0 +1,97 @@
+"""The llama.cpp resolver: a llama-server run's identity from its log, each field named
+as docs/engines.md lists it (`precision.kv_cache_k`, `kv.cells`, `spec.n_max`, ...)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from registry.checkpoint.gguf import GGUFInfo, read_gguf
+from registry.errors import InvalidInput
+from registry.formats.identity import FIELDS, ResolvedIdentity
+from registry.logs.llamacpp import LlamaScan, ServerStart, scan_llamacpp
+from registry.resolve.llamacpp.capacity import capacity_check, weights_check
+from registry.resolve.llamacpp.fields import (
+    cache_fields,
+    context_fields,
+    engine_fields,
+    offload_fields,
+    spec_fields,
+    timing_fields,
+    weight_fields,
+)
+from registry.resolve.llamacpp.out import Out
+
+__all__ = ["resolve_llamacpp"]
+
+
+def resolve_llamacpp(path: Path, source: str, declared: dict[str, Any],
+                     scan: LlamaScan | None = None,
+                     models: tuple[str | Path | None, ...] = ()) -> ResolvedIdentity:
+    """`path`: the llama-server log; `source`: its name in the run directory (evidence
+    cites it); `declared`: what the recipe declares, under the field names; `models`:
+    where the target GGUF may be (the first that exists, then the log's model path)."""
+    scan = scan or scan_llamacpp(path)
+    out = Out(source=source, declared=declared)
+    start = _identity_start(scan)
+    engine_fields(out, scan, start)
+    notes: list[str] = []
+    if start is not None:
+        weight_fields(out, start)
+        cache_fields(out, start)
+        context_fields(out, start)
+        offload_fields(out, start)
+        spec_fields(out, start)
+        gguf = _target_gguf(start, models, notes)
+        if gguf is not None:
+            weights_check(out, gguf)
+            capacity_check(out, start, gguf)
+    timing_fields(out, scan)
+    order = {name: i for i, name in enumerate(FIELDS)}
+    return ResolvedIdentity(
+        fields=dict(sorted(out.fields.items(), key=lambda kv: order.get(kv[0], len(order)))),
+        errors=[out.evidence(e) for e in scan.errors],
+        notes=[*notes, *_notes(scan, source, start)],
+    )
+
+
+def _target_gguf(start: ServerStart, models: tuple[str | Path | None, ...],
+                 notes: list[str]) -> GGUFInfo | None:
+    begin = start.first("start")
+    for candidate in (*models, begin.values["path"] if begin else None):
+        if candidate is None or not Path(os.path.expandvars(str(candidate))).is_file():
+            continue
+        try:
+            return read_gguf(Path(os.path.expandvars(str(candidate))))
+        except InvalidInput as e:
+            notes.append(f"checkpoint not read: {e.message}")
+            return None
+    return None
+
+
+def _identity_start(scan: LlamaScan) -> ServerStart | None:
+    """The first server start that became ready, else the first."""
+    return next((s for s in scan.starts if s.first("ready")), scan.starts[0] if scan.starts
+                else None)
+
+
+def _notes(scan: LlamaScan, source: str, start: ServerStart | None) -> list[str]:
+    notes = []
+    if scan.bytes == 0:
+        notes.append(f"{source} is empty")
+    elif scan.recognised is None:
+        notes.append(f"unreadable log: {source} holds no line llama-server prints")
+    if scan.cut_off:
+        notes.append(f"{source} ends mid-line (cut off)")
+    begin = start.first("start") if start else None
+    if len(scan.starts) > 1 and begin is not None:
+        notes.append(f"{source} holds {len(scan.starts)} server starts; the identity is the "
+                     f"first that became ready (loading its model at line {begin.line})")
+    if start is not None and start.first("ready") is None:
+        notes.append(f"never ready: {source} has no `server is listening` line (the server "
+                     "died while loading, or the log was cut off)")
+    if scan.starts and not any(s.models for s in scan.starts):
+        notes.append(f"{source} prints no model loader lines (a low verbosity, `-lv 3`): "
+                     "weights, KV types and cache sizes are unresolved")
+    return notes

@@ -1,0 +1,120 @@
+"""The llama.cpp corpus: 12 real llama-server logs (`../shared/fixtures/llamacpp-logs`, or
+under $REGISTRY_FIXTURES), scored with the corpus' own `score.py` rules through
+`registry resolve DIR --json`: no value wrong, no crash, at least 85% of the knowable
+values right (an `absent` truth met by silence does not count)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from registry.engines.llamacpp.ggml import file_type_name, kv_bytes
+from registry.logs.facts import Fact
+from registry.logs.llamacpp import ModelBlock
+from registry.logs.llamacpp.lines import plain
+from registry.resolve.llamacpp.weights import decide_weights
+from tests.conftest import ROOT
+
+SHARED = Path(os.environ.get("REGISTRY_FIXTURES", ROOT.parent / "shared" / "fixtures"))
+CORPUS = SHARED / "llamacpp-logs"
+needs_corpus = pytest.mark.skipif(not (CORPUS / "truth.json").is_file(),
+                                  reason=f"llama.cpp corpus not found at {CORPUS}")
+
+
+def scorer() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("llamacpp_score", CORPUS / "score.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_corpus
+def test_llamacpp_logs_resolve_right_or_not_at_all(cli) -> None:
+    score = scorer()
+    totals = {"right": 0, "unresolved": 0, "WRONG": 0, "crash": 0}
+    values = values_right = 0
+    wrong: list[str] = []
+    for case in json.loads((CORPUS / "truth.json").read_text()):
+        known = {f: v for f, v in case["truth"].items() if v != "unknown"}
+        result = cli("resolve", CORPUS / case["case"], "--json")
+        if result.exit_code != 0:
+            totals["crash"] += len(known)
+            wrong.append(f"{case['case']}: exit {result.exit_code}: {result.stderr[:200]}")
+            continue
+        fields = json.loads(result.stdout)["fields"]
+        for field, truth in known.items():
+            got = (fields.get(field) or {}).get("resolved")
+            v = score.verdict(field, truth, got)
+            totals[v] += 1
+            if truth != "absent":
+                values += 1
+                values_right += v == "right"
+            if v == "WRONG":
+                wrong.append(f"{case['case']} {field}: truth {truth!r}, resolved {got!r}")
+    assert not wrong, "\n".join(wrong)
+    assert totals["crash"] == 0
+    assert values_right >= 0.85 * values, (values_right, values)
+
+
+@needs_corpus
+def test_every_resolved_value_cites_its_line(cli) -> None:
+    result = cli("resolve", CORPUS / "04-cuda-t4-gptoss20b-f16-label-mxfp4", "--json")
+    fields = json.loads(result.stdout)["fields"]
+    lines = (CORPUS / "04-cuda-t4-gptoss20b-f16-label-mxfp4" / "server.log").read_text(
+        errors="replace").splitlines()
+    for name, field in fields.items():
+        if field.get("resolved") is None:
+            continue
+        assert field.get("evidence"), name
+        for ev in field["evidence"]:
+            assert ev["text"] in lines[ev["line"] - 1], (name, ev)
+    assert fields["precision.weights"]["resolved"] == "MXFP4_MOE"
+    assert "label says 'F16'" in fields["precision.weights"]["rule"]
+
+
+def _block(*lines: tuple[str, dict[str, str]]) -> ModelBlock:
+    return ModelBlock(role="target", facts=[Fact(kind=k, line=i + 1, text=k, values=v)
+                                            for i, (k, v) in enumerate(lines)])
+
+
+def test_a_label_the_tensors_contradict_is_not_the_format() -> None:
+    """A `Q4_K - Medium` label on a file of q8_0 tensors at 8.5 BPW: q8_0 decides."""
+    block = _block(("tensor_type", {"type": "f32", "count": "100"}),
+                   ("tensor_type", {"type": "q8_0", "count": "300"}),
+                   ("file_type", {"label": "Q4_K - Medium"}),
+                   ("file_size", {"size": "8.1", "unit": "GiB", "bpw": "8.52"}))
+    assert decide_weights(block).value == "Q8_0"
+    mixed = _block(("tensor_type", {"type": "q4_K", "count": "200"}),
+                   ("tensor_type", {"type": "q6_K", "count": "30"}),
+                   ("file_type", {"label": "Q8_0"}),
+                   ("file_size", {"size": "4", "unit": "GiB", "bpw": "4.9"}))
+    verdict = decide_weights(mixed)
+    assert verdict.value is None and "disagrees" in verdict.rule  # never guessed
+
+
+def test_file_type_labels_name_llama_cpp_file_types() -> None:
+    assert file_type_name("Q4_K - Medium") == "Q4_K_M"
+    assert file_type_name("IQ4_NL - 4.5 bpw") == "IQ4_NL"
+    assert file_type_name("MXFP4 MoE") == "MXFP4_MOE"
+    assert file_type_name("IQ3_S mix - 3.66 bpw") == "IQ3_M"
+    assert file_type_name("mostly Q8_0") == "Q8_0"
+    assert file_type_name("UD-Q8_K_XL") is None
+
+
+def test_kv_block_sizes() -> None:
+    assert kv_bytes("f16", 64) == 128
+    assert kv_bytes("q8_0", 64) == 68
+    assert kv_bytes("q4_0", 64) == 36
+    assert kv_bytes("q5_1", 32) == 24
+
+
+def test_line_shapes_are_made_plain() -> None:
+    line = plain(7, "[64893] 0.05.562.022 I common_speculative: - n_max=64\r\r\n")
+    assert (line.stream, line.level, line.text) == ("64893", "I", "common_speculative: - n_max=64")
+    assert plain(1, "\x1b[0msrv  load_model: x\x00").text == "srv  load_model: x"
