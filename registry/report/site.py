@@ -27,7 +27,7 @@ from registry.report.html import short
 from registry.report.load import RecordData, Skipped, load_records
 from registry.report.pages import PATHS, SAFE_NAME
 from registry.store.home import Home
-from registry.store.index import RecordRow
+from registry.store.rows import RecordRow
 
 MARKER = ".registry-report"
 LOG_LIMIT = 64 * 2**20  # a bigger artifact is listed, not rendered
