@@ -51,7 +51,7 @@ def test_a_missing_or_broken_index_is_one_clear_error(tmp_path) -> None:
         SqliteReader(url, tmp_path / "index.sqlite").rows()
     assert not (tmp_path / "index.sqlite").exists()  # nothing created by a reader
     (tmp_path / "index.sqlite").write_bytes(b"not a database" * 100)
-    with pytest.raises(NotFound, match="registry reindex|not a database") as e:
+    with pytest.raises(NotFound, match=r"registry reindex|not a database") as e:
         SqliteReader(url, tmp_path / "index.sqlite").entries()
     assert e.value.hint and "reindex" in e.value.hint
 
