@@ -89,22 +89,29 @@ def find_records(home: Home, where: Sequence[str] = (),
     return [_checked(home, row, entries.get(row.id), keyring) for row in rows]
 
 
+def index_rows(home: Home, where: Sequence[str] = (),
+               limit: int | None = None) -> list[RecordRow]:
+    """What the index says, newest first, unchecked: to choose records that a reader
+    then reads from the ledger (as `registry report` does), never to show."""
+    return readable_index(home).rows(parse_where(where), limit)
+
+
 def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring) -> RecordRow:
-    from registry.store.rows import RecordRow, entry_differences, entry_rows
+    from registry.store.rows import entry_differences, entry_rows, signed_row
 
     statement, envelope = _ledger_files(home, row.id)
     check = check_signed(statement, envelope, expected_id=row.id, keyring=keyring)
     if not check.ok or statement is None:
         return row.model_copy(update={"trust": check.trust, "trust_detail": check.detail,
                                       "signer": None})
-    signed = entry_rows(row.id, parse_statement(statement), check.signer)
-    differs = entry_differences(indexed, signed)
+    parsed = parse_statement(statement)
+    differs = entry_differences(indexed, entry_rows(row.id, parsed, check.signer))
     if not differs:
         return row.model_copy(update={"trust": Trust.verified})
-    values = {**signed["records"][0], "ledger_commit": row.ledger_commit}
-    return RecordRow(**values, trust=Trust.verified,
-                     trust_detail=f"the index differed in {', '.join(differs)}: shown as "
-                                  "signed (registry reindex)")
+    shown = signed_row(row.id, parsed, check.signer, row.ledger_commit)
+    return shown.model_copy(update={"trust_detail": f"the index differed in "
+                                                    f"{', '.join(differs)}: shown as signed "
+                                                    "(registry reindex)"})
 
 
 def _ledger_files(home: Home, rid: str) -> tuple[bytes | None, bytes | None]:

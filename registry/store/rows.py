@@ -99,6 +99,14 @@ def entry_rows(record_id: str, statement: Statement, signer: str | None) -> Rows
     return {"records": [record], "identity": fields, "results": metrics}
 
 
+def signed_row(record_id: str, statement: Statement, signer: str | None,
+               ledger_commit: str | None) -> RecordRow:
+    """A record's row as its signed statement gives it, trusted (its signature checked)."""
+    values = {**entry_rows(record_id, statement, signer)["records"][0],
+              "ledger_commit": ledger_commit}
+    return RecordRow(**values, trust=Trust.verified)
+
+
 def entry_differences(indexed: Rows | None, signed: Rows) -> list[str]:
     """What an index entry says that the signed statement does not (table.column),
     the ledger commit aside (history decides that)."""
