@@ -1,4 +1,4 @@
-"""Rendering for the CLI: JSON for scripts, rich tables for people.
+"""Rendering for the CLI: JSON for scripts, fitted lines and rich tables for people.
 
 Text that comes from records, logs, paths or key ids is data, never markup. The
 consoles therefore parse no markup unless a call asks for it (`markup=True`), and
@@ -6,39 +6,86 @@ such a call escapes every piece of data with `safe` (a key id `[/red]` would
 otherwise close a style never opened and crash rich, or restyle the output). Every
 string printed is made printable first: a file name that is not UTF-8 holds lone
 surrogates, which no terminal encoding accepts.
+
+Plain lines (`say`, `print_fitted`) need no rich: `list` and `show` print through them
+and start without importing it (rich alone costs about one bare Python start-up);
+`console`, `err_console` and `table` load rich on first use.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
-
-from registry.base.canonical import to_jsonable
 from registry.errors import RegistryError
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
-class SafeConsole(Console):
+STYLES = {"bold": "1", "underline": "4", "dim": "2", "red": "31", "green": "32",
+          "yellow": "33", "cyan": "36"}
+_consoles: dict[str, Console] = {}
+
+
+def __getattr__(name: str) -> Any:
+    """`console` and `err_console`, made on first use (PEP 562)."""
+    if name in ("console", "err_console"):
+        if name not in _consoles:
+            _consoles[name] = _safe_console(stderr=name == "err_console")
+        return _consoles[name]
+    raise AttributeError(name)
+
+
+def _safe_console(**kwargs: Any) -> Console:
     """A console whose strings are printable and, by default, not markup."""
+    from rich.console import Console
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(soft_wrap=True, markup=False, **kwargs)
+    class SafeConsole(Console):
+        def print(self, *objects: Any, **kw: Any) -> None:
+            super().print(*(printable(o) if isinstance(o, str) else o for o in objects), **kw)
 
-    def print(self, *objects: Any, **kwargs: Any) -> None:
-        super().print(*(printable(o) if isinstance(o, str) else o for o in objects), **kwargs)
+    return SafeConsole(soft_wrap=True, markup=False, **kwargs)
 
 
-console = SafeConsole()
-err_console = SafeConsole(stderr=True)
+def say(*parts: str | tuple[str, str | None], err: bool = False) -> None:
+    """One line of plain text; a part may be `(text, style)` with styles from STYLES
+    ("bold red"), drawn only on a terminal that takes colour (NO_COLOR, TERM=dumb and
+    FORCE_COLOR are honoured as rich honours them)."""
+    out = sys.stderr if err else sys.stdout
+    colour = _colour(out)
+    text = "".join(_styled(printable(p), None, colour) if isinstance(p, str)
+                   else _styled(printable(p[0]), p[1], colour) for p in parts)
+    out.write(text + "\n")
+
+
+def _styled(text: str, style: str | None, colour: bool) -> str:
+    if not style or not colour or not text:
+        return text
+    codes = ";".join(STYLES[s] for s in style.split())
+    return f"\x1b[{codes}m{text}\x1b[0m"
+
+
+def _colour(out: Any) -> bool:
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return bool(getattr(out, "isatty", lambda: False)())
+
+
+def width() -> int:
+    """The terminal's width: $COLUMNS, else the terminal's own, else 80 (as rich)."""
+    return shutil.get_terminal_size((80, 24)).columns
 
 
 def print_json(value: Any) -> None:
     """Stable JSON on stdout: sorted keys, two-space indent."""
+    from registry.base.canonical import to_jsonable
+
     sys.stdout.write(json.dumps(to_jsonable(value), indent=2, sort_keys=True) + "\n")
 
 
@@ -50,21 +97,21 @@ def printable(text: object) -> str:
 
 def safe(text: object) -> str:
     """Untrusted text for a markup string: printable, and its `[...]` escaped."""
+    from rich.markup import escape
+
     return escape(printable(text))
 
 
 def print_error(e: RegistryError) -> None:
-    err_console.print(f"[bold red]error:[/] {safe(e.message)}", highlight=False, markup=True)
+    say(("error:", "bold red"), f" {e.message}", err=True)
     if e.hint:
-        err_console.print(f"  hint: {e.hint}", highlight=False)
+        say(f"  hint: {e.hint}", err=True)
 
 
 def print_internal(e: BaseException) -> None:
     """An error the registry did not expect: one message (a bug to report), no traceback."""
-    err_console.print(f"[bold red]internal error:[/] {safe(type(e).__name__)}: {safe(e)}",
-                      highlight=False, markup=True)
-    err_console.print("  hint: this is a bug in registry; REGISTRY_DEBUG=1 shows the "
-                      "traceback", highlight=False)
+    say(("internal error:", "bold red"), f" {type(e).__name__}: {e}", err=True)
+    say("  hint: this is a bug in registry; REGISTRY_DEBUG=1 shows the traceback", err=True)
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]], *,
@@ -72,6 +119,9 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]], *,
     """Cells are plain text (never markup); a cell that needs a style is a rich `Text`.
     `fold=False`: every cell on one line, cut with an ellipsis when the terminal is too
     narrow (never broken inside a word, an id or a path)."""
+    from rich.table import Table
+    from rich.text import Text
+
     t = Table(title=title, title_justify="left", header_style="bold")
     for i, column in enumerate(columns):
         whole = i == 0 or not fold  # the key column stays whole
@@ -87,12 +137,11 @@ def print_fitted(headers: list[str], rows: list[list[str]], *, keep: list[bool],
     """A borderless table fitted to the terminal: values cut with an ellipsis, never folded
     over two lines; `keep` columns (ids) are never cut."""
     if title:
-        console.print(title, style="bold", highlight=False, soft_wrap=True)
-    lines = fit([headers, *rows], keep, console.width)
-    console.print(lines[0], style="bold underline", highlight=False, soft_wrap=True,
-                  markup=False)
+        say((title, "bold"))
+    lines = fit([headers, *rows], keep, width())
+    say((lines[0], "bold underline"))
     for line in lines[1:]:
-        console.print(line, highlight=False, soft_wrap=True, markup=False)
+        say(line)
 
 
 def fit(rows: list[list[str]], keep: list[bool], width: int, gap: int = 2) -> list[str]:

@@ -11,8 +11,8 @@ from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from registry.signing.signed import Trust
-    from registry.store.index import RecordRow
     from registry.store.query import ShownRecord
+    from registry.store.rows import RecordRow
 
 
 def register(app: typer.Typer) -> None:
@@ -32,7 +32,7 @@ def list_records(
 
     Example: registry list --where precision.kv_cache=fp8_e4m3 --where 'parallel.tensor>1'
     """
-    from registry.cli.output import console, print_fitted, print_json
+    from registry.cli.output import print_fitted, print_json, say
     from registry.compare.table import filter_ids, split_where
     from registry.formats.record import UNPROVEN
     from registry.store.query import find_records
@@ -53,14 +53,13 @@ def list_records(
          r.weights or "", r.kv_cache or "", _decode_text(r) or ""]
         for r, bad in zip(rows, unproven, strict=True)],
         keep=[True, True, False, False, False, True])
-    console.print(f"{len(rows)} records", highlight=False, soft_wrap=True)
+    say(f"{len(rows)} records")
     if any(unproven):
-        console.print("! UNPROVEN: its evidence proves nothing (registry show ID says why)",
-                      style="bold red", highlight=False)
+        say(("! UNPROVEN: its evidence proves nothing (registry show ID says why)", "bold red"))
     for r in rows:
         if r.trust != "verified" or r.trust_detail:
-            console.print(f"{r.id[:16]} {(r.trust or 'unchecked').upper()}: "
-                          f"{r.trust_detail or ''}", style="red", highlight=False)
+            say((f"{r.id[:16]} {(r.trust or 'unchecked').upper()}: {r.trust_detail or ''}",
+                 "red"))
 
 
 def _marked_id(rid: str, trust: Trust | None, unproven: bool) -> str:
@@ -102,7 +101,7 @@ def _render(record: ShownRecord) -> None:
     """A summary a person reads in one screen, then the details, each row on one line."""
     from collections import Counter
 
-    from registry.cli.output import console, print_fitted, safe, shown
+    from registry.cli.output import print_fitted, say, shown
     from registry.formats.record import summary_line
     from registry.formats.unproven import mark
     from registry.measure.display import quality_lines, value_text
@@ -110,9 +109,8 @@ def _render(record: ShownRecord) -> None:
     p = record.statement.predicate
     check = record.check
     if not check.ok:
-        console.print(f"{check.trust.value.upper()}: {check.detail or ''}; nothing below is "
-                      f"vouched for (registry verify {record.id[:16]})", style="bold red",
-                      highlight=False)
+        say((f"{check.trust.value.upper()}: {check.detail or ''}; nothing below is vouched "
+             f"for (registry verify {record.id[:16]})", "bold red"))
     decode = next((s.metrics["decode_tok_s.median"] for s in p.results
                    if "decode_tok_s.median" in s.metrics), None)
     statuses = Counter(f.status.value for f in p.identity.fields.values())
@@ -132,29 +130,27 @@ def _render(record: ShownRecord) -> None:
              ("overrides", ", ".join(f"{o.field} ({o.reason})" for o in p.overrides))]
     for name, value in facts:
         if value:
-            console.print(f"[bold]{name:9}[/] {safe(value)}", highlight=False, soft_wrap=False,
-                          markup=True)
+            say((f"{name:9}", "bold"), f" {value}")
     unproven = mark(p.unproven, p.identity)
     if unproven:
-        console.print(unproven, style="bold red", highlight=False)
-    console.print(f"{len(record.statement.subject)} artifacts; details follow "
-                  "(--json for everything)\n", highlight=False)
+        say((unproven, "bold red"))
+    say(f"{len(record.statement.subject)} artifacts; details follow (--json for everything)\n")
     print_fitted(["field", "value", "status", "evidence"], [
         [name, _value(f.declared, f.resolved), f.status.value,
          f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else ""]
         for name, f in sorted(p.identity.fields.items())],
         keep=[True, False, True, True], title="identity (value: resolved, else declared)")
-    console.print()
+    say()
     print_fitted(["suite", "metric", "value [95% CI]", "unit", "n"], [
         [s.suite, m.name, value_text(m, s.quality), m.unit, str(m.count)]
         for s in p.results for m in s.metrics.values()],
         keep=[False, True, True, True, True], title="results")
     for line in quality_lines(p.results):
-        console.print(line, highlight=False)
+        say(line)
     formulas = {m.name: m.formula for s in p.results for m in s.metrics.values()}
     for name, formula in formulas.items():  # below the table: a formula is never cut
-        console.print(f"  {name} = {formula}", highlight=False, soft_wrap=False)
-    console.print()
+        say(f"  {name} = {formula}")
+    say()
     print_fitted(["role", "commit", "dirty", "path"], [
         [s.role, (s.commit or "")[:12], shown(s.dirty), s.path] for s in p.sources],
         keep=[True, True, True, False], title="sources")

@@ -1,16 +1,16 @@
 """Reading records back: `list` from the index, one record from the ledger.
 
-Both stay light (no gitpython, no torch, no vllm): the index answers queries; an id
-prefix is matched against the ledger's committed tree and the statement is read
-straight from the ledger folder. The index is a cache, never a source: every record
-a reader returns was checked against its signed statement and the verified keyring
-(registry/signing/signed.py), and carries the result.
+Both stay light (no SQLAlchemy for a SQLite index, no torch, no vllm): the index
+answers queries; an id prefix is matched against the ledger's committed tree and the
+statement is read straight from the ledger folder. The index is a cache, never a
+source: every record a reader returns was checked against its signed statement and
+the verified keyring (registry/signing/signed.py), and carries the result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound
@@ -21,7 +21,20 @@ from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, adding_commit, c
 
 if TYPE_CHECKING:
     from registry.signing.keyring import Keyring
-    from registry.store.index import Index, RecordRow, Rows
+    from registry.store.rows import RecordRow, Rows
+
+
+class IndexReader(Protocol):
+    """What readers ask of an index: `Index` (SQLAlchemy) or `SqliteReader` (sqlite3)."""
+
+    def pending(self) -> list[str]: ...
+
+    def commit_of(self, record_id: str) -> str | None: ...
+
+    def rows(self, where: Sequence[tuple[str, str]] = (),
+             limit: int | None = None) -> list[RecordRow]: ...
+
+    def entries(self, ids: Sequence[str] | None = None) -> dict[str, Rows]: ...
 
 
 class ShownRecord(Frozen):
@@ -42,16 +55,25 @@ def parse_where(terms: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def readable_index(home: Home) -> Index:
-    """The index, with any row a crashed seal left settled first."""
-    from registry.store.index import open_index
+def readable_index(home: Home) -> IndexReader:
+    """The index, with any row a crashed seal left settled first: a SQLite index is read
+    through sqlite3 (no SQLAlchemy to import), any other through `Index`."""
+    from registry.store.sqlite_read import SqliteReader, sqlite_path
 
-    index = open_index(home)
-    if index.pending():
+    path = sqlite_path(home.database_url)
+    reader: IndexReader
+    if path is None:
+        from registry.store.index import open_index
+
+        reader = open_index(home)
+    else:
+        reader = SqliteReader(home.database_url, path)
+    if reader.pending():
+        from registry.store.index import open_index
         from registry.store.writer import settle_pending
 
-        settle_pending(home, index)
-    return index
+        settle_pending(home, open_index(home))
+    return reader
 
 
 def find_records(home: Home, where: Sequence[str] = (),
@@ -67,22 +89,29 @@ def find_records(home: Home, where: Sequence[str] = (),
     return [_checked(home, row, entries.get(row.id), keyring) for row in rows]
 
 
+def index_rows(home: Home, where: Sequence[str] = (),
+               limit: int | None = None) -> list[RecordRow]:
+    """What the index says, newest first, unchecked: to choose records that a reader
+    then reads from the ledger (as `registry report` does), never to show."""
+    return readable_index(home).rows(parse_where(where), limit)
+
+
 def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring) -> RecordRow:
-    from registry.store.index import RecordRow, entry_differences, entry_rows
+    from registry.store.rows import entry_differences, entry_rows, signed_row
 
     statement, envelope = _ledger_files(home, row.id)
     check = check_signed(statement, envelope, expected_id=row.id, keyring=keyring)
     if not check.ok or statement is None:
         return row.model_copy(update={"trust": check.trust, "trust_detail": check.detail,
                                       "signer": None})
-    signed = entry_rows(row.id, parse_statement(statement), check.signer)
-    differs = entry_differences(indexed, signed)
+    parsed = parse_statement(statement)
+    differs = entry_differences(indexed, entry_rows(row.id, parsed, check.signer))
     if not differs:
         return row.model_copy(update={"trust": Trust.verified})
-    values = {**signed["records"][0], "ledger_commit": row.ledger_commit}
-    return RecordRow(**values, trust=Trust.verified,
-                     trust_detail=f"the index differed in {', '.join(differs)}: shown as "
-                                  "signed (registry reindex)")
+    shown = signed_row(row.id, parsed, check.signer, row.ledger_commit)
+    return shown.model_copy(update={"trust_detail": f"the index differed in "
+                                                    f"{', '.join(differs)}: shown as signed "
+                                                    "(registry reindex)"})
 
 
 def _ledger_files(home: Home, rid: str) -> tuple[bytes | None, bytes | None]:
@@ -134,5 +163,35 @@ def sealed_statement(home: Home, prefix: str, committed: Sequence[str] | None = 
 def show_record(home: Home, prefix: str) -> ShownRecord:
     """One record, read from the ledger alone, with whether a trusted key signed it."""
     rid, check, data = checked_statement(home, prefix)
-    return ShownRecord(id=rid, ledger_commit=adding_commit(home.ledger, rid), check=check,
+    return ShownRecord(id=rid, ledger_commit=_adding_commit(home, rid), check=check,
                        statement=parse_statement(data))
+
+
+def _adding_commit(home: Home, rid: str) -> str | None:
+    """The ledger commit that added the record: the index's word for it when the ledger
+    confirms it (one git call), else found by walking the ledger's history (every
+    commit: seconds on a ledger of 10,000 records). Shown, never trusted: `verify`
+    checks each record's commit against the signed history."""
+    from registry.errors import RegistryError
+
+    try:
+        hint = readable_index(home).commit_of(rid)
+    except RegistryError:
+        hint = None
+    if hint is not None and _adds(home, hint, f"{RECORDS}/{rid}/{STATEMENT}"):
+        return hint
+    return adding_commit(home.ledger, rid)
+
+
+def _adds(home: Home, commit: str, path: str) -> bool:
+    """`commit` holds `path` with the bytes the branch holds, and its parent does not."""
+    from registry.store.git import run_git
+    from registry.store.ledger import BRANCH
+
+    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        return False
+    asked = f"{commit}:{path}\n{commit}^:{path}\n{BRANCH}:{path}\n"
+    here, before, head = run_git(home.ledger, "cat-file", "--batch-check",
+                                 input=asked.encode()).decode().splitlines()
+    return before.endswith("missing") and not here.endswith("missing") and \
+        here.split()[0] == head.split()[0]
