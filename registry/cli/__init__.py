@@ -99,6 +99,8 @@ def _register() -> None:
     from registry.cli import compare
 
     app.command("compare")(compare.compare)
+    from registry.cli import claim
+    claim.register(app)
     from registry.cli import bench
 
     app.command("bench-import")(bench.bench_import)

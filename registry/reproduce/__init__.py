@@ -118,7 +118,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
 
 def attest(home: Home, done: Reproduction) -> Reproduction:
     """Seal a judged reproduction's verdict as a signed verification attestation."""
-    from registry.reproduce.attest import reproduction_statement
+    from registry.reproduce.attestation import reproduction_statement
     from registry.store.query import sealed_statement
     from registry.store.verifications import seal_verification
     from registry.store.writer import ready_signer

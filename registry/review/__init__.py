@@ -76,7 +76,7 @@ def review_record(home: Home, prefix: str, *, seal: bool = True) -> Review:
 
 
 def _sealed(home: Home, review: Review, statement: Statement | None, seal: bool) -> Review:
-    from registry.review.attest import review_statement
+    from registry.review.attestation import review_statement
     from registry.store.verifications import seal_verification
     from registry.store.writer import ready_signer
 
