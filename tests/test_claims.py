@@ -374,3 +374,33 @@ def test_no_path_leads_out_of_refuted(sealed, moves) -> None:
         state = decision.state
         refuted = refuted or state is State.refuted
     assert not refuted or state is State.refuted
+
+
+# ---- evidence levels in review ----
+
+def test_review_reports_the_level_and_why(cli, store_home, records, tmp_path) -> None:
+    import shutil
+
+    from registry.seal import seal_run
+    from registry.signing.keys import create_key
+    from tests.conftest import ROOT
+
+    run = shutil.copytree(ROOT / "tests/data/cpu-runs/tiny-bf16-kv", tmp_path / "captured")
+    captured = seal_run(run, home=store_home).id
+    review = ok_or(cli("review", captured, "--json", "--no-seal"))
+    assert review["verdict"] != "reject", review
+    assert review["evidence_level"] == {"level": "cpu-tested",
+                                        "reason": "signed by a lab key; not reproduced yet"}
+    assert review["findings"][-1]["part"] == "evidence level"
+    rejected = ok_or(cli("review", records["a"], "--json", "--no-seal"))
+    assert rejected["verdict"] == "reject"
+    assert rejected["evidence_level"]["level"] == "invalid"
+    assert rejected["evidence_level"]["reason"].startswith("identity: ")
+    other = create_key(tmp_path / "other")
+    (tmp_path / "o.pub").write_text(other.public_pem)
+    assert cli("keys", "trust", tmp_path / "o.pub").exit_code == 0
+    assert cli("claim", "lab-key", other.keyid).exit_code == 0
+    outside = ok_or(cli("review", captured, "--json", "--no-seal"))["evidence_level"]
+    assert outside["level"] == "community-reported"
+    text = cli("review", captured, "--no-seal").stdout
+    assert "evidence level" in text and "community-reported" in text
