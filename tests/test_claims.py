@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registry.claims.lifecycle import MOVES, Evidence, decide
-from registry.claims.metric import named
 from registry.claims.models import ClaimBody, ClaimedFigure, ClaimedIdentity, State
 from registry.errors import Refused
+from registry.formats.metricwords import named
 from registry.formats.verification import Check, Figure, Policy, Result, Verifier, verification
 from tests.conftest import resolved_identity
 

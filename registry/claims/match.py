@@ -14,8 +14,8 @@ import re
 from typing import Any, Literal
 
 from registry.base.model import Frozen
-from registry.claims.metric import ClaimMetric
 from registry.claims.models import ClaimedIdentity
+from registry.formats.metricwords import ClaimMetric
 from registry.formats.record import Statement
 
 Outcome = Literal["same", "differs", "unknown"]

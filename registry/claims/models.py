@@ -10,7 +10,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from registry.base.model import Frozen
-from registry.claims.metric import ClaimMetric
+from registry.formats.metricwords import ClaimMetric
 
 EVENT_SCHEMA: Final = "registry.claim-event/v1"
 EVENT_PAYLOAD_TYPE: Final = "application/vnd.registry.claim-event+json"

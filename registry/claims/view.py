@@ -10,8 +10,8 @@ from registry.base.model import Frozen
 from registry.claims.events import Replayed, claim_ids, replay
 from registry.claims.levels import Level, claim_level
 from registry.claims.match import AxisMatch
-from registry.claims.metric import label
 from registry.claims.models import ClaimedIdentity, EventKind
+from registry.formats.metricwords import label
 from registry.store.home import Home
 
 

@@ -63,9 +63,9 @@ def add(
     --by lab --model tiny-llama --quantization bfloat16 --engine vllm --hardware cpu --tp 1
     --quality-gate bitwise-teacher
     """
-    from registry.claims.metric import named
     from registry.claims.models import ClaimBody, ClaimedFigure, ClaimedIdentity
     from registry.claims.register import add_claim
+    from registry.formats.metricwords import named
 
     identity = ClaimedIdentity(model=model, checkpoint=checkpoint, quantization=quantization,
                                kv_cache=kv_cache, engine=engine, engine_version=engine_version,

@@ -4,7 +4,9 @@ The lab states metrics in words ("typical decode rate, first 100 words of a fres
 answer", "class-balanced median of input-class medians; 99-interval decode", "vLLM
 bench output tok/s, mean of 4 runs"). A formula is attached only when the words say
 it: an explicit `N / (t[a] - t[b])`, or "99-interval" (the lab's name for
-`99 / (t[99] - t[0])`); the aggregation only when the words name one. Nothing is
+`99 / (t[99] - t[0])`), "legacy 100" or "first 100 tokens" (its legacy
+`100 / (t[99] - t[0])`); the aggregation only when the words name one. Words are
+not tokens: "first 100 words" names no formula. Nothing is
 guessed: "typical decode rate" names no formula, so none is given.
 """
 
@@ -18,7 +20,8 @@ from registry.base.model import Frozen
 
 _EXPLICIT = re.compile(r"(\d+)\s*/\s*\(\s*t\[(\d+)\]\s*-\s*t\[(\d+)\]\s*\)")
 _INTERVAL = re.compile(r"\b99[- ]interval\b", re.IGNORECASE)
-_LEGACY = re.compile(r"\blegacy[- ]100\b|\b100[- ]interval\b", re.IGNORECASE)
+_LEGACY = re.compile(r"\blegacy[- ]100\b|\b100[- ]interval\b|\bfirst 100 tokens\b",
+                     re.IGNORECASE)
 # (words, aggregation): the first that matches names it; order: most specific first.
 _AGGREGATIONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"class-balanced median", re.I), "median-of-prompt-class-medians"),
