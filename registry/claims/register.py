@@ -29,9 +29,8 @@ def import_claim(home: Home, body: ClaimBody) -> tuple[ClaimView, bool]:
                            f"word ({', '.join(s.value for s in State)})") from None
     if body.id in claim_ids(home):
         existing = replay(home, body.id)
-        if existing.claim.lab and existing.claim.lab.sha256 == body.lab.sha256 \
-                and existing.claim == body:
-            return view(home, existing), False
+        if existing.claim.lab and existing.claim.lab.sha256 == body.lab.sha256:
+            return view(home, existing), False  # the same file, wherever it was read from
         raise Refused(f"claim {body.id} is already in the ledger from other bytes",
                       hint="a claim's events are only appended: advance it instead")
     return _first(home, body, EventKind.imported, state), True

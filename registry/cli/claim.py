@@ -3,6 +3,7 @@ their evidence levels."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -150,6 +151,36 @@ def list_(home: HomeOpt = None, json: Json = False) -> None:
     console.print(f"{len(claims)} claims", highlight=False)
 
 
+@claim_app.command("import")
+def import_(
+    path: Annotated[Path, typer.Argument(
+        show_default=False, help="A claim file, or a folder holding claims/*.json or "
+                                 "claim.json packets.")],
+    records: Annotated[bool, typer.Option(
+        "--records/--no-records", help="Also import packets holding run evidence as "
+                                       "records.")] = True,
+    home: HomeOpt = None,
+    json: Json = False,
+) -> None:
+    """Import a lab's claims with their history (attributed to the lab) and evidence.
+
+    Example: registry claim import ~/b70-optimization-lab
+    """
+    from registry.claims.labimport import import_claims
+    from registry.cli.output import console, print_fitted, print_json
+
+    report = import_claims(_home(home), path, records=records)
+    if json:
+        print_json(report)
+        return
+    print_fitted(["claim", "status", "claimed", "records", "rows", "note"], [
+        [c.id, c.status, _value(c.claimed), str(len(c.records)), str(c.rows), c.note or ""]
+        for c in report.claims], keep=[False, True, True, True, True, False],
+        title=f"claims imported from {report.source}")
+    console.print(f"{report.added} added, {len(report.claims) - report.added} already there",
+                  highlight=False)
+
+
 @claim_app.command("lab-key")
 def lab_key(
     keyids: Annotated[list[str], typer.Argument(show_default=False,
@@ -180,7 +211,7 @@ def _print(view: ClaimView, json: bool) -> None:
         return
     c, v = view.claimed, view.verification
     facts = [("claim", view.id), ("model", view.model),
-             ("status", f"{view.status} (stated by {view.status_by[:40]})"),
+             ("status", f"{view.status} (stated by {view.status_by})"),
              ("claimed", f"{_value(c.value)} ({c.metric}) by {c.by}, {c.date or '?'}"),
              ("verified", v.value is not None and f"{_value(v.value)} ({v.metric}), {v.date or '?'}"
                                 + (f", record {v.record[:16]}" if v.record else "")

@@ -27,7 +27,8 @@ _AGGREGATIONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"class-balanced median", re.I), "median-of-prompt-class-medians"),
     (re.compile(r"bench output tok/?s|output_throughput", re.I), "vllm-bench-output-throughput"),
     (re.compile(r"print_timing|eval rate", re.I), "mean-of-llama.cpp-eval-rates"),
-    (re.compile(r"\bmean\b", re.I), "mean"),
+    (re.compile(r"\bsuite[- ]high\b|\bsuite's high\b", re.I), "max"),
+    (re.compile(r"\bmean\b|\baverage\b", re.I), "mean"),
     (re.compile(r"\bmedian\b|middle value", re.I), "median"),
 )
 

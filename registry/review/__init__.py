@@ -72,7 +72,7 @@ def review_record(home: Home, prefix: str, *, seal: bool = True) -> Review:
     statement = parse_statement(data)
     findings = [Finding(part="signature", status=Status.ok,
                         detail=f"signed by {check.signer}, a key this home trusts")]
-    for part in (_identity, _figures, _contract, _environment, _proof):
+    for part in (_identity, _figures, _physical, _contract, _environment, _proof):
         findings += _guarded(part, home, rid, statement)
     review = _leveled(home, _verdict(rid, findings), statement, check.signer)
     return _sealed(home, review, statement, seal)
@@ -202,6 +202,19 @@ def _figures(home: Home, rid: str, statement: Statement) -> list[Finding]:
         out.append(Finding(part="published", status=Status.reject if bad else Status.ok,
                            detail=detail))
     return out
+
+
+def _physical(home: Home, rid: str, statement: Statement) -> list[Finding]:
+    """Rows whose times cannot be (sealed before they were refused at seal)."""
+    from registry.contracts.sealed import sealed_run
+    from registry.measure.physical import impossible_rows
+
+    bad = impossible_rows(sealed_run(home, rid, statement).bench.rows)
+    if not bad:
+        return []
+    shown = "; ".join(f"row {r.index} ({r.prompt_id}): {why}" for r, why in bad[:3])
+    return [Finding(part="timings", status=Status.reject,
+                    detail=f"{len(bad)} row(s) with impossible times: {shown}")]
 
 
 def _close(a: float, b: float | None) -> bool:
