@@ -205,3 +205,20 @@ def test_a_packet_claim_json_is_read_with_its_metric(cli, store_home) -> None:
     assert published["verification.tok_s"]["aggregation"] == "claim: median"
     assert published["claimed.tok_s"]["aggregation"] == "claim: unnamed"
     assert "top of their 28.3-34.7 range" in published["claimed.tok_s"]["note"]
+
+
+def test_a_file_in_a_large_folder_is_its_own_packet(cli, store_home, tmp_path) -> None:
+    """`results/scoreboard.md` names one file of the lab's whole results/ folder: the
+    packet is that file, and nothing around it is imported as a record."""
+    checkout = tmp_path / "lab"
+    (checkout / "claims").mkdir(parents=True)
+    name = "lab-qwen36-27b-autoround-int4-mtp3-tp2"
+    shutil.copy(LAB / name / "claim.json", checkout / "claims" / f"{name}.json")
+    results = checkout / "results"
+    results.mkdir()
+    shutil.copy(LAB / name / "scoreboard.md", results / "scoreboard.md")
+    (results / "other-lane").mkdir()
+    (results / "other-lane" / "server.log").write_text("INFO another lane's engine\n")
+    [c] = run(cli, "claim", "import", checkout, "--json")["claims"]
+    assert [f["path"] for f in c["packet"]["files"]] == ["scoreboard.md"]
+    assert c["records"] == [] and "one file of a larger folder" in c["note"]

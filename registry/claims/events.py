@@ -152,15 +152,25 @@ def _measured(records: dict[str, str], judged: list[str]) -> str:
     raise InvalidInput("the verification judged several records: name one with --record")
 
 
+_HELD: set[tuple[str, str | None, str | None]] = set()  # (ledger, head, last verified)
+
+
 def _history_holds(home: Home) -> None:
-    """Claims are read only from a ledger whose whole history verifies."""
+    """Claims are read only from a ledger whose whole history verifies (checked once per
+    process for one head: `claim list` reads many claims)."""
     from registry.store.history import check_history
     from registry.store.ledger import Ledger
     from registry.store.trust import current_keyring, load_state
 
-    history = check_history(Ledger(home.ledger), current_keyring(home), load_state(home).head)
+    ledger = Ledger(home.ledger)
+    last = load_state(home).head
+    key = (str(home.ledger), ledger.head(), last)
+    if key in _HELD:
+        return
+    history = check_history(ledger, current_keyring(home), last)
     if history.problems:
         raise VerificationFailed(f"the ledger's history does not verify: "
                                  f"{history.problems[0].detail}",
                                  hint="registry verify --all names every problem")
+    _HELD.add(key)
 

@@ -63,14 +63,20 @@ class ClaimImport(Frozen):
 def import_claims(home: Home, path: Path, *, records: bool = True) -> ClaimImport:
     """Import every claim found at `path` (see the module's rules)."""
     found = _claim_files(path)
-    for file, _, label in found:  # every file read before anything is written
+    for file, _, _, label in found:  # every file read before anything is written
         lab_claim(_load(file), label, "0" * 64)
-    done = [_one(home, file, packet, label, records) for file, packet, label in found]
+    done = [_one(home, file, folder, only, label, records)
+            for file, folder, only, label in found]
     return ClaimImport(source=str(path), claims=done, added=sum(c.added for c in done))
 
 
-def _claim_files(path: Path) -> list[tuple[Path, Path | None, str]]:
-    """(claim file, its packet folder, the file's name as shown) for each claim."""
+Placed = tuple[Path, Path | None, str | None, str]  # file, packet folder, only file, label
+PACKET_FILES = ("STATUS.md", "README.md")  # a file that stands for its whole folder
+
+
+def _claim_files(path: Path) -> list[Placed]:
+    """(claim file, its packet folder, the one file of it that is the packet when the
+    evidence names a file in a larger folder, the file's name as shown) per claim."""
     if path.is_file():
         return [_placed(path, path.parent)]
     if not path.is_dir():
@@ -88,16 +94,19 @@ def _claim_files(path: Path) -> list[tuple[Path, Path | None, str]]:
     return [_placed(f, path) for f in inner]
 
 
-def _placed(file: Path, root: Path) -> tuple[Path, Path | None, str]:
+def _placed(file: Path, root: Path) -> Placed:
     label = file.relative_to(root).as_posix() if file.is_relative_to(root) else file.name
     if file.name == CLAIM_FILE:  # the packet is the folder the claim file sits in
-        return file, file.parent, label
+        return file, file.parent, None, label
     if file.parent.name == "claims":  # a lab checkout: the claim names its evidence path
-        return file, _evidence_folder(file, file.parent.parent), label
-    return file, None, label
+        folder, only = _evidence(file, file.parent.parent)
+        return file, folder, only, label
+    return file, None, None, label
 
 
-def _evidence_folder(file: Path, checkout: Path) -> Path | None:
+def _evidence(file: Path, checkout: Path) -> tuple[Path | None, str | None]:
+    """The packet a checkout's claim names: a folder; the folder of its STATUS.md or
+    README.md; else the one file (never the large folder around it)."""
     from registry.base.confine import inside
 
     data = _load(file)
@@ -106,8 +115,12 @@ def _evidence_folder(file: Path, checkout: Path) -> Path | None:
         evidence = block.get("evidence") if isinstance(block, dict) else None
         if isinstance(evidence, str) and evidence:
             target = inside(checkout, evidence)
-            return target if target.is_dir() else target.parent if target.exists() else None
-    return None
+            if target.is_dir():
+                return target, None
+            if target.is_file():
+                return target.parent, None if target.name in PACKET_FILES else target.name
+            return None, None
+    return None, None
 
 
 def _load(file: Path) -> dict[str, Any]:
@@ -120,7 +133,7 @@ def _load(file: Path) -> dict[str, Any]:
     return data
 
 
-def _one(home: Home, file: Path, folder: Path | None, label: str,
+def _one(home: Home, file: Path, folder: Path | None, only: str | None, label: str,
          with_records: bool) -> ImportedClaim:
     from registry.claims.register import import_claim
 
@@ -135,9 +148,11 @@ def _one(home: Home, file: Path, folder: Path | None, label: str,
                     "verification": lv.metric.aggregation if lv and lv.metric else None}
     skip = {file.relative_to(folder).as_posix()} if folder and file.is_relative_to(folder) \
         else set()
-    packet = read_packet(folder, folder.name if folder else None, figures, aggregations, skip)
-    level = _status_level(folder)
-    ids, why = _records(home, folder) if with_records and folder else ([], None)
+    packet = read_packet(folder, folder.name if folder else None, figures, aggregations, skip,
+                         only=only)
+    level = _status_level(folder) if only is None else None
+    ids, why = _records(home, folder) if with_records and folder and only is None else (
+        [], "no record: the packet is one file of a larger folder" if only else None)
     extra = {**body.lab.raw, **({"evidence_level": level} if level else {})}
     body = body.model_copy(update={"records": ids, "lab": body.lab.model_copy(
         update={"raw": extra})})

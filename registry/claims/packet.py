@@ -83,12 +83,14 @@ class Packet(Frozen):
 
 
 def read_packet(folder: Path | None, label: str | None, figures: dict[str, float],
-                aggregations: dict[str, str | None], skip: set[str]) -> Packet:
-    """The packet under `folder` (None: the claim names none); `figures` are the claimed
-    and verified values, `aggregations` what the claim's metrics name for each."""
+                aggregations: dict[str, str | None], skip: set[str],
+                only: str | None = None) -> Packet:
+    """The packet under `folder` (None: the claim names none; `only`: just that file of
+    it); `figures` are the claimed and verified values, `aggregations` what the claim's
+    metrics name for each."""
     if folder is None or not folder.is_dir():
         return Packet(root=label, files=[], hits={}, series=[], rederived=[])
-    names = [n for n in capsule_files(folder) if n not in skip]
+    names = [n for n in capsule_files(folder) if n not in skip and only in (None, n)]
     files = [_file(folder, n) for n in names]
     hits: dict[str, list[FigureHit]] = {}
     series: list[RowSeries] = []
