@@ -18,6 +18,7 @@ from registry.errors import Refused
 from registry.formats.metricwords import named
 from registry.formats.verification import Check, Figure, Policy, Result, Verifier, verification
 from tests.conftest import resolved_identity
+from tests.test_team import team  # noqa: F401  (the push/pull fixture)
 
 SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 pytestmark = SQLITE
@@ -404,3 +405,38 @@ def test_review_reports_the_level_and_why(cli, store_home, records, tmp_path) ->
     assert outside["level"] == "community-reported"
     text = cli("review", captured, "--no-seal").stdout
     assert "evidence level" in text and "community-reported" in text
+
+
+# ---- two homes ----
+
+def test_claims_travel_and_concurrent_moves_do_not_fork(cli, database_url, team,  # noqa: F811
+                                                        tmp_path, monkeypatch) -> None:
+    """Alice registers and pushes; Bob pulls and sees it verified. Both then advance it
+    from the same event; Bob's push replays his event beside hers: every home keeps the
+    same first move and reports the other as a conflict, never applied."""
+    from tests.test_team import act, add_remote
+
+    alice, bob = team
+    url = str(tmp_path / "remote")
+    add_remote(cli, monkeypatch, alice, url, None, create=True)
+    ok(cli("claim", "add", "tiny", "--value", "1", *CLAIM))
+    assert cli("push").exit_code == 0
+    add_remote(cli, monkeypatch, bob, url, None)
+    assert cli("pull").exit_code == 0
+    assert ok(cli("claim", "show", "tiny", "--json"))["status"] == "submitted"
+    act(monkeypatch, alice)
+    ok(cli("claim", "advance", "tiny", "--to", "queued"))
+    assert cli("push").exit_code == 0
+    act(monkeypatch, bob)
+    ok(cli("claim", "advance", "tiny", "--to", "reproducing"))
+    r = cli("push")
+    assert r.exit_code == 0, r.stderr
+    seen = []
+    for member in (bob, alice):
+        act(monkeypatch, member)
+        if member is alice:
+            assert cli("pull").exit_code == 0
+        shown = ok(cli("claim", "show", "tiny", "--json"))
+        seen.append((shown["status"], len(shown["events"]), len(shown["conflicts"])))
+        assert ok_or(cli("verify", "--all", "--json"))["exit_code"] == 0
+    assert seen[0] == seen[1] and seen[0][1:] == (2, 1)
