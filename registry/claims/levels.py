@@ -36,10 +36,12 @@ def claim_level(home: Home, replayed: Replayed) -> Level:
     from registry.store.verifications import all_verifications
 
     last = replayed.events[-1].decision if len(replayed.events) > 1 else None
+    lab = replayed.claim.lab
+    stated = f"as the lab's file states ({lab.path})" if lab else "as first stated"
     if replayed.state is State.refuted:
-        return Level(level="invalid", reason=last.reason if last else "refuted")
+        return Level(level="invalid", reason=last.reason if last else f"refuted, {stated}")
     if replayed.state is State.stale:
-        return Level(level="superseded", reason=last.reason if last else "stale")
+        return Level(level="superseded", reason=last.reason if last else f"stale, {stated}")
     verifications, _ = all_verifications(home)
     linked = list(replayed.claim.records)
     named = {e.event.verification for e in replayed.events if e.event.verification}

@@ -225,6 +225,9 @@ def _print(view: ClaimView, json: bool) -> None:
         print_fitted(["axis", "claim", "record", "outcome"],
                      [[a.axis, a.claimed or "-", a.record or "-", a.outcome] for a in view.axes],
                      keep=[True, False, False, True], title="confirmation axes")
-    print_fitted(["date", "event", "by"],
-                 [[h.date or "?", h.event, h.by[:24]] for h in view.history],
-                 keep=[True, False, False], title="history")
+    console.print("history (the lab's statements, then this ledger's signed events)",
+                  style="bold", highlight=False)
+    for h in view.history:  # whole: a statement is never cut (rich wraps it to the width)
+        who = "lab" if h.by.startswith("lab (") else f"key {h.by[:12]}"
+        console.print(f"  {h.date or '?':10}  [{who}] {safe(h.event)}", highlight=False,
+                      markup=False)
