@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("seal",),
     ("importer",),
     ("reproduce",),
+    ("claims",),
     ("compare",),
     ("review",),
     ("report",),

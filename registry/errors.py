@@ -6,7 +6,7 @@ traceback. Exit codes are part of the interface: see docs/cli.md.
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 
 
 class ExitCode(IntEnum):
@@ -20,6 +20,13 @@ class ExitCode(IntEnum):
     ENGINE = 7  # the engine failed to start, crashed or timed out
     INTERNAL = 70  # a bug in registry (EX_SOFTWARE): one message, never a traceback
     INTERRUPTED = 130
+
+
+class Failure(StrEnum):
+    """What a problem means: the part is wrong, or it could not be checked at all."""
+
+    wrong = "wrong"
+    unverifiable = "unverifiable"
 
 
 class RegistryError(Exception):

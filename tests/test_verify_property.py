@@ -9,8 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from registry.errors import Failure
 from registry.store.objects import ObjectStore
-from registry.store.verify import Failure, verify_records
+from registry.store.verify import verify_records
 
 SEALED: dict[Path, str] = {}
 

@@ -20,7 +20,7 @@ COMMANDS: dict[str, str] = {
     "remote": "team", "push": "team", "pull": "team", "review": "review",
     "teacher": "contracts", "check": "contracts", "resolve": "resolve", "diff": "diff",
     "reproduce": "reproduce", "report": "report", "compare": "compare",
-    "bench-import": "bench",
+    "claim": "claim", "bench-import": "bench",
 }
 """command name -> the registry.cli module whose `register(app)` adds it."""
 LazyGroup.modules = COMMANDS

@@ -58,6 +58,9 @@ def _print(report: VerifyReport, code: int) -> None:
              f"{check.artifacts} artifacts  {signer}", None if check.verified else "red"))
         for p in check.problems:
             say(f"       {p.part}: {p.detail}")
+    for problem in report.attestation_problems:
+        say((f"FAILED {problem.part}: {problem.detail}", "red"))
     history = "history ok" if not report.ledger else "history FAILED"
     say((f"{sum(c.verified for c in report.records)}/{len(report.records)} records verified; "
-         f"keyring v{report.keyring_version or '?'}; {history}", None if code == 0 else "red"))
+         f"{report.verifications} verifications; keyring v{report.keyring_version or '?'}; "
+         f"{history}", None if code == 0 else "red"))

@@ -18,10 +18,11 @@ deletion is reported as exactly that.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
+
+from pydantic import Field
 
 from registry.base.model import Frozen
-from registry.errors import RegistryError, Unverifiable
+from registry.errors import Failure, RegistryError, Unverifiable
 from registry.formats.record import Statement, Subject, match_id, parse_statement
 from registry.signing.keyring import Chain, Role
 from registry.signing.signed import Trust, check_signed
@@ -30,13 +31,6 @@ from registry.store.home import Home
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger, blob_sha
 from registry.store.objects import ObjectState, ObjectStore
 from registry.store.rows import Rows, entry_differences, entry_rows
-
-
-class Failure(StrEnum):
-    """What a problem means: the part is wrong, or it could not be checked at all."""
-
-    wrong = "wrong"
-    unverifiable = "unverifiable"
 
 
 class Problem(Frozen):
@@ -58,13 +52,15 @@ class VerifyReport(Frozen):
     keyring_version: int | None
     ledger: list[Problem]  # the keyring and the history as a whole
     records: list[RecordCheck]
+    verifications: int = 0  # attestations a trusted key signed, judging committed records
+    attestation_problems: list[Problem] = Field(default_factory=list)  # those that do not count
 
     @property
     def worst(self) -> Failure | None:
         """`wrong` if anything is wrong, else `unverifiable` if anything could not be
         checked, else None (everything verified)."""
-        found = {p.failure for p in (*self.ledger, *(p for c in self.records
-                                                      for p in c.problems))}
+        found = {p.failure for p in (*self.ledger, *self.attestation_problems,
+                                     *(p for c in self.records for p in c.problems))}
         return next((f for f in (Failure.wrong, Failure.unverifiable) if f in found), None)
 
 
@@ -116,8 +112,19 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
     if prefix is None and ctx.index is not None:
         checks += [_absent(rid) for rid in sorted(set(ctx.index) - set(ids))]
     advance(home, state, chain, head=None if history.problems else history.head)
+    good, bad = _attestations(home)
     return VerifyReport(head=history.head, keyring_version=max(chain.versions),
-                        ledger=ledger_problems, records=checks)
+                        ledger=ledger_problems, records=checks, verifications=good,
+                        attestation_problems=bad)
+
+
+def _attestations(home: Home) -> tuple[int, list[Problem]]:
+    """How many verification attestations count, and a problem for each that does not."""
+    from registry.store.verifications import all_verifications
+
+    good, bad = all_verifications(home)
+    return len(good), [Problem(part=f"verification {b.id[:16]}", detail=b.detail,
+                               failure=b.failure) for b in bad]
 
 
 def _index_entries(home: Home) -> dict[str, Rows] | None:
