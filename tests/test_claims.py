@@ -84,8 +84,7 @@ def reproduce(home, original: str, new: str) -> str:
     done = Reproduction(original=original, recipe="record", record=new,
                         plan=LaunchPlan(platform="cpu", argv=["vllm"], env={}, cwd=".", port=1),
                         environment=EnvironmentCheck(facts=[], drift=[]), identity=ident,
-                        contract=contract, performance=perf, passed=passed,
-                        exit_code=0 if passed else 1)
+                        contract=contract, performance=perf, passed=passed)
     att = attest(home, done).verification
     assert att is not None
     return att

@@ -90,7 +90,7 @@ def test_every_link_and_asset_resolves_inside_the_site(site) -> None:
 
 
 def test_evidence_links_point_at_the_matched_log_line(site, env) -> None:
-    from registry.store.query import show_record
+    from registry.store.shown import show_record
 
     rid = env["bf16"][0]
     statement = show_record(env["home"], rid).statement

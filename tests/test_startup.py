@@ -27,7 +27,10 @@ READ_PATH = {  # the registry modules every record reader needs
     "registry.store.tables", "registry.store.trust"}
 ALLOWED = {
     "list": READ_PATH | {"registry.compare", "registry.compare.table"},  # --where terms
-    "show": READ_PATH | {"registry.measure", "registry.measure.display"},  # figure text
+    "show": READ_PATH | {"registry.measure", "registry.measure.display",  # figure text
+                         "registry.store.shown", "registry.store.verifications",  # its
+                         "registry.store.attestations", "registry.store.lock",  # verifications
+                         "registry.formats.verification"},
 }
 CODE = """
 import json, sys

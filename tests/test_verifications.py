@@ -74,7 +74,7 @@ def test_a_reproduction_verdict_is_sealed_naming_both_records(store_home, two) -
                         environment=EnvironmentCheck(facts=[], drift=[]),
                         identity=identity, performance=performance,
                         contract=ContractVerdict(contract="none", passed=True),
-                        passed=identity.passed and performance.passed, exit_code=0)
+                        passed=identity.passed and performance.passed)
     sealed = attest(store_home, done)
     for rid in two:
         [v] = verifications_of(store_home, rid)

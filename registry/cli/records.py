@@ -11,8 +11,8 @@ from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from registry.signing.signed import Trust
-    from registry.store.query import ShownRecord
     from registry.store.rows import RecordRow
+    from registry.store.shown import ShownRecord
 
 
 def register(app: typer.Typer) -> None:
@@ -88,7 +88,7 @@ def show(
     Example: registry show 3f2a9c --json
     """
     from registry.cli.output import print_json
-    from registry.store.query import show_record
+    from registry.store.shown import show_record
 
     found = show_record(find(home), record)
     if json:

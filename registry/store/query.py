@@ -12,15 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from pydantic import Field
-
-from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound
 from registry.formats.record import Statement, match_id, parse_statement
 from registry.signing.signed import SignatureCheck, Trust, check_signed
 from registry.store.home import Home
-from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, adding_commit, committed_ids
-from registry.store.verifications import StoredVerification
+from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, committed_ids
 
 if TYPE_CHECKING:
     from registry.signing.keyring import Keyring
@@ -38,15 +34,6 @@ class IndexReader(Protocol):
              limit: int | None = None) -> list[RecordRow]: ...
 
     def entries(self, ids: Sequence[str] | None = None) -> dict[str, Rows]: ...
-
-
-class ShownRecord(Frozen):
-    id: str
-    ledger_commit: str | None
-    check: SignatureCheck  # the signer is named only when it is trusted
-    statement: Statement
-    verifications: list[StoredVerification] = Field(
-        default_factory=list, description="trusted attestations that judged this record")
 
 
 def parse_where(terms: Sequence[str]) -> list[tuple[str, str]]:
@@ -163,42 +150,3 @@ def sealed_statement(home: Home, prefix: str, committed: Sequence[str] | None = 
     if not check.ok:
         raise check.error(f"record {rid[:16]}")
     return rid, parse_statement(data)
-
-
-def show_record(home: Home, prefix: str) -> ShownRecord:
-    """One record, read from the ledger alone, with whether a trusted key signed it."""
-    from registry.store.verifications import verifications_of
-
-    rid, check, data = checked_statement(home, prefix)
-    return ShownRecord(id=rid, ledger_commit=_adding_commit(home, rid), check=check,
-                       statement=parse_statement(data), verifications=verifications_of(home, rid))
-
-
-def _adding_commit(home: Home, rid: str) -> str | None:
-    """The ledger commit that added the record: the index's word for it when the ledger
-    confirms it (one git call), else found by walking the ledger's history (every
-    commit: seconds on a ledger of 10,000 records). Shown, never trusted: `verify`
-    checks each record's commit against the signed history."""
-    from registry.errors import RegistryError
-
-    try:
-        hint = readable_index(home).commit_of(rid)
-    except RegistryError:
-        hint = None
-    if hint is not None and _adds(home, hint, f"{RECORDS}/{rid}/{STATEMENT}"):
-        return hint
-    return adding_commit(home.ledger, rid)
-
-
-def _adds(home: Home, commit: str, path: str) -> bool:
-    """`commit` holds `path` with the bytes the branch holds, and its parent does not."""
-    from registry.store.git import run_git
-    from registry.store.ledger import BRANCH
-
-    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
-        return False
-    asked = f"{commit}:{path}\n{commit}^:{path}\n{BRANCH}:{path}\n"
-    here, before, head = run_git(home.ledger, "cat-file", "--batch-check",
-                                 input=asked.encode()).decode().splitlines()
-    return before.endswith("missing") and not here.endswith("missing") and \
-        here.split()[0] == head.split()[0]
