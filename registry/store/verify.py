@@ -17,6 +17,7 @@ deletion is reported as exactly that.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pydantic import Field
@@ -99,15 +100,19 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
                           else Failure.wrong)
         return VerifyReport(head=ledger.head(), keyring_version=None, ledger=[problem],
                             records=[])
-    history = check_history(ledger, chain, state.head)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # the history is mostly git's work (a diff of every commit): read the rest meanwhile
+        walked = pool.submit(check_history, ledger, chain, state.head)
+        ids = ledger.record_ids()
+        wanted = [match_id(prefix, ids)] if prefix else ids
+        tree = ledger.tree_files(RECORDS)
+        blobs = ledger.blobs([tree[p] for rid in wanted for name in (STATEMENT, ENVELOPE)
+                              if (p := f"{RECORDS}/{rid}/{name}") in tree])
+        index = _index_entries(home)
+        history = walked.result()
     ledger_problems = [_failed("ledger", p.detail) for p in history.problems]
-    ids = ledger.record_ids()
-    wanted = [match_id(prefix, ids)] if prefix else ids
-    tree = ledger.tree_files(RECORDS)
-    ctx = _Context(ledger=ledger, chain=chain, history=history, tree=tree,
-                   blobs=ledger.blobs([tree[p] for rid in wanted for name in (STATEMENT, ENVELOPE)
-                                       if (p := f"{RECORDS}/{rid}/{name}") in tree]),
-                   index=_index_entries(home), objects=ObjectStore(home.objects))
+    ctx = _Context(ledger=ledger, chain=chain, history=history, tree=tree, blobs=blobs,
+                   index=index, objects=ObjectStore(home.objects))
     checks = [_check(ctx, rid) for rid in wanted]
     if prefix is None and ctx.index is not None:
         checks += [_absent(rid) for rid in sorted(set(ctx.index) - set(ids))]

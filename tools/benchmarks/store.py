@@ -10,13 +10,15 @@
   start-up measured in the same run;
 - `registry reindex` of 10,000 records from the ledger alone, and one more seal there;
 - `verify --all` wall time per record at 2,000 and 10,000 records (ratio ~1: linear).
-Every figure is a best-of-N wall time from this run; everything lives in a temp dir.
+Seal figures are best-of-N wall times, read figures medians with their spread, all from
+this run; everything lives in a temp dir.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,8 +40,8 @@ GIB = 1024 * MIB
 REGISTRY = [sys.executable, "-m", "registry"]
 
 
-def best(fn: Callable[[], object], repeat: int = 3,
-         before: Callable[[], object] | None = None) -> float:
+def runs(fn: Callable[[], object], repeat: int = 3,
+         before: Callable[[], object] | None = None) -> list[float]:
     times = []
     for _ in range(repeat):
         if before:
@@ -47,7 +49,16 @@ def best(fn: Callable[[], object], repeat: int = 3,
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return min(times)
+    return times
+
+
+def best(fn: Callable[[], object], repeat: int = 3,
+         before: Callable[[], object] | None = None) -> float:
+    return min(runs(fn, repeat, before))
+
+
+def spread(times: list[float]) -> str:
+    return f"median of {len(times)} ({min(times):.3f}-{max(times):.3f})"
 
 
 def cli(*args: str) -> Callable[[], object]:
@@ -116,15 +127,16 @@ def read_figures(folder: Path) -> list[tuple[str, float, str]]:
     built = time.perf_counter() - start
     rebuild = best(lambda: reindex(home), repeat=1)
     some = Ledger(home.ledger).record_ids()[1234][:10]
-    python = best(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), repeat=5)
+    python = statistics.median(runs(lambda: subprocess.run([sys.executable, "-c", "pass"],
+                                                           check=True), repeat=5))
     figures = {
-        "registry list": best(cli("list"), 5),
-        "registry list --json --limit 0 (all 10,000)": best(
+        "registry list": runs(cli("list"), 5),
+        "registry list --json --limit 0 (all 10,000)": runs(
             cli("list", "--json", "--limit", "0"), 5),
-        "registry list --where precision.kv_cache=fp8_e4m3": best(
+        "registry list --where precision.kv_cache=fp8_e4m3": runs(
             cli("list", "--where", "precision.kv_cache=fp8_e4m3", "--json", "--limit", "0"), 5),
-        "registry show PREFIX": best(cli("show", some), 5),
-        "registry show PREFIX --json": best(cli("show", some, "--json"), 5),
+        "registry show PREFIX": runs(cli("show", some), 5),
+        "registry show PREFIX --json": runs(cli("show", some, "--json"), 5),
     }
     small = folder / "small-run"
     small.mkdir()
@@ -133,9 +145,11 @@ def read_figures(folder: Path) -> list[tuple[str, float, str]]:
 
     seal_small = best(lambda: seal_resolved(small, home=home, identity=identity(1), recipe=None))
     heavy = heavy_imports("list") + heavy_imports("show", some)
-    out = [(name, wall, f"s wall over 10,000 records (target < 0.5; python start-up alone "
-                        f"{python:.3f} s = {wall / python:.1f}x of it; torch/vllm/git imported: "
-                        f"{heavy or 'none'})") for name, wall in figures.items()]
+    out = [(name, statistics.median(walls),
+            f"s wall over 10,000 records, {spread(walls)} (target < 0.5; python start-up "
+            f"alone {python:.3f} s = {statistics.median(walls) / python:.1f}x of it; "
+            f"torch/vllm/git imported: {heavy or 'none'}; tools/benchmarks/startup.py "
+            "times them alternately with it)") for name, walls in figures.items()]
     return [*out, ("registry reindex (10,000 records)", rebuild,
                    f"s wall to rebuild the index from the ledger (records written in "
                    f"{built:.1f} s)"),
