@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from registry.engines.llamacpp.server import LLAMACPP
+
 NUM = r"[\d.]+"
 
 PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(rx) for name, rx in {
@@ -81,7 +83,4 @@ NORMAL_ERRORS = re.compile(r"this warning is normal|failed to mlock|HEAD failed|
 PREAMBLE = frozenset({"build", "listed_device", "parallel_auto"})
 
 # A llama-server log: any of these (a vLLM log prints none of them).
-SIGNATURES = re.compile(r"llama_model_loader: |load_tensors: |llama_context: |"
-                        r"load_model: loading model '|print_timing: |llama_server: |"
-                        r"build_info: b\d+|llama_kv_cache|llama_new_context_with_model|"
-                        r"ggml_(?:cuda|metal|sycl|vulkan)_init|main: server is listening")
+SIGNATURES = re.compile(LLAMACPP.log_signature)

@@ -34,14 +34,6 @@ START_KINDS = frozenset({"draft_load", "mtp_path", "n_slots", "slot_ctx", "gpu_l
                          "build", "listed_device"})
 MAX_PER_KIND = 64  # a start's repeated lines (slots, device lists) are bounded
 MAX_ERRORS = 20
-SNIFF_BYTES = 256 * 1024
-
-
-def looks_like_llamacpp(path: Path) -> bool:
-    """Whether the file's head holds a line only llama-server prints."""
-    with path.open("rb") as f:
-        head = f.read(SNIFF_BYTES).decode("utf-8", "replace").replace("\x00", "")
-    return SIGNATURES.search(head) is not None
 
 
 @dataclass

@@ -59,8 +59,23 @@ def cache_fields(out: Out, start: ServerStart) -> None:
     else:
         for side in ("k", "v"):
             out.put(f"precision.draft_kv_cache_{side}", None, "no draft context")
+    _label(out)
     _sizes(out, "kv", target, main, why)
     _sizes(out, "kv.swa", target, swa, "no SWA cache" if target and target.caches else why)
+
+
+def _label(out: Out) -> None:
+    """`precision.kv_cache`, the one KV axis the index, diff and teachers compare: the
+    type when K and V agree, else `K/V`."""
+    k, v = out.fields["precision.kv_cache_k"], out.fields["precision.kv_cache_v"]
+    if k.resolved is None or v.resolved is None:
+        out.put("precision.kv_cache", None, "K or V type unresolved")
+        return
+    label = k.resolved if k.resolved == v.resolved else f"{k.resolved}/{v.resolved}"
+    out.put("precision.kv_cache", label, "K and V types of the target's cache (one label: "
+            "K/V when they differ)", [])
+    out.fields["precision.kv_cache"] = out.fields["precision.kv_cache"].model_copy(
+        update={"evidence": k.evidence})
 
 
 def _has_draft(start: ServerStart) -> bool:
