@@ -90,7 +90,7 @@ class _Stream:
     starts: list[_Start] = field(default_factory=list)
     pending: list[Fact] = field(default_factory=list)  # preamble lines before a start
     task: str | None = None  # the task of a two-line `print_timing` header
-    done: set[tuple[int, str]] = field(default_factory=set)  # (start, task) completed
+    done: dict[tuple[int, str], float] = field(default_factory=dict)  # (start, task) -> eval t/s
 
     def current(self) -> _Start:
         if not self.starts:
@@ -170,7 +170,8 @@ class _Reader:
             stream.task = fact.values["task"]
             return
         if fact.kind == "eval":
-            stream.done.add((len(stream.starts), stream.task or f"line {fact.line}"))
+            key = (len(stream.starts), stream.task or f"line {fact.line}")
+            stream.done.setdefault(key, float(fact.values["tps"]))
         self.first.setdefault(fact.kind, fact)
 
 
@@ -201,14 +202,18 @@ def scan_llamacpp(path: Path) -> LlamaScan:
             last = raw
             reader.read(plain(lines, raw.decode("utf-8", "replace")))
     own = reader.streams.get("") or next(iter(reader.streams.values()), None)
-    done = {key for s in reader.streams.values() for key in s.done}
+    done: dict[tuple[int, str], float] = {}
+    for s in reader.streams.values():
+        for key, tps in s.done.items():
+            done.setdefault(key, tps)
     # a supervisor's copy of the run holds the same (start, task) pairs: one request each
     first = reader.first
     return LlamaScan(
         source=str(path), bytes=size, lines=lines, cut_off=bool(last) and not last.endswith(b"\n"),
         recognised=reader.recognised,
         starts=[s.freeze() for s in own.starts] if own else [],
-        timings=Timings(requests=len(done), first_prompt=first.get("prompt_eval"),
+        timings=Timings(requests=len(done), eval_tps=list(done.values()),
+                        first_prompt=first.get("prompt_eval"),
                         first_eval=first.get("eval"), first_acceptance=first.get("acceptance")),
         errors=reader.errors,
     )

@@ -234,7 +234,8 @@ def _device_name(out: Out, start: ServerStart, used: list[str]) -> None:
         (named if not used and len({f.values["name"] for f in named}) == 1 else [])
     if not chosen:
         listed = [f for f in start.all("listed_device")
-                  if not (f.values.get("device") or "").startswith("CPU")]
+                  if not (f.values.get("device") or f.values.get("device3") or ""
+                          ).startswith("CPU")]
         chosen = listed if len({_listed_name(f) for f in listed}) == 1 else []
     names = sorted({f.values["name"] if "name" in f.values else _listed_name(f) for f in chosen})
     out.put("platform.device", names[0] if len(names) == 1 else None,
@@ -243,7 +244,8 @@ def _device_name(out: Out, start: ServerStart, used: list[str]) -> None:
 
 
 def _listed_name(fact: Fact) -> str:
-    return (fact.values.get("name") or fact.values.get("name2") or "").strip()
+    v = fact.values
+    return (v.get("name") or v.get("name2") or v.get("name3") or "").strip()
 
 
 def spec_fields(out: Out, start: ServerStart) -> None:
@@ -269,6 +271,10 @@ def timing_fields(out: Out, scan: LlamaScan) -> None:
     t = scan.timings
     out.put("timing.requests", t.requests, "completed requests: final `eval time` lines, one "
             "per server start and task", [t.first_eval])
+    rates = t.eval_tps
+    out.put("timing.mean_eval_tps", round(sum(rates) / len(rates), 4) if rates else None,
+            f"mean of {len(rates)} print_timing `eval time` tokens per second (one per "
+            "completed request): sum / count" if rates else "no completed request")
     for name, fact, key in (("timing.first_prompt_tps", t.first_prompt, "tps"),
                             ("timing.first_eval_tps", t.first_eval, "tps"),
                             ("timing.first_draft_acceptance", t.first_acceptance, "rate")):
