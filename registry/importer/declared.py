@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from registry.base.model import Frozen
-from registry.importer.llamacpp import declared_fields
+from registry.engines.llamacpp.declared import declared_fields
 from registry.importer.walk import load_json
 from registry.logs.nondefault import find_nondefault_args
 

@@ -11,6 +11,7 @@ loaded last: an MTP head loads before the target's context is made).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,8 @@ START_KINDS = frozenset({"draft_load", "mtp_path", "n_slots", "slot_ctx", "gpu_l
                          "build", "listed_device"})
 MAX_PER_KIND = 64  # a start's repeated lines (slots, device lists) are bounded
 MAX_ERRORS = 20
+# a launcher's own settings, printed before llama-server starts (`cache_type_k=f16`)
+SETTING = re.compile(r"^(?P<key>[a-z][a-z0-9_]*)=(?P<value>.*)$")
 
 
 @dataclass
@@ -112,9 +115,15 @@ class _Reader:
     recognised: Fact | None = None
     errors: list[Fact] = field(default_factory=list)
     first: dict[str, Fact] = field(default_factory=dict)
+    settings: list[Fact] = field(default_factory=list)
 
     def read(self, line: Line) -> None:
         stream = self.streams.setdefault(line.stream, _Stream(line.stream))
+        setting = SETTING.match(line.text) if self.recognised is None else None
+        if setting and len(self.settings) < MAX_PER_KIND:
+            self.settings.append(Fact(kind="setting", line=line.number, text=line.text[:400],
+                                      values=setting.groupdict()))
+            return
         matched = False
         for kind, pattern in PATTERNS.items():
             found = pattern.search(line.text)
@@ -210,7 +219,7 @@ def scan_llamacpp(path: Path) -> LlamaScan:
     first = reader.first
     return LlamaScan(
         source=str(path), bytes=size, lines=lines, cut_off=bool(last) and not last.endswith(b"\n"),
-        recognised=reader.recognised,
+        recognised=reader.recognised, settings=reader.settings,
         starts=[s.freeze() for s in own.starts] if own else [],
         timings=Timings(requests=len(done), eval_tps=list(done.values()),
                         first_prompt=first.get("prompt_eval"),

@@ -75,6 +75,8 @@ class LlamaScan(Frozen):
     lines: int
     cut_off: bool
     recognised: Fact | None = Field(description="the first line only llama-server prints")
+    settings: list[Fact] = Field(default_factory=list, description="`key=value` lines a "
+                                 "launcher printed before the server's first line (declared)")
     starts: list[ServerStart] = Field(description="the server's own stream's starts")
     timings: Timings
     errors: list[Fact] = Field(default_factory=list, description="error lines (capped)")

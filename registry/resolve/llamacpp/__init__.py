@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from registry.checkpoint.gguf import GGUFInfo, read_gguf
+from registry.engines.llamacpp.declared import declared_settings
 from registry.errors import InvalidInput
 from registry.formats.identity import FIELDS, ResolvedIdentity
 from registry.logs.llamacpp import LlamaScan, ServerStart, scan_llamacpp
@@ -33,10 +34,13 @@ def resolve_llamacpp(path: Path, source: str, declared: dict[str, Any],
     cites it); `declared`: what the recipe declares, under the field names; `models`:
     where the target GGUF may be (the first that exists, then the log's model path)."""
     scan = scan or scan_llamacpp(path)
-    out = Out(source=source, declared=declared)
+    launcher = declared_settings({f.values["key"]: f.values["value"] for f in scan.settings})
+    out = Out(source=source, declared={**launcher, **declared})
     start = _identity_start(scan)
     engine_fields(out, scan, start)
-    notes: list[str] = []
+    notes: list[str] = [f"declared by the launcher's settings atop {source} (lines "
+                        f"{scan.settings[0].line}-{scan.settings[-1].line}): "
+                        f"{', '.join(sorted(launcher))}"] if launcher else []
     if start is not None:
         weight_fields(out, start)
         cache_fields(out, start)

@@ -1,10 +1,12 @@
-"""What a llama-server command line declares (`configs/server-args.json`, a launch argv):
-its options read with llama-server's own table (every alias: `-c`, `-fa`, `-sm`), kept
-where an identity field means the same thing. `--gpu-layers 99` is not declared: it asks
-for "all", while the field is the count offloaded."""
+"""What a llama-server command line declares (a lab's `configs/server-args.json`, a
+launch argv, the `key=value` settings a launcher prints atop its log): options read with
+llama-server's own table (every alias: `-c`, `-fa`, `-sm`, `ctx_size`), kept where an
+identity field means the same thing. `--gpu-layers 99` is not declared: it asks for
+"all", while the field is the count offloaded."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from registry.engines.llamacpp.args import arg_table, canonical, kv_type_arg
@@ -63,3 +65,18 @@ def declared_fields(argv: list[str]) -> dict[str, Any]:
         k, v = values["precision.kv_cache_k"], values["precision.kv_cache_v"]
         values["precision.kv_cache"] = k if k == v else f"{k}/{v}"
     return values
+
+
+def declared_settings(settings: dict[str, str]) -> dict[str, Any]:
+    """A launcher's printed settings (`ctx_size=32768`, `cache_type_k=f16`,
+    `extra_llama_args=-sm tensor ...`) as declared fields."""
+    argv: list[str] = []
+    for key, value in settings.items():
+        if key == "extra_llama_args":
+            try:
+                argv += shlex.split(value)
+            except ValueError:
+                continue
+        elif (found := canonical(key)) is not None:
+            argv += ["--" + found[0], value]
+    return declared_fields(argv)
