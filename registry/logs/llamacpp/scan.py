@@ -93,7 +93,7 @@ class _Stream:
     starts: list[_Start] = field(default_factory=list)
     pending: list[Fact] = field(default_factory=list)  # preamble lines before a start
     task: str | None = None  # the task of a two-line `print_timing` header
-    done: dict[tuple[int, str], float] = field(default_factory=dict)  # (start, task) -> eval t/s
+    done: dict[tuple[int, str], Fact] = field(default_factory=dict)  # (start, task) -> eval
 
     def current(self) -> _Start:
         if not self.starts:
@@ -180,7 +180,7 @@ class _Reader:
             return
         if fact.kind == "eval":
             key = (len(stream.starts), stream.task or f"line {fact.line}")
-            stream.done.setdefault(key, float(fact.values["tps"]))
+            stream.done.setdefault(key, fact)
         self.first.setdefault(fact.kind, fact)
 
 
@@ -211,17 +211,17 @@ def scan_llamacpp(path: Path) -> LlamaScan:
             last = raw
             reader.read(plain(lines, raw.decode("utf-8", "replace")))
     own = reader.streams.get("") or next(iter(reader.streams.values()), None)
-    done: dict[tuple[int, str], float] = {}
+    done: dict[tuple[int, str], Fact] = {}
     for s in reader.streams.values():
-        for key, tps in s.done.items():
-            done.setdefault(key, tps)
+        for key, eval_fact in s.done.items():
+            done.setdefault(key, eval_fact)
     # a supervisor's copy of the run holds the same (start, task) pairs: one request each
     first = reader.first
     return LlamaScan(
         source=str(path), bytes=size, lines=lines, cut_off=bool(last) and not last.endswith(b"\n"),
         recognised=reader.recognised, settings=reader.settings,
         starts=[s.freeze() for s in own.starts] if own else [],
-        timings=Timings(requests=len(done), eval_tps=list(done.values()),
+        timings=Timings(requests=len(done), evals=list(done.values()),
                         first_prompt=first.get("prompt_eval"),
                         first_eval=first.get("eval"), first_acceptance=first.get("acceptance")),
         errors=reader.errors,

@@ -62,8 +62,8 @@ class Timings(Frozen):
     even when a supervisor wrote the whole run twice, and the first of each figure."""
 
     requests: int = 0
-    eval_tps: list[float] = Field(default_factory=list, description="each completed "
-                                  "request's `eval time` tokens per second, in log order")
+    evals: list[Fact] = Field(default_factory=list, description="each completed request's "
+                              "final `eval time` line, once")
     first_prompt: Fact | None = None
     first_eval: Fact | None = None
     first_acceptance: Fact | None = None

@@ -271,10 +271,11 @@ def timing_fields(out: Out, scan: LlamaScan) -> None:
     t = scan.timings
     out.put("timing.requests", t.requests, "completed requests: final `eval time` lines, one "
             "per server start and task", [t.first_eval])
-    rates = t.eval_tps
+    rates = [float(f.values["tps"]) for f in t.evals]
     out.put("timing.mean_eval_tps", round(sum(rates) / len(rates), 4) if rates else None,
             f"mean of {len(rates)} print_timing `eval time` tokens per second (one per "
-            "completed request): sum / count" if rates else "no completed request")
+            "completed request): sum / count" if rates else "no completed request",
+            list(t.evals))
     for name, fact, key in (("timing.first_prompt_tps", t.first_prompt, "tps"),
                             ("timing.first_eval_tps", t.first_eval, "tps"),
                             ("timing.first_draft_acceptance", t.first_acceptance, "rate")):
