@@ -6,15 +6,13 @@ value confirmed; the log's mean eval rate is a named formula."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import SHARED
 
-SHARED = Path(os.environ.get("REGISTRY_FIXTURES", ROOT.parent / "shared" / "fixtures"))
 MUSE = SHARED / "lab-claims" / "lab-muse-glimmer-30b-q8-dflash-tp4"
 pytestmark = pytest.mark.skipif(not MUSE.is_dir(), reason=f"no lab packet at {MUSE}")
 

@@ -10,33 +10,11 @@ import pytest
 from registry.engines.llamacpp.args import arg_table, render_argv
 from registry.errors import InvalidRecipe
 from registry.recipe import load_recipe
+from tests.recipe_factory import MINIMAL
 
-RECIPE = """\
-schema = "registry.recipe/v1"
-name = "t"
-lane = "t"
-
-[model]
-path = "/models/tiny.gguf"
-
-[precision]
-weights = "Q8_0"
-{precision}
-
-[engine]
-name = "llama.cpp"
-
-[engine.args]
-{args}
-
-[hardware]
-platform = "cpu"
-
-[benchmark]
-[[benchmark.suites]]
-name = "s"
-path = "suite.jsonl"
-"""
+RECIPE = MINIMAL.replace('path = "/models/tiny"', 'path = "/models/tiny.gguf"').replace(
+    'weights = "bfloat16"\nkv_cache = "bfloat16"\n',
+    'weights = "Q8_0"\n{precision}\n\n[engine]\nname = "llama.cpp"\n\n[engine.args]\n{args}\n')
 
 
 def write(tmp_path: Path, precision: str = 'kv_cache = "f16"', args: str = "") -> Path:

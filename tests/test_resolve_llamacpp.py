@@ -5,9 +5,7 @@ values right (an `absent` truth met by silence does not count)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 from pathlib import Path
 from types import ModuleType
 
@@ -18,20 +16,15 @@ from registry.logs.facts import Fact
 from registry.logs.llamacpp import ModelBlock
 from registry.logs.llamacpp.lines import plain
 from registry.resolve.llamacpp.weights import decide_weights
-from tests.conftest import ROOT
+from tests.conftest import SHARED, corpus_scorer
 
-SHARED = Path(os.environ.get("REGISTRY_FIXTURES", ROOT.parent / "shared" / "fixtures"))
 CORPUS = SHARED / "llamacpp-logs"
 needs_corpus = pytest.mark.skipif(not (CORPUS / "truth.json").is_file(),
                                   reason=f"llama.cpp corpus not found at {CORPUS}")
 
 
 def scorer() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("llamacpp_score", CORPUS / "score.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return corpus_scorer(CORPUS)
 
 
 @needs_corpus

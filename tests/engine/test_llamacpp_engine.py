@@ -6,10 +6,8 @@ a fresh server and refuses the q8_0 lane (a different KV class)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,38 +15,12 @@ import pytest
 
 from registry.engines.llamacpp.server import cached_build
 from tests.conftest import ROOT
+from tests.engine.conftest import run_cli
 
 RECIPES = ROOT / "recipes"
 LANE = "tiny-llamacpp-exact"
 pytestmark = [pytest.mark.llamacpp, pytest.mark.skipif(
     not cached_build().is_file(), reason="no llama-server build: run tools/llama_server.sh")]
-
-
-def run_cli(*args: str | Path) -> tuple[int, dict[str, Any], str]:
-    from typer.testing import CliRunner
-
-    from registry.cli import app
-
-    r = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
-    return r.exit_code, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from registry.signing.keys import create_key, signing_key
-    from registry.store.create import init_home
-    from registry.store.trust import genesis
-
-    base = tmp_path_factory.mktemp("llamacpp")
-    with pytest.MonkeyPatch.context() as env:
-        env.delenv("REGISTRY_DATABASE_URL", raising=False)
-        env.setenv("REGISTRY_KEYS_DIR", str(base / "keys"))
-        env.setenv("REGISTRY_HASH_CACHE", str(base / "hashes.sqlite"))
-        create_key(base / "keys")
-        created = init_home(base / ".registry")
-        genesis(created, signing_key(base / "keys"))
-        env.setenv("REGISTRY_HOME", str(created.root))
-        yield base
 
 
 @pytest.fixture(scope="module")
