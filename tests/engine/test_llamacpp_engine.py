@@ -102,3 +102,14 @@ def test_the_server_s_timings_are_kept_beside_the_rows(records) -> None:
     for row in rows:
         assert row.server_timings and row.server_timings["predicted_n"] == len(row.token_ids)
         assert row.cached_tokens == 0
+
+
+def test_reproduce_reruns_the_f16_record_on_the_real_server(records, home,
+                                                            gguf_models) -> None:
+    rid = records["f16"][0]
+    code, done, stderr = run_cli("reproduce", rid, "--models", gguf_models, "--out",
+                                 home / "runs" / "f16-reproduced", "--json")
+    assert code == (0 if done["passed"] else 1), (stderr, done)
+    assert done["identity"]["passed"], done["identity"]["differences"]
+    [bitwise] = done["contract"]["verdicts"]
+    assert bitwise["status"] == "passed" and bitwise["rows_passed"] == 8
