@@ -34,7 +34,8 @@ def test_a_llama_recipe_plans_llama_server(tmp_path: Path) -> None:
     assert argv[0] == str(binary) and launch.engine == "llama.cpp"
     assert argv[argv.index("--cache-type-k") + 1] == "q8_0"
     assert argv[argv.index("--model") + 1] == f"{tmp_path}/tiny-llama-q8_0.gguf"
-    assert argv[-5:] == ["--host", "127.0.0.1", "--port", "8123", "--metrics"]
+    assert argv[-7:] == ["--host", "127.0.0.1", "--port", "8123", "--metrics", "--verbosity",
+                         "4"]
 
 
 def test_no_binary_is_one_clear_error(tmp_path: Path) -> None:

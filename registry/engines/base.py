@@ -28,6 +28,7 @@ class Chunk(Frozen):
 class EnginePlugin(Protocol):
     name: str
     log_signature: str  # a regular expression only this engine's log lines match
+    keep_alive: bool  # may the client reuse a connection for the next request?
 
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]: ...
 

@@ -21,6 +21,7 @@ KV_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8_e4m3": 1, "fp8_e5m2"
 class VLLMServer:
     name = "vllm"
     log_signature = r"vLLM API server version|Initializing a V1 LLM engine|non-default args:"
+    keep_alive = True
 
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]:
         return vllm.server_command(version)

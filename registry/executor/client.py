@@ -185,7 +185,8 @@ class SuiteRunner:
     async def run(self, suites: list[Suite]) -> list[BenchRow]:
         rows: list[BenchRow] = []
         gate = asyncio.Semaphore(self.bench.concurrency)
-        limits = httpx.Limits(max_connections=self.bench.concurrency)
+        limits = httpx.Limits(max_connections=self.bench.concurrency,
+                              max_keepalive_connections=None if self.engine.keep_alive else 0)
         timeout = httpx.Timeout(self.request_timeout, connect=10.0)
         async with httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
                                      limits=limits) as client:

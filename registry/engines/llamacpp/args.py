@@ -15,7 +15,8 @@ from registry.base.model import Frozen
 BUILD = 11434
 ARGS_TABLE = f"llama_server_args_b{BUILD}.json"
 # Chosen by the executor or derived from the recipe's own tables, never written as args.
-EXECUTOR_ARGS = frozenset({"host", "port", "metrics", "api-key", "path", "api-prefix"})
+EXECUTOR_ARGS = frozenset({"host", "port", "metrics", "verbosity", "api-key", "path",
+                           "api-prefix"})
 
 
 class ArgProblem(Frozen):

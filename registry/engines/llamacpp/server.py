@@ -36,6 +36,9 @@ class LlamaServer:
                      r"model '|print_timing: |llama_server: |build_info: b\d+|llama_kv_cache|"
                      r"llama_new_context_with_model|ggml_(?:cuda|metal|sycl|vulkan)_init|"
                      r"main: server is listening")
+    # cpp-httplib closes a kept-alive connection after a few requests: a request sent on
+    # it then fails with "server disconnected"; each request gets its own connection
+    keep_alive = False
 
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]:
         """$REGISTRY_LLAMA_SERVER, else the setup script's cached build, else PATH."""
@@ -53,7 +56,9 @@ class LlamaServer:
         return table.render_argv(args)
 
     def serve_args(self, host: str, port: int) -> list[str]:
-        return ["--host", host, "--port", str(port), "--metrics"]
+        # verbosity 4: from 2026 builds the default (3) hides libllama's loader, context
+        # and KV cache lines, the evidence the resolver reads
+        return ["--host", host, "--port", str(port), "--metrics", "--verbosity", "4"]
 
     def endpoint(self, api: str) -> str:
         if api != "completions":

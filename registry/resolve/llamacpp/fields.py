@@ -23,7 +23,7 @@ def engine_fields(out: Out, scan: LlamaScan, start: ServerStart | None) -> None:
     out.put("engine.version", build.values["number"] if build else None,
             "build line (self-reported)" if build else "no build line", [build],
             self_reported=True)
-    out.put("engine.commit", build.values["commit"] if build else None,
+    out.put("engine.commit", build.values.get("commit") if build else None,
             "build line's commit (self-reported)" if build else "no build line", [build],
             self_reported=True)
 
