@@ -47,10 +47,16 @@ def resolve_llamacpp(path: Path, source: str, declared: dict[str, Any],
         context_fields(out, start)
         offload_fields(out, start)
         spec_fields(out, start)
-        gguf = _target_gguf(start, models, notes)
+        begin = start.first("start")
+        gguf = _gguf((*models, begin.values["path"] if begin else None), notes)
         if gguf is not None:
             weights_check(out, gguf)
             capacity_check(out, start, gguf)
+        draft = next((m for m in start.models if m.role == "draft"), None)
+        meta = draft.first("model_meta") if draft else None
+        draft_gguf = _gguf((meta.values["path"],), notes) if meta else None
+        if draft_gguf is not None:
+            weights_check(out, draft_gguf, "precision.draft_weights")
     timing_fields(out, scan)
     order = {name: i for i, name in enumerate(FIELDS)}
     return ResolvedIdentity(
@@ -60,10 +66,9 @@ def resolve_llamacpp(path: Path, source: str, declared: dict[str, Any],
     )
 
 
-def _target_gguf(start: ServerStart, models: tuple[str | Path | None, ...],
-                 notes: list[str]) -> GGUFInfo | None:
-    begin = start.first("start")
-    for candidate in (*models, begin.values["path"] if begin else None):
+def _gguf(candidates: tuple[str | Path | None, ...], notes: list[str]) -> GGUFInfo | None:
+    """The first candidate GGUF on disk, read (a file that is not one is a note)."""
+    for candidate in candidates:
         if candidate is None or not Path(os.path.expandvars(str(candidate))).is_file():
             continue
         try:
