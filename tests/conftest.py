@@ -3,9 +3,11 @@ same error handling as the installed `registry` command."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from typer.testing import CliRunner
@@ -13,6 +15,17 @@ from typer.testing import CliRunner
 ROOT = Path(__file__).resolve().parent.parent
 # Real data from a B70 lab, byte-exact copies (tests/data/lab/README.md).
 FIXTURES = ROOT / "tests" / "data" / "lab"
+# The corpora beside the checkout (`../shared/fixtures`, or $REGISTRY_FIXTURES).
+SHARED = Path(os.environ.get("REGISTRY_FIXTURES", ROOT.parent / "shared" / "fixtures"))
+
+
+def corpus_scorer(corpus: Path) -> ModuleType:
+    """A corpus' own `score.py`, loaded as a module: its rules decide what is the same."""
+    spec = importlib.util.spec_from_file_location(f"{corpus.name}_score", corpus / "score.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from registry.engines.vllm_server import VLLM
 from registry.errors import InvalidInput
 from registry.executor.client import Stream, check, request_body, run_suites
 from registry.executor.suite import Prompt, Suite, load_suite, parse_prompts
@@ -135,11 +136,15 @@ def test_engine_gone_is_a_transport_fault() -> None:
     assert fault and "failed" in fault
 
 
+def _add(stream: Stream, chunk: dict, at: float) -> None:
+    stream.add(VLLM.read_chunk(chunk), at)
+
+
 def test_chat_chunks() -> None:
     s = Stream()
-    s.add({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}, 0.1)
-    s.add({"choices": [{"index": 0, "delta": {"content": "Hi"}, "token_ids": [5, 6]}]}, 0.2)
-    s.add({"choices": [], "usage": {"completion_tokens": 2, "prompt_tokens_details": None}}, 0.3)
+    _add(s, {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}, 0.1)
+    _add(s, {"choices": [{"index": 0, "delta": {"content": "Hi"}, "token_ids": [5, 6]}]}, 0.2)
+    _add(s, {"choices": [], "usage": {"completion_tokens": 2, "prompt_tokens_details": None}}, 0.3)
     assert s.token_ids == [5, 6] and s.token_times == [0.2, 0.2] and "".join(s.text) == "Hi"
     assert check(s, allow_reuse=False).startswith("cached_tokens not reported")
     assert check(s, allow_reuse=True) is None
@@ -147,15 +152,15 @@ def test_chat_chunks() -> None:
 
 def test_usage_must_match_the_streamed_tokens() -> None:
     s = Stream()
-    s.add(_chunk([1, 2], "ab"), 0.1)
-    s.add({"choices": [], "usage": {"completion_tokens": 3,
+    _add(s, _chunk([1, 2], "ab"), 0.1)
+    _add(s, {"choices": [], "usage": {"completion_tokens": 3,
                                     "prompt_tokens_details": {"cached_tokens": 0}}}, 0.2)
     assert check(s, allow_reuse=False) == "usage says 3 completion tokens, the stream carried 2"
 
 
 def test_server_error_chunk() -> None:
     s = Stream()
-    s.add({"error": {"message": "boom", "code": 500}}, 0.1)
+    _add(s, {"error": {"message": "boom", "code": 500}}, 0.1)
     assert check(s, allow_reuse=False).startswith("server error:")
 
 

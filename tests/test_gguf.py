@@ -83,3 +83,21 @@ def test_not_a_gguf_is_one_clear_error(tmp_path: Path) -> None:
     bad.write_bytes(b"not a gguf at all")
     with pytest.raises(InvalidInput, match="not a readable GGUF"):
         read_gguf(bad)
+
+
+def test_a_draft_gguf_named_in_the_log_is_read_for_the_draft_weights(tmp_path: Path) -> None:
+    """The log loads a second model (a draft): its GGUF's header is the draft's evidence."""
+    from registry.resolve.llamacpp import resolve_llamacpp
+
+    target, draft = write_gguf(tmp_path / "t.gguf"), write_gguf(tmp_path / "d.gguf")
+    log = tmp_path / "server.log"
+    log.write_text(f"srv    load_model: loading model '{target}'\n"
+                   f"llama_model_loader: loaded meta data with 9 key-value pairs and 8 tensors "
+                   f"from {target} (version GGUF V3 (latest))\n"
+                   f"srv    load_model: loading draft model '{draft}'\n"
+                   f"llama_model_loader: loaded meta data with 9 key-value pairs and 8 tensors "
+                   f"from {draft} (version GGUF V3 (latest))\n")
+    fields = resolve_llamacpp(log, "server.log", {}).fields
+    for name in ("precision.weights", "precision.draft_weights"):
+        assert fields[name].resolved == "Q8_0", name
+        assert "general.file_type Q8_0" in (fields[name].evidence[-1].text or "")

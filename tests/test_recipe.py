@@ -23,7 +23,8 @@ BUNDLED = sorted((ROOT / "recipes").glob("*.toml"))
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
 def test_bundled_recipe_validates(path: Path) -> None:
     recipe = load_recipe(path)
-    assert recipe.engine.args["kv_cache_dtype"]
+    kv_arg = "cache-type-k" if recipe.engine.name == "llama.cpp" else "kv_cache_dtype"
+    assert recipe.engine.args[kv_arg]
 
 
 def test_validate_all_bundled_via_cli(cli) -> None:

@@ -5,9 +5,7 @@ values right (an `absent` truth met by silence does not count)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 from pathlib import Path
 from types import ModuleType
 
@@ -18,20 +16,15 @@ from registry.logs.facts import Fact
 from registry.logs.llamacpp import ModelBlock
 from registry.logs.llamacpp.lines import plain
 from registry.resolve.llamacpp.weights import decide_weights
-from tests.conftest import ROOT
+from tests.conftest import SHARED, corpus_scorer
 
-SHARED = Path(os.environ.get("REGISTRY_FIXTURES", ROOT.parent / "shared" / "fixtures"))
 CORPUS = SHARED / "llamacpp-logs"
 needs_corpus = pytest.mark.skipif(not (CORPUS / "truth.json").is_file(),
                                   reason=f"llama.cpp corpus not found at {CORPUS}")
 
 
 def scorer() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("llamacpp_score", CORPUS / "score.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return corpus_scorer(CORPUS)
 
 
 @needs_corpus
@@ -118,3 +111,19 @@ def test_line_shapes_are_made_plain() -> None:
     line = plain(7, "[64893] 0.05.562.022 I common_speculative: - n_max=64\r\r\n")
     assert (line.stream, line.level, line.text) == ("64893", "I", "common_speculative: - n_max=64")
     assert plain(1, "\x1b[0msrv  load_model: x\x00").text == "srv  load_model: x"
+
+
+@needs_corpus
+def test_a_launcher_s_settings_are_declared_and_checked(cli, tmp_path: Path) -> None:
+    """The lab's launchers print `key=value` settings before the server's first line:
+    declared identity, held against what the engine printed."""
+    run = tmp_path / "run"
+    run.mkdir()
+    log = (CORPUS / "02-sycl-b70-gemma4-26b-mtp-faon" / "server.log").read_bytes()
+    (run / "server.log").write_bytes(b"ctx_size=8192\ncache_type_k=q8_0\nflash_attn=on\n"
+                                     b"extra_llama_args=--spec-type draft-mtp\n" + log)
+    fields = json.loads(cli("resolve", run, "--json").stdout)["fields"]
+    assert fields["runtime.ctx_size"]["status"] == "confirmed"
+    assert fields["spec.method"]["status"] == "confirmed"
+    k = fields["precision.kv_cache_k"]
+    assert (k["declared"], k["resolved"], k["status"]) == ("q8_0", "f16", "mismatch")

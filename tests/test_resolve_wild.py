@@ -9,17 +9,13 @@ case may crash, and at least 85% of the knowable fields must be right.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import SHARED, corpus_scorer
 
-SHARED = Path(os.environ.get("REGISTRY_FIXTURES", ROOT.parent / "shared" / "fixtures"))
 WILD = SHARED / "wild-logs"
 
 pytestmark = pytest.mark.skipif(not (WILD / "truth.json").is_file(),
@@ -27,11 +23,7 @@ pytestmark = pytest.mark.skipif(not (WILD / "truth.json").is_file(),
 
 
 def scorer() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("wild_score", WILD / "score.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return corpus_scorer(WILD)
 
 
 def verdict(score: ModuleType, field: str, truth: object, got: object) -> str | None:

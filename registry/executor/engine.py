@@ -165,7 +165,9 @@ class Engine:
         says; return the served model name."""
         name = self._poll_ready(timeout, tick)
         assert self.proc is not None
-        if profile_for(Platform(self.plan.platform)).colocate_engine_core:
+        # the placement is vLLM's (an engine core beside its workers); llama-server is one
+        if self.plan.engine == "vllm" and \
+                profile_for(Platform(self.plan.platform)).colocate_engine_core:
             self.placement = colocate_engine_core(self.proc.pid, session_pids(self.proc.pid))
         return name
 

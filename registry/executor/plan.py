@@ -1,7 +1,8 @@
 """Recipe + platform profile -> launch plan. Pure: no process, no file system.
 
-The normalized recipe's `engine.args` is the complete vLLM argument map; the plan
-adds only what the executor owns: the entry point, host and port, private caches.
+The normalized recipe's `engine.args` is the engine's complete argument map; the plan
+adds only what the executor owns: the engine plug-in's start command, host and port,
+private caches.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from registry.engines.vllm import render_argv, server_command
+from registry.engines.plugin import engine_for
 from registry.errors import InvalidInput
 from registry.executor.profiles import PlatformProfile, profile_for
 from registry.formats.rundir import LaunchPlan
@@ -87,12 +88,12 @@ def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
     found = variables(models_dir, environ)
     args = expand(dict(recipe.engine.args), found, "engine.args")
     cache_dirs = {var: str(cache_root / var.lower()) for var in profile.cache_vars}
-    command = profile.command or server_command(recipe.engine.version)
-    argv = [*command, *render_argv(args),
-            "--host", HOST, "--port", str(port)]
+    engine = engine_for(recipe.engine.name)
+    command = profile.command or engine.start_command(recipe.engine.version, found)
+    argv = [*command, *engine.render_argv(args), *engine.serve_args(HOST, port)]
     return LaunchPlan(platform=profile.name.value, argv=argv,
                       env=_env(recipe, profile, found, cache_dirs), cwd=str(cwd), host=HOST,
-                      port=port, cache_dirs=cache_dirs)
+                      port=port, cache_dirs=cache_dirs, engine=engine.name)
 
 
 def preview(recipe: Recipe, *, port: int, models_dir: Path | None, cwd: Path) -> LaunchPlan:

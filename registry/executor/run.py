@@ -127,7 +127,10 @@ def _now() -> str:
 def _preflight(recipe: Recipe, launch: LaunchPlan) -> None:
     """Local checkpoints must exist before an engine is started for them."""
     model = model_path(launch)
-    if recipe.model.path and model and not (Path(launch.cwd) / model).is_dir():
+    found = (Path(launch.cwd) / model) if model else None
+    # a vLLM checkpoint is a folder, a llama.cpp one a GGUF file
+    if recipe.model.path and found and not (found.is_file() if launch.engine == "llama.cpp"
+                                            else found.is_dir()):
         raise InvalidInput(f"model.path: checkpoint {model} does not exist",
                            hint="build or download it, or point --models at its folder")
 
@@ -153,12 +156,14 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
         if hooks.suite:
             hooks.suite(sum(len(s.prompts) for s in suites))
         rows, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
-                                 request_timeout=request_timeout, on_row=hooks.row)
+                                 request_timeout=request_timeout, on_row=hooks.row,
+                                 engine=recipe.engine.name)
         while (not fault and not any(r.error for r in rows + extra) and hooks.more
                and hooks.more(rows + extra)):
             more, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
                                      request_timeout=request_timeout, on_row=hooks.row,
-                                     round_=max(r.round for r in rows + extra) + 1)
+                                     round_=max(r.round for r in rows + extra) + 1,
+                                     engine=recipe.engine.name)
             extra += more
         write_model(out_dir / rundir.BENCH, _bench(recipe, served, suites, rows, extra))
         if engine.exit_code() is None:

@@ -99,6 +99,7 @@ FIELDS: dict[str, tuple[Kind, str]] = {
     "timing.first_prompt_tps": (Kind.performance, "first request's prompt tokens/s (log)"),
     "timing.first_eval_tps": (Kind.performance, "first request's decode tokens/s (log)"),
     "timing.first_draft_acceptance": (Kind.performance, "first draft acceptance (log)"),
+    "timing.mean_eval_tps": (Kind.performance, "mean of the log's per-request decode t/s"),
 }
 
 # Always shown side by side in a diff, even when equal.

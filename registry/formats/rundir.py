@@ -41,6 +41,7 @@ class LaunchPlan(Frozen):
     port: int
     cache_dirs: dict[str, str] = Field(default_factory=dict, description="private, cold caches")
     launcher: str | None = Field(None, description="launcher script, when one wraps the engine")
+    engine: str = Field("vllm", description="the engine plug-in (recipe engine.name)")
 
 
 class BenchRow(Frozen):
@@ -64,6 +65,9 @@ class BenchRow(Frozen):
     text: str | None = None
     text_sha256: str | None = None
     error: str | None = None
+    server_timings: dict[str, float] | None = Field(
+        None, description="the engine's own figures for the request (llama-server's "
+        "`timings`): a second opinion, never what a metric is derived from")
 
 
 class SuiteRef(Frozen):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from registry.base.model import Frozen
+from registry.engines.llamacpp.declared import declared_fields
 from registry.importer.walk import load_json
 from registry.logs.nondefault import find_nondefault_args
 
@@ -75,10 +76,19 @@ def _from_launch(capsule: Path, name: str) -> Declared:
     if isinstance(data, dict) and isinstance(data.get("argv"), list):
         data = data["argv"]
     if isinstance(data, list) and all(isinstance(a, str) for a in data):
+        if _is_llama_server(data):
+            values = declared_fields(data)
+            return Declared(values=values, sources=dict.fromkeys(values, f"{name}: argv"))
         return _typed(argv_args(data), f"{name}: argv")
     if isinstance(data, dict):  # launch-env.json and the like: names as keys
         return _typed(_flatten(data), name)
     return EMPTY
+
+
+def _is_llama_server(argv: list[str]) -> bool:
+    """A llama-server command line: its binary named, or options only it has."""
+    return any(a.endswith("llama-server") for a in argv) or \
+        any(a in ("-ngl", "-fa", "-sm", "-ctk", "-ctv", "--spec-type", "-np") for a in argv)
 
 
 def _from_identity(capsule: Path, name: str) -> Declared:

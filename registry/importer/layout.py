@@ -45,7 +45,7 @@ PATTERNS: list[tuple[Role, re.Pattern[str]]] = [(role, re.compile(p)) for role, 
                r"|[\w.]+-server-[\w.-]+\.log|validate-[\w.-]+\.log"),
     (Role.rows, r"(?:(?P<run>.+?)-)?(?:bench|strict-performance)\.json"),
     (Role.summary, r"summary(?:-[\w.-]+)?\.json|(?P<run>.+?)-summary\.json"),
-    (Role.launch, r"(?:(?P<run>.+?)-)?launch(?:-env|-args)?\.json"),
+    (Role.launch, r"(?:(?P<run>.+?)-)?(?:launch(?:-env|-args)?|server-args)\.json"),
     (Role.identity, r".+\.env|identity\.(?:txt|json)|(?P<run>.+?)-(?:strict-)?identity\.json"),
     (Role.status, r"status\.(?:txt|json)|verdict\.json|result\.json|runner\.exit-code"
                   r"|qualification-decision\.json|(?P<run>.+?)-(?:state|verdict)\.json"),
@@ -113,7 +113,10 @@ def _arms(files: list[str], pointed: dict[Role, str]) -> list[Arm]:
         else:
             loose.append((folder, run or "", role, name))
     if pointed:  # files named by hand make one arm: the capsule's root
+        launches = [n for roles in groups.values() for n in roles.get(Role.launch, [])]
         groups = {("", ""): {r: [p] for r, p in pointed.items()}}
+        if len(launches) == 1:  # the capsule's one launch file is that arm's
+            groups[("", "")][Role.launch] = launches
     if not groups:
         groups[("", "")] = {}
     for folder, run, role, name in loose:

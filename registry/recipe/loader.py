@@ -16,8 +16,9 @@ from pydantic import ValidationError
 
 from registry.base.safeload import BadDocument, loads_toml
 from registry.engines import vllm
+from registry.engines.llamacpp import args as llamacpp_args
 from registry.errors import InvalidRecipe
-from registry.recipe.schema import KVCacheDtype, Platform, Recipe
+from registry.recipe.schema import GGMLCacheType, KVCacheDtype, Platform, Recipe
 
 IDENTITY_SCHEMA = "registry.identity/v1"
 IDENTITY_KINDS = {"model": "checkpoint", "draft": "checkpoint", "engine": "engine",
@@ -130,8 +131,11 @@ def _merge_identities(raw: dict[str, Any], path: Path) -> dict[str, str]:
     return digests
 
 
-def kv_cache_arg(kv: KVCacheDtype) -> str:
-    """The `--kv-cache-dtype` value that asks vLLM for a declared KV precision."""
+def kv_cache_arg(kv: KVCacheDtype | GGMLCacheType | None) -> str:
+    """The `--kv-cache-dtype` value that asks vLLM for a declared KV precision (a vLLM
+    recipe always declares one: the schema checks it)."""
+    if kv is None:
+        raise ValueError("a vLLM recipe declares precision.kv_cache")
     return "auto" if kv is KVCacheDtype.checkpoint else kv.value
 
 
@@ -173,6 +177,40 @@ def _agrees(name: str, declared: Any, given: Any) -> bool:
 
 def normalize(recipe: Recipe, path: Path) -> Recipe:
     """Check engine args against the structured tables and fill the ones they imply."""
+    args = (_llamacpp_args(recipe, path) if recipe.engine.name == "llama.cpp"
+            else _vllm_args(recipe, path))
+    _check_hardware(recipe, path)
+    suites = [_pin_suite(recipe, i, path) for i in range(len(recipe.benchmark.suites))]
+    return recipe.model_copy(update={
+        "engine": recipe.engine.model_copy(update={"args": args}),
+        "benchmark": recipe.benchmark.model_copy(update={"suites": suites}),
+    })
+
+
+def _llamacpp_args(recipe: Recipe, path: Path) -> dict[str, Any]:
+    """llama-server's options under their long names; the model and the K and V cache
+    types come from model.path and [precision]."""
+    args, problems = llamacpp_args.normalize_args(recipe.engine.args)
+    if problems:
+        p = problems[0]
+        raise InvalidRecipe(path, f"engine.args.{p.key}", p.message, hint=p.hint)
+    k, v = recipe.precision.kv_cache_k, recipe.precision.kv_cache_v
+    derived = {"model": ("model.path", recipe.model.path),
+               "cache-type-k": ("precision.kv_cache_k", k.value if k else None),
+               "cache-type-v": ("precision.kv_cache_v", v.value if v else None)}
+    for name, (source, value) in derived.items():
+        given = args.get(name)
+        if given is not None and (llamacpp_args.kv_type_arg(given) if name != "model"
+                                  else given) != value:
+            raise InvalidRecipe(path, f"engine.args.{name}",
+                                f"{given!r} conflicts with {source} ({value!r})",
+                                hint=f"declare it once, in {source}")
+        if value is not None:
+            args[name] = value
+    return args
+
+
+def _vllm_args(recipe: Recipe, path: Path) -> dict[str, Any]:
     args = dict(recipe.engine.args)
     known = set(recipe.engine.custom_args)
     for name in args:
@@ -198,12 +236,7 @@ def normalize(recipe: Recipe, path: Path) -> Recipe:
                 hint=f"declare it once, in {source}",
             )
         args.setdefault(name, value)
-    _check_hardware(recipe, path)
-    suites = [_pin_suite(recipe, i, path) for i in range(len(recipe.benchmark.suites))]
-    return recipe.model_copy(update={
-        "engine": recipe.engine.model_copy(update={"args": args}),
-        "benchmark": recipe.benchmark.model_copy(update={"suites": suites}),
-    })
+    return args
 
 
 def _check_hardware(r: Recipe, path: Path) -> None:

@@ -34,6 +34,20 @@ class KVCacheDtype(StrEnum):
     checkpoint = "checkpoint"
 
 
+class GGMLCacheType(StrEnum):
+    """A llama.cpp KV cache type (`--cache-type-k` / `--cache-type-v`), ggml's own names."""
+
+    f32 = "f32"
+    f16 = "f16"
+    bf16 = "bf16"
+    q8_0 = "q8_0"
+    q4_0 = "q4_0"
+    q4_1 = "q4_1"
+    iq4_nl = "iq4_nl"
+    q5_0 = "q5_0"
+    q5_1 = "q5_1"
+
+
 class DraftKVCacheDtype(StrEnum):
     """The draft's cache: follow the target's effective cache, or its own format."""
 
@@ -121,7 +135,10 @@ class PrecisionSpec(Frozen):
     weights: str = Field(description="target weight format, e.g. bfloat16, int4-w4a16, fp8-w8a8")
     draft_weights: str | None = Field(None, description="draft weight format (what runs)")
     activations: Activations | None = Field(None, description="activation / model dtype")
-    kv_cache: KVCacheDtype = Field(description="target KV-cache storage format, or `checkpoint`")
+    kv_cache: KVCacheDtype | GGMLCacheType | None = Field(
+        None, description="target KV-cache storage format, or `checkpoint`; llama.cpp: K and V")
+    kv_cache_k: GGMLCacheType | None = Field(None, description="llama.cpp: the K cache type")
+    kv_cache_v: GGMLCacheType | None = Field(None, description="llama.cpp: the V cache type")
     draft_kv_cache: DraftKVCacheDtype | None = Field(
         None, description="draft KV-cache format; `target` follows the target's effective cache"
     )
@@ -129,9 +146,19 @@ class PrecisionSpec(Frozen):
     @field_validator("weights", "draft_weights")
     @classmethod
     def _token(cls, v: str | None) -> str | None:
-        if v is not None and not re.match(r"^[a-z0-9][a-z0-9_.+-]*$", v):
-            raise ValueError(f"{v!r} is not a precision token (lowercase, e.g. int4-w4a16)")
+        # llama.cpp's file types are upper case (Q8_0, Q4_K_M, BF16)
+        if v is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$", v):
+            raise ValueError(f"{v!r} is not a precision token (e.g. int4-w4a16, Q4_K_M)")
         return v
+
+    def kv_label(self) -> str | None:
+        """The KV precision as one value (`precision.kv_cache`): vLLM's format; llama.cpp's
+        type when K and V agree, else `K/V` (q8_0/f16)."""
+        if self.kv_cache is not None:
+            return self.kv_cache.value
+        if self.kv_cache_k and self.kv_cache_v:
+            return f"{self.kv_cache_k.value}/{self.kv_cache_v.value}"
+        return None
 
     @field_validator("kv_cache", mode="before")
     @classmethod
@@ -166,7 +193,7 @@ class ParallelSpec(Frozen):
 
 
 class EngineSpec(Frozen):
-    name: Literal["vllm"] = "vllm"
+    name: Literal["vllm", "llama.cpp"] = "vllm"
     version: str | None = Field(None, description="engine release the recipe was written for")
     commit: str | None = Field(None, description="pinned engine source commit (full hash)")
     source: str | None = Field(None, description="engine source tree (may use ${VAR})")
@@ -324,4 +351,31 @@ class Recipe(Frozen):
     identities: dict[str, str] = Field(
         default_factory=dict, description="identity documents used, by reference -> sha256"
     )
+
+    @model_validator(mode="after")
+    def _kv_cache_in_the_engine_s_terms(self) -> Recipe:
+        p = self.precision
+        if self.engine.name == "llama.cpp":
+            return self._llamacpp_kv_cache(p)
+        if p.kv_cache_k or p.kv_cache_v:
+            raise ValueError("precision.kv_cache_k / kv_cache_v are llama.cpp's: vLLM has one "
+                             "precision.kv_cache")
+        if not isinstance(p.kv_cache, KVCacheDtype):
+            raise ValueError("precision.kv_cache: vLLM needs one of "
+                             f"{', '.join(k.value for k in KVCacheDtype)}")
+        return self
+
+    def _llamacpp_kv_cache(self, p: PrecisionSpec) -> Recipe:
+        if p.kv_cache is not None and not isinstance(p.kv_cache, GGMLCacheType):
+            raise ValueError(f"precision.kv_cache = {p.kv_cache.value!r}: llama.cpp names its "
+                             f"cache types {', '.join(t.value for t in GGMLCacheType)}")
+        k, v = p.kv_cache_k or p.kv_cache, p.kv_cache_v or p.kv_cache
+        if k is None or v is None:
+            raise ValueError("llama.cpp: declare precision.kv_cache (K and V) or both "
+                             "kv_cache_k and kv_cache_v")
+        if p.kv_cache is not None and (k, v) != (p.kv_cache, p.kv_cache):
+            raise ValueError("precision.kv_cache and kv_cache_k / kv_cache_v disagree")
+        kv = k if k == v else None
+        return self.model_copy(update={"precision": p.model_copy(
+            update={"kv_cache_k": k, "kv_cache_v": v, "kv_cache": kv})})
 

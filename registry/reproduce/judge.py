@@ -34,6 +34,11 @@ NOT_DETERMINISTIC = {
     "kv.capacity_tokens": "KV pool size: a fraction of the memory free when the engine starts",
     "kv.memory_gib": "KV memory: a fraction of the memory free when the engine starts",
     "kv.max_concurrency": "follows the KV pool size",
+    # llama-server's own per-request rates: speeds, judged by the performance verdict
+    "timing.first_prompt_tps": "a speed the log prints (the performance verdict judges speed)",
+    "timing.first_eval_tps": "a speed the log prints (the performance verdict judges speed)",
+    "timing.mean_eval_tps": "a speed the log prints (the performance verdict judges speed)",
+    "timing.first_draft_acceptance": "varies with the drafts a run happens to make",
 }
 
 

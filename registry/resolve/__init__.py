@@ -49,7 +49,7 @@ def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Pat
     path = find_log(run_dir, log_path)
     recipe = load_run_recipe(run_dir, recipe, recipe_path)
     name = str(path.relative_to(run_dir)) if path.is_relative_to(run_dir) else str(path)
-    if scan is None and engine_of(recipe, path) == "llama.cpp":
+    if engine_of(recipe, path) == "llama.cpp":  # its own reader (a vLLM `scan` reads nothing)
         return resolve_llamacpp(path, name, declared_values(recipe), models=(
             checkpoint, recipe.model.path if recipe else None))
     scan = scan or scan_log(path, _markers(recipe))

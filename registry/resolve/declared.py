@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from registry.engines.llamacpp.args import render_argv
+from registry.engines.llamacpp.declared import declared_fields
 from registry.recipe import Recipe
 
 COMPILATION_MODES = {0: "NONE", 1: "STOCK_TORCH_COMPILE", 2: "DYNAMO_TRACE_ONCE",
@@ -14,6 +16,8 @@ COMPILATION_MODES = {0: "NONE", 1: "STOCK_TORCH_COMPILE", 2: "DYNAMO_TRACE_ONCE"
 def declared_values(recipe: Recipe | None) -> dict[str, Any]:
     if recipe is None:
         return {}
+    if recipe.engine.name == "llama.cpp":
+        return _llamacpp(recipe)
     args = recipe.engine.args
     graphs = _compilation_config(args.get("compilation_config"))
     draft, p, par = recipe.draft, recipe.precision, recipe.parallel
@@ -31,7 +35,7 @@ def declared_values(recipe: Recipe | None) -> dict[str, Any]:
         "precision.dtype": p.activations.value if p.activations else None,
         "precision.weights": p.weights,
         "precision.draft_weights": p.draft_weights,
-        "precision.kv_cache": p.kv_cache.value,
+        "precision.kv_cache": p.kv_label(),
         "precision.draft_kv_cache": p.draft_kv_cache.value if p.draft_kv_cache else None,
         "parallel.tensor": par.tensor,
         "parallel.pipeline": par.pipeline,
@@ -69,3 +73,19 @@ def _mode(value: Any) -> str | None:
 
 def _upper(value: Any) -> str | None:
     return value.upper() if isinstance(value, str) else None
+
+
+def _llamacpp(recipe: Recipe) -> dict[str, Any]:
+    """A llama.cpp recipe: its [precision], and the options that name identity fields."""
+    p = recipe.precision
+    return {
+        **declared_fields(render_argv(recipe.engine.args)),
+        "engine.name": recipe.engine.name,
+        "engine.version": recipe.engine.version,
+        "model.path": recipe.model.path,
+        "spec.method": "none" if recipe.draft is None else None,
+        "precision.weights": p.weights,
+        "precision.kv_cache": p.kv_label(),
+        "precision.kv_cache_k": p.kv_cache_k.value if p.kv_cache_k else None,
+        "precision.kv_cache_v": p.kv_cache_v.value if p.kv_cache_v else None,
+    }

@@ -206,6 +206,8 @@ def engine_tree(recipe: Recipe | None, direct_url: dict[str, Any] | None
 
     if recipe is not None and recipe.engine.source:
         return Path(os.path.expandvars(recipe.engine.source)), None
+    if recipe is not None and recipe.engine.name != "vllm":
+        return None, None  # the installed vLLM is not this engine's tree
     tree = source_dir(direct_url)
     return (tree, None) if tree is not None else engine_location()
 

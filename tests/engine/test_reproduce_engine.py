@@ -4,47 +4,17 @@ another KV precision does not, and the verdict names the field. Three engine sta
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from registry.formats import rundir
 from registry.formats.rundir import RunStatus, read_model
 from tests.conftest import ROOT
+from tests.engine.conftest import run_cli
 
 pytestmark = pytest.mark.engine
 RECIPES = ROOT / "recipes"
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A home and a trusted key for this module (REGISTRY_HOME, REGISTRY_KEYS_DIR)."""
-    from registry.signing.keys import create_key, signing_key
-    from registry.store.create import init_home
-    from registry.store.trust import genesis
-
-    base = tmp_path_factory.mktemp("reproduce")
-    with pytest.MonkeyPatch.context() as env:
-        env.delenv("REGISTRY_DATABASE_URL", raising=False)
-        env.setenv("REGISTRY_KEYS_DIR", str(base / "keys"))
-        env.setenv("REGISTRY_HASH_CACHE", str(base / "hashes.sqlite"))
-        create_key(base / "keys")
-        created = init_home(base / ".registry")
-        genesis(created, signing_key(base / "keys"))
-        env.setenv("REGISTRY_HOME", str(created.root))
-        yield base
-
-
-def run_cli(*args: str | Path) -> tuple[int, dict[str, Any], str]:
-    from typer.testing import CliRunner
-
-    from registry.cli import app
-
-    r = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
-    return r.exit_code, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
-
 
 @pytest.fixture(scope="module")
 def bf16_record(home: Path, tiny_models: Path) -> tuple[str, Path]:

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import re
 
+from registry.engines.llamacpp.server import LLAMACPP
+
 NUM = r"[\d.]+"
 
 PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(rx) for name, rx in {
     # `build: 8179 (ecbcb7ea9) with ...`, `build_info: b8988-5cf016643`,
     # `build 10433 (1ff6bcb6c) with IntelLLVM ...`, `version: 9769 (c926ad098)`
     # old: `main: build = 3600 (2fb92678)`; a source build without git: `(unknown)`
-    "build": r"^(?:\w+: )?(?:build_info|build|version)\s*[:=]?\s+b?(?P<number>\d+)\s*"
+    # `cmn  common_param: common_params_print_info: build 10433 (1ff6bcb6c) ...` (2026, -lv 4)
+    "build": r"(?:^(?:\w+: )?(?:build_info|build|version)|^cmn\s+\w+: \w+: build)\s*[:=]?\s+"
+             r"b?(?P<number>\d+)\s*"
              r"(?:[-(]\s*(?:(?P<commit>[0-9a-f]{7,40})|[^)\s]*)\)?)?(?:\s|$)",
     # a new server start (one per `llama-server` process)
     "start": r"load_model: loading model '(?P<path>[^']*)'",
@@ -32,8 +36,11 @@ PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(rx) for name, rx in {
                     rf"size =\s+(?P<mib>{NUM}) MiB",
     "using_device": r"using device (?P<device>\S+) \((?P<name>[^()]*(?:\([^()]*\)[^()]*)*)\)",
     # `  Device 0: Tesla T4, compute capability 7.5, ...`; `- Vulkan0 : AMD Radeon (TM) ...`
-    "listed_device": r"^(?:Device (?P<index>\d+): (?P<name>[^,]+),|- (?P<device>[A-Za-z]+\d+)"
-                     r"\s*: (?P<name2>.+?) \(\d+ MiB)",
+    # `- SYCL0   : Intel(R) Arc(TM) Pro B70 Graphics (32656 MiB, ...)` after `device_info:`;
+    # a Meta device's members: `- device 0: SYCL0 (Intel(R) Arc(TM) Pro B70 Graphics)`
+    "listed_device": r"(?:^Device (?P<index>\d+): (?P<name>[^,]+),|(?:^|:\s+)- (?P<device>[A-Za-z]+"
+                     r"\d+)\s*: (?P<name2>.+?) \(\d+ MiB|- device \d+: (?P<device3>\S+) "
+                     r"\((?P<name3>[^()]*(?:\([^()]*\)[^()]*)*)\)$)",
     "meta_device": r"creating a Meta device for tensor parallelism from (?P<count>\d+) devices",
     "context_begin": r"^llama_context: constructing llama_context",
     # `llama_context: n_ctx = 8192`; old: `llama_new_context_with_model: n_ctx_per_seq = 4096`
@@ -81,7 +88,4 @@ NORMAL_ERRORS = re.compile(r"this warning is normal|failed to mlock|HEAD failed|
 PREAMBLE = frozenset({"build", "listed_device", "parallel_auto"})
 
 # A llama-server log: any of these (a vLLM log prints none of them).
-SIGNATURES = re.compile(r"llama_model_loader: |load_tensors: |llama_context: |"
-                        r"load_model: loading model '|print_timing: |llama_server: |"
-                        r"build_info: b\d+|llama_kv_cache|llama_new_context_with_model|"
-                        r"ggml_(?:cuda|metal|sycl|vulkan)_init|main: server is listening")
+SIGNATURES = re.compile(LLAMACPP.log_signature)

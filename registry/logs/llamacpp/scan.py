@@ -11,6 +11,7 @@ loaded last: an MTP head loads before the target's context is made).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,14 +35,8 @@ START_KINDS = frozenset({"draft_load", "mtp_path", "n_slots", "slot_ctx", "gpu_l
                          "build", "listed_device"})
 MAX_PER_KIND = 64  # a start's repeated lines (slots, device lists) are bounded
 MAX_ERRORS = 20
-SNIFF_BYTES = 256 * 1024
-
-
-def looks_like_llamacpp(path: Path) -> bool:
-    """Whether the file's head holds a line only llama-server prints."""
-    with path.open("rb") as f:
-        head = f.read(SNIFF_BYTES).decode("utf-8", "replace").replace("\x00", "")
-    return SIGNATURES.search(head) is not None
+# a launcher's own settings, printed before llama-server starts (`cache_type_k=f16`)
+SETTING = re.compile(r"^(?P<key>[a-z][a-z0-9_]*)=(?P<value>.*)$")
 
 
 @dataclass
@@ -98,7 +93,7 @@ class _Stream:
     starts: list[_Start] = field(default_factory=list)
     pending: list[Fact] = field(default_factory=list)  # preamble lines before a start
     task: str | None = None  # the task of a two-line `print_timing` header
-    done: set[tuple[int, str]] = field(default_factory=set)  # (start, task) completed
+    done: dict[tuple[int, str], Fact] = field(default_factory=dict)  # (start, task) -> eval
 
     def current(self) -> _Start:
         if not self.starts:
@@ -120,9 +115,15 @@ class _Reader:
     recognised: Fact | None = None
     errors: list[Fact] = field(default_factory=list)
     first: dict[str, Fact] = field(default_factory=dict)
+    settings: list[Fact] = field(default_factory=list)
 
     def read(self, line: Line) -> None:
         stream = self.streams.setdefault(line.stream, _Stream(line.stream))
+        setting = SETTING.match(line.text) if self.recognised is None else None
+        if setting and len(self.settings) < MAX_PER_KIND:
+            self.settings.append(Fact(kind="setting", line=line.number, text=line.text[:400],
+                                      values=setting.groupdict()))
+            return
         matched = False
         for kind, pattern in PATTERNS.items():
             found = pattern.search(line.text)
@@ -178,7 +179,8 @@ class _Reader:
             stream.task = fact.values["task"]
             return
         if fact.kind == "eval":
-            stream.done.add((len(stream.starts), stream.task or f"line {fact.line}"))
+            key = (len(stream.starts), stream.task or f"line {fact.line}")
+            stream.done.setdefault(key, fact)
         self.first.setdefault(fact.kind, fact)
 
 
@@ -209,14 +211,18 @@ def scan_llamacpp(path: Path) -> LlamaScan:
             last = raw
             reader.read(plain(lines, raw.decode("utf-8", "replace")))
     own = reader.streams.get("") or next(iter(reader.streams.values()), None)
-    done = {key for s in reader.streams.values() for key in s.done}
+    done: dict[tuple[int, str], Fact] = {}
+    for s in reader.streams.values():
+        for key, eval_fact in s.done.items():
+            done.setdefault(key, eval_fact)
     # a supervisor's copy of the run holds the same (start, task) pairs: one request each
     first = reader.first
     return LlamaScan(
         source=str(path), bytes=size, lines=lines, cut_off=bool(last) and not last.endswith(b"\n"),
-        recognised=reader.recognised,
+        recognised=reader.recognised, settings=reader.settings,
         starts=[s.freeze() for s in own.starts] if own else [],
-        timings=Timings(requests=len(done), first_prompt=first.get("prompt_eval"),
+        timings=Timings(requests=len(done), evals=list(done.values()),
+                        first_prompt=first.get("prompt_eval"),
                         first_eval=first.get("eval"), first_acceptance=first.get("acceptance")),
         errors=reader.errors,
     )

@@ -62,6 +62,8 @@ class Timings(Frozen):
     even when a supervisor wrote the whole run twice, and the first of each figure."""
 
     requests: int = 0
+    evals: list[Fact] = Field(default_factory=list, description="each completed request's "
+                              "final `eval time` line, once")
     first_prompt: Fact | None = None
     first_eval: Fact | None = None
     first_acceptance: Fact | None = None
@@ -73,6 +75,8 @@ class LlamaScan(Frozen):
     lines: int
     cut_off: bool
     recognised: Fact | None = Field(description="the first line only llama-server prints")
+    settings: list[Fact] = Field(default_factory=list, description="`key=value` lines a "
+                                 "launcher printed before the server's first line (declared)")
     starts: list[ServerStart] = Field(description="the server's own stream's starts")
     timings: Timings
     errors: list[Fact] = Field(default_factory=list, description="error lines (capped)")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from registry.checkpoint.gguf import GGUFInfo, read_gguf
+from registry.engines.llamacpp.declared import declared_settings
 from registry.errors import InvalidInput
 from registry.formats.identity import FIELDS, ResolvedIdentity
 from registry.logs.llamacpp import LlamaScan, ServerStart, scan_llamacpp
@@ -33,20 +34,29 @@ def resolve_llamacpp(path: Path, source: str, declared: dict[str, Any],
     cites it); `declared`: what the recipe declares, under the field names; `models`:
     where the target GGUF may be (the first that exists, then the log's model path)."""
     scan = scan or scan_llamacpp(path)
-    out = Out(source=source, declared=declared)
+    launcher = declared_settings({f.values["key"]: f.values["value"] for f in scan.settings})
+    out = Out(source=source, declared={**launcher, **declared})
     start = _identity_start(scan)
     engine_fields(out, scan, start)
-    notes: list[str] = []
+    notes: list[str] = [f"declared by the launcher's settings atop {source} (lines "
+                        f"{scan.settings[0].line}-{scan.settings[-1].line}): "
+                        f"{', '.join(sorted(launcher))}"] if launcher else []
     if start is not None:
         weight_fields(out, start)
         cache_fields(out, start)
         context_fields(out, start)
         offload_fields(out, start)
         spec_fields(out, start)
-        gguf = _target_gguf(start, models, notes)
+        begin = start.first("start")
+        gguf = _gguf((*models, begin.values["path"] if begin else None), notes)
         if gguf is not None:
             weights_check(out, gguf)
             capacity_check(out, start, gguf)
+        draft = next((m for m in start.models if m.role == "draft"), None)
+        meta = draft.first("model_meta") if draft else None
+        draft_gguf = _gguf((meta.values["path"],), notes) if meta else None
+        if draft_gguf is not None:
+            weights_check(out, draft_gguf, "precision.draft_weights")
     timing_fields(out, scan)
     order = {name: i for i, name in enumerate(FIELDS)}
     return ResolvedIdentity(
@@ -56,10 +66,9 @@ def resolve_llamacpp(path: Path, source: str, declared: dict[str, Any],
     )
 
 
-def _target_gguf(start: ServerStart, models: tuple[str | Path | None, ...],
-                 notes: list[str]) -> GGUFInfo | None:
-    begin = start.first("start")
-    for candidate in (*models, begin.values["path"] if begin else None):
+def _gguf(candidates: tuple[str | Path | None, ...], notes: list[str]) -> GGUFInfo | None:
+    """The first candidate GGUF on disk, read (a file that is not one is a note)."""
+    for candidate in candidates:
         if candidate is None or not Path(os.path.expandvars(str(candidate))).is_file():
             continue
         try:

@@ -49,10 +49,10 @@ def _check(out: Out, name: str, cache: Cache, side: str, gguf: GGUFInfo) -> None
         "evidence": [*field.evidence, Evidence(source=gguf.path, text=text)], "note": note})
 
 
-def weights_check(out: Out, gguf: GGUFInfo) -> None:
-    """The GGUF's own file type and tensor counts beside what the log said; they decide
-    when the log printed no loader lines (`-lv 3`)."""
-    field = out.fields.get("precision.weights")
+def weights_check(out: Out, gguf: GGUFInfo, name: str = "precision.weights") -> None:
+    """The GGUF's own file type and tensor counts beside what the log said (`name`: the
+    target's or the draft's weights); they decide when the log printed no loader lines."""
+    field = out.fields.get(name)
     if field is None:
         return
     counts = ", ".join(f"{t} {n}" for t, n in gguf.tensor_types.items())
@@ -61,11 +61,9 @@ def weights_check(out: Out, gguf: GGUFInfo) -> None:
         source=gguf.path, text=f"general.file_type {gguf.file_type}; tensors: {counts}; "
                                f"{gguf.bits_per_weight:.2f} bits per weight: {value}")]
     if field.resolved is None and value is not None:
-        out.put("precision.weights", value, "the GGUF: " + rule)
-        out.fields["precision.weights"] = out.fields["precision.weights"].model_copy(
-            update={"evidence": evidence})
+        out.put(name, value, "the GGUF: " + rule)
+        out.fields[name] = out.fields[name].model_copy(update={"evidence": evidence})
         return
     note = field.note if value in (None, field.resolved) else \
         f"the GGUF's header says {value} ({rule}), the log {field.resolved}"
-    out.fields["precision.weights"] = field.model_copy(update={"evidence": evidence,
-                                                               "note": note})
+    out.fields[name] = field.model_copy(update={"evidence": evidence, "note": note})

@@ -23,7 +23,7 @@ def engine_fields(out: Out, scan: LlamaScan, start: ServerStart | None) -> None:
     out.put("engine.version", build.values["number"] if build else None,
             "build line (self-reported)" if build else "no build line", [build],
             self_reported=True)
-    out.put("engine.commit", build.values["commit"] if build else None,
+    out.put("engine.commit", build.values.get("commit") if build else None,
             "build line's commit (self-reported)" if build else "no build line", [build],
             self_reported=True)
 
@@ -59,8 +59,23 @@ def cache_fields(out: Out, start: ServerStart) -> None:
     else:
         for side in ("k", "v"):
             out.put(f"precision.draft_kv_cache_{side}", None, "no draft context")
+    _label(out)
     _sizes(out, "kv", target, main, why)
     _sizes(out, "kv.swa", target, swa, "no SWA cache" if target and target.caches else why)
+
+
+def _label(out: Out) -> None:
+    """`precision.kv_cache`, the one KV axis the index, diff and teachers compare: the
+    type when K and V agree, else `K/V`."""
+    k, v = out.fields["precision.kv_cache_k"], out.fields["precision.kv_cache_v"]
+    if k.resolved is None or v.resolved is None:
+        out.put("precision.kv_cache", None, "K or V type unresolved")
+        return
+    label = k.resolved if k.resolved == v.resolved else f"{k.resolved}/{v.resolved}"
+    out.put("precision.kv_cache", label, "K and V types of the target's cache (one label: "
+            "K/V when they differ)", [])
+    out.fields["precision.kv_cache"] = out.fields["precision.kv_cache"].model_copy(
+        update={"evidence": k.evidence})
 
 
 def _has_draft(start: ServerStart) -> bool:
@@ -219,7 +234,8 @@ def _device_name(out: Out, start: ServerStart, used: list[str]) -> None:
         (named if not used and len({f.values["name"] for f in named}) == 1 else [])
     if not chosen:
         listed = [f for f in start.all("listed_device")
-                  if not (f.values.get("device") or "").startswith("CPU")]
+                  if not (f.values.get("device") or f.values.get("device3") or ""
+                          ).startswith("CPU")]
         chosen = listed if len({_listed_name(f) for f in listed}) == 1 else []
     names = sorted({f.values["name"] if "name" in f.values else _listed_name(f) for f in chosen})
     out.put("platform.device", names[0] if len(names) == 1 else None,
@@ -228,7 +244,8 @@ def _device_name(out: Out, start: ServerStart, used: list[str]) -> None:
 
 
 def _listed_name(fact: Fact) -> str:
-    return (fact.values.get("name") or fact.values.get("name2") or "").strip()
+    v = fact.values
+    return (v.get("name") or v.get("name2") or v.get("name3") or "").strip()
 
 
 def spec_fields(out: Out, start: ServerStart) -> None:
@@ -254,6 +271,11 @@ def timing_fields(out: Out, scan: LlamaScan) -> None:
     t = scan.timings
     out.put("timing.requests", t.requests, "completed requests: final `eval time` lines, one "
             "per server start and task", [t.first_eval])
+    rates = [float(f.values["tps"]) for f in t.evals]
+    out.put("timing.mean_eval_tps", round(sum(rates) / len(rates), 4) if rates else None,
+            f"mean of {len(rates)} print_timing `eval time` tokens per second (one per "
+            "completed request): sum / count" if rates else "no completed request",
+            list(t.evals))
     for name, fact, key in (("timing.first_prompt_tps", t.first_prompt, "tps"),
                             ("timing.first_eval_tps", t.first_eval, "tps"),
                             ("timing.first_draft_acceptance", t.first_acceptance, "rate")):

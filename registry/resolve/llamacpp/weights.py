@@ -50,8 +50,9 @@ def decide(printed: str | None, types: dict[str, int], bpw: float | None
     sole = _sole_quant_type(types)
     if sole and SOLE_FILE_TYPE.get(sole) and _fits(SOLE_FILE_TYPE[sole], types, bpw):
         said = f"the label says {printed!r} but " if printed else ""
+        fits = f"the BPW ({bpw}) fits it" if bpw is not None else "no BPW printed"
         return SOLE_FILE_TYPE[sole], (f"tensor counts: {said}{sole} is the only quantized "
-                                      f"type and the BPW ({bpw}) fits it")
+                                      f"type, {fits}")
     why = (f"the label {printed!r} disagrees with the tensors or the BPW" if printed
            else "no file type label")
     return None, why + ", and the tensors name no one format"

@@ -1,0 +1,97 @@
+"""llama.cpp as an engine plug-in: the `llama-server` binary, its argv, its native
+streaming `/completion` API (token ids with `return_tokens`, and the `timings` object
+of the last event: the server's own prompt and decode figures, a second opinion), and
+its log's signature."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from registry.engines.base import Chunk, owned_keys_clash
+from registry.engines.llamacpp import args as table
+from registry.engines.llamacpp.ggml import kv_bytes
+from registry.errors import InvalidInput
+from registry.recipe.schema import BenchmarkSpec
+
+SERVER_VAR = "REGISTRY_LLAMA_SERVER"
+OWNED_KEYS = {"prompt", "stream", "return_tokens", "n_predict", "temperature", "top_p",
+              "seed", "cache_prompt"}
+# stop_type -> the OpenAI finish reason the registry's rows use
+FINISH = {"limit": "length", "eos": "stop", "word": "stop", "none": None}
+
+
+def cached_build() -> Path:
+    """Where tools/llama_server.sh leaves its build."""
+    root = Path(os.environ.get("LLAMA_CPP_CACHE", Path.home() / ".cache" / "registry"))
+    return root / f"llama.cpp-b{table.BUILD}" / "bin" / "llama-server"
+
+
+class LlamaServer:
+    name = "llama.cpp"
+    log_signature = (r"llama_model_loader: |load_tensors: |llama_context: |load_model: loading "
+                     r"model '|print_timing: |llama_server: |build_info: b\d+|llama_kv_cache|"
+                     r"llama_new_context_with_model|ggml_(?:cuda|metal|sycl|vulkan)_init|"
+                     r"main: server is listening")
+    # cpp-httplib closes a kept-alive connection after a few requests: a request sent on
+    # it then fails with "server disconnected"; each request gets its own connection
+    keep_alive = False
+
+    def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]:
+        """$REGISTRY_LLAMA_SERVER, else the setup script's cached build, else PATH."""
+        given = environ.get(SERVER_VAR)
+        candidates = [given] if given else [str(cached_build()), shutil.which("llama-server")]
+        for candidate in candidates:
+            if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+                return [candidate]
+        raise InvalidInput("no llama-server binary" + (f" at {SERVER_VAR}={given}" if given
+                                                       else ""),
+                           hint="run tools/llama_server.sh (builds it), or set "
+                                f"{SERVER_VAR} to one")
+
+    def render_argv(self, args: dict[str, Any]) -> list[str]:
+        return table.render_argv(args)
+
+    def serve_args(self, host: str, port: int) -> list[str]:
+        # verbosity 4: from 2026 builds the default (3) hides libllama's loader, context
+        # and KV cache lines, the evidence the resolver reads
+        return ["--host", host, "--port", str(port), "--metrics", "--verbosity", "4"]
+
+    def endpoint(self, api: str) -> str:
+        if api != "completions":
+            raise InvalidInput(f"benchmark.api {api!r}: the llama.cpp client streams "
+                               "/completion (raw prompts)", hint='use api = "completions"')
+        return "/completion"
+
+    def request_body(self, bench: BenchmarkSpec, model: str, prompt: str,
+                     max_tokens: int) -> dict[str, Any]:
+        owned_keys_clash(bench, OWNED_KEYS)
+        # cache_prompt false: every prompt is computed cold (the server's default reuses)
+        return {"prompt": prompt, "n_predict": max_tokens, "temperature": bench.temperature,
+                "top_p": bench.top_p, "seed": bench.seed, "stream": True,
+                "return_tokens": True, "cache_prompt": False, **bench.request_extra}
+
+    def read_chunk(self, chunk: dict[str, Any]) -> Chunk:
+        error = chunk.get("error")
+        if error:
+            return Chunk(error=f"server error: {error}")
+        if not chunk.get("stop"):
+            return Chunk(token_ids=list(chunk.get("tokens") or []),
+                         text=chunk.get("content") or "")
+        timings = chunk.get("timings") or {}
+        usage = {"completion_tokens": chunk.get("tokens_predicted"),
+                 "prompt_tokens": chunk.get("tokens_evaluated")}
+        if "cache_n" in timings:
+            usage["prompt_tokens_details"] = {"cached_tokens": timings["cache_n"]}
+        return Chunk(token_ids=list(chunk.get("tokens") or []), text=chunk.get("content") or "",
+                     finish_reason=FINISH.get(str(chunk.get("stop_type"))), usage=usage,
+                     timings=timings)
+
+    def kv_bytes(self, cache_type: str, values: int) -> int:
+        return kv_bytes(cache_type, values)
+
+
+LLAMACPP = LlamaServer()
