@@ -119,13 +119,26 @@ def test_community_entries_keep_the_contributor_apart(cli, imported) -> None:
 
 
 def test_imported_records_guess_no_identity(cli, imported) -> None:
-    """Neither the vLLM harness log's tail nor a llama.cpp log resolves a field here:
-    every field stays unresolved rather than wrong."""
+    """The vLLM harness log's tail resolves no field (every one stays unresolved rather
+    than wrong); the Muse packet's llama-server log resolves what its own lines prove:
+    Q8_0 tensors under a `Q4_K - Medium` label, f16 K and V, DFlash with n_max 15 over
+    four devices, and its launcher's arguments confirmed against the log."""
     by_id = {c["id"]: c for c in imported["claims"]}
-    for cid in ("dominick253-qwen36-27b-fp8-tp2", "lab-muse-glimmer-30b-q8-dflash-tp4"):
+
+    def fields(cid: str) -> dict:
         [rid] = by_id[cid]["records"]
-        fields = run(cli, "show", rid, "--json")["statement"]["predicate"]["identity"]["fields"]
-        assert fields and all(f.get("resolved") is None for f in fields.values()), cid
+        shown = run(cli, "show", rid, "--json")
+        return shown["statement"]["predicate"]["identity"]["fields"]
+
+    vllm = fields("dominick253-qwen36-27b-fp8-tp2")
+    assert vllm and all(f.get("resolved") is None for f in vllm.values())
+    muse = {k: f.get("resolved") for k, f in fields("lab-muse-glimmer-30b-q8-dflash-tp4").items()}
+    assert {k: muse[k] for k in ("engine.name", "precision.weights", "precision.kv_cache_k",
+                                 "precision.kv_cache_v", "spec.method", "spec.n_max",
+                                 "parallel.devices", "kv.cells")} == {
+        "engine.name": "llama.cpp", "precision.weights": "Q8_0", "precision.kv_cache_k": "f16",
+        "precision.kv_cache_v": "f16", "spec.method": "draft-dflash", "spec.n_max": 15,
+        "parallel.devices": 4, "kv.cells": 32768}
     for cid in LLAMA_CPP:
         assert len(by_id[cid]["records"]) <= 1
 

@@ -2,9 +2,10 @@
 engine log, raw rows, summaries, launch, identity and status files.
 
 An arm is a folder, or a run id shared by files in one folder (`<run>-launch.json`,
-`<run>-server.log`), that holds a log, rows, a summary or a launch file. `run/` and
-`data/` folders belong to the arm above them. Status and identity files belong to the
-arm whose folder holds them, else to every arm. A capsule with no arm is one run at
+`<run>-server.log`), that holds a log, rows, a summary or a launch file. `run/`,
+`data/`, `evidence/` and `configs/` folders belong to the arm above them (a lab packet's
+`configs/server-args.json` launched the run whose log is in `evidence/`). Status and
+identity files belong to the arm whose folder holds them, else to every arm. A capsule with no arm is one run at
 its root. Claims (`claims/*.json`, a packet's `claim.json`) belong to every arm. Lab
 harness logs (`validate-<stamp>.log`, `<name>-server-<run>.log`) are logs. A
 `*-summary.json` is a run's summary only when it holds a figure a run summary carries
@@ -53,7 +54,7 @@ PATTERNS: list[tuple[Role, re.Pattern[str]]] = [(role, re.compile(p)) for role, 
     (Role.metrics_after, r"metrics-after(?:-suite)?\.prom"),
 ]]
 ARM_ROLES = {Role.log, Role.rows, Role.summary, Role.launch}
-INNER = {"run", "data", "evidence"}  # folders that belong to the arm above them
+INNER = {"run", "data", "evidence", "configs"}  # folders that belong to the arm above them
 
 
 class Arm(Frozen):
