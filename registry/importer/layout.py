@@ -5,12 +5,13 @@ An arm is a folder, or a run id shared by files in one folder (`<run>-launch.jso
 `<run>-server.log`), that holds a log, rows, a summary or a launch file. `run/`,
 `data/`, `evidence/` and `configs/` folders belong to the arm above them (a lab packet's
 `configs/server-args.json` launched the run whose log is in `evidence/`). Status and
-identity files belong to the arm whose folder holds them, else to every arm. A capsule with no arm is one run at
-its root. Claims (`claims/*.json`, a packet's `claim.json`) belong to every arm. Lab
-harness logs (`validate-<stamp>.log`, `<name>-server-<run>.log`) are logs. A
-`*-summary.json` is a run's summary only when it holds a figure a run summary carries
-(`summary`, `primary_metric`, `tok_s_1_100_after_ttft`, ...): a quality decision
-named `...-summary.json` is not a run.
+identity files belong to the arm whose folder holds them, else to every arm. A capsule
+with no arm is one run at its root. Claims (`claims/*.json`, a packet's `claim.json`)
+belong to every arm. Lab harness logs (`validate-<stamp>.log`,
+`<name>-server-<run>.log`) are logs. A `*-summary.json` is a run's summary only when it
+holds a figure a run summary carries (`summary`, `primary_metric`,
+`tok_s_1_100_after_ttft`, ...): a quality decision named `...-summary.json` is not a
+run.
 """
 
 from __future__ import annotations
