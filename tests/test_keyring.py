@@ -126,3 +126,48 @@ def test_threshold_two_needs_two_roots(tmp_path) -> None:
     pinned = Pin(roots=[keys[2][0]], version=2, sha256="0" * 64)
     with pytest.raises(VerificationFailed, match="not the one this home verified"):
         verify_chain({**files, 2: sign_version(v2, keys)}, pinned)
+
+
+def test_a_deeply_nested_keyring_is_refused_not_a_crash() -> None:
+    """Issue 21: the keyring payload was parsed with plain json.loads (RecursionError,
+    exit 70)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from registry.signing import dsse
+    from registry.signing.keyring import PAYLOAD_TYPE
+
+    root = Ed25519PrivateKey.generate()
+    payload = b'{"_type": "registry.keyring/v1", "keys": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    data = dsse.envelope_bytes(dsse.sign(payload, "k", root, PAYLOAD_TYPE))
+    with pytest.raises(VerificationFailed, match="not a keyring"):
+        verify_chain({1: data}, Pin(roots=["k"]))
+
+
+def test_a_reader_never_writes_trust_json_under_anothers_lock(cli, store_home, tmp_path) -> None:
+    """Issue 21: `current_keyring` advanced the pin (writing trust.json) without the
+    home lock, so a reader could overwrite what a pull just remembered (its remotes'
+    heads: the rollback memory)."""
+    import threading
+    import time
+
+    from registry.store.lock import exclusive
+    from registry.store.trust import TrustState, load_state, path_of, save_state
+
+    pinned_v1 = path_of(store_home).read_bytes()
+    other = create_key(tmp_path / "colleague")
+    (tmp_path / "c.pub").write_text(other.public_pem)
+    assert cli("keys", "trust", tmp_path / "c.pub").exit_code == 0
+    path_of(store_home).write_bytes(pinned_v1)  # ledger at v2, pin still at v1
+    found: list[int] = []
+    with exclusive(store_home.lock_file):  # a pull, holding the lock
+        reader = threading.Thread(target=lambda: found.append(
+            current_keyring(store_home).current.version))
+        reader.start()
+        time.sleep(1.0)
+        assert path_of(store_home).read_bytes() == pinned_v1  # the reader waits
+        state = load_state(store_home)
+        save_state(store_home, TrustState.model_validate(
+            {**state.model_dump(), "remotes": {"origin": "a" * 40}}))
+    reader.join(30)
+    final = load_state(store_home)
+    assert found == [2] and final.pin.version == 2 and final.remotes == {"origin": "a" * 40}

@@ -302,3 +302,41 @@ def test_two_homes_share_one_postgres_index(cli, team, tmp_path, make_run, monke
         assert verify_all(cli, member)["code"] == 0
     assert cli("reindex", "--home", bob.home).exit_code == 0
     assert verify_all(cli, alice)["code"] == 0
+
+
+def plant_signed(clone: Path, member: Member, statement: dict) -> str:
+    """A statement signed by a trusted member's key, committed by that key in an
+    outsider's clone of the remote and pushed with plain git: what a member on another
+    version of the registry (or a buggy one) could push."""
+    from registry.base.canonical import canonical_bytes
+    from registry.formats.record import record_id
+    from registry.signing import dsse
+    from registry.signing.keys import signing_key
+    from registry.store.ledger import Ledger
+
+    data = canonical_bytes(statement)
+    rid = record_id(data)
+    keyid, key = signing_key(member.keys)
+    envelope = dsse.envelope_bytes(dsse.sign(data, keyid, key))
+    subprocess.run(["git", "-C", str(clone), "checkout", "-qB", "main"], check=True)
+    Ledger(clone).commit_record(rid, data, envelope, rid, (keyid, key))
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "main"], check=True)
+    return rid
+
+
+def test_a_signed_record_that_does_not_parse_is_never_applied(cli, shared, tmp_path,
+                                                              monkeypatch) -> None:
+    """Issue 21: the branch moved before the new statements were parsed."""
+    alice, bob, remote, ids = shared
+    genuine = json.loads((alice.home / "ledger" / "records" / ids[0] / "statement.json")
+                         .read_bytes())
+    del genuine["predicate"]["run"]  # signed and hashing to its id, but not a record
+    rid = plant_signed(outsider_clone(remote / "ledger.git", tmp_path), alice, genuine)
+    act(monkeypatch, bob)
+    before, trust = head(bob), (bob.home / "trust.json").read_bytes()
+    r = cli("pull", "--home", bob.home)
+    assert r.exit_code == ExitCode.FAILED and "Traceback" not in r.stderr, r.stderr
+    assert "nothing was applied" in r.stderr and rid[:16] in r.stderr
+    assert head(bob) == before and not (bob.home / "ledger" / "records" / rid).exists()
+    assert (bob.home / "trust.json").read_bytes() == trust
+    assert verify_all(cli, bob)["code"] == 0

@@ -16,7 +16,6 @@ from a file name or a signature's claim. Keys leave a keyring in one of two ways
 
 from __future__ import annotations
 
-import json
 import re
 from enum import StrEnum
 from functools import cached_property
@@ -28,6 +27,7 @@ from pydantic import Field, ValidationError
 
 from registry.base.canonical import canonical_bytes, sha256_hex
 from registry.base.model import Frozen
+from registry.base.safeload import loads_json
 from registry.errors import RegistryError, VerificationFailed
 from registry.signing import dsse
 from registry.signing.keys import Signer, key_id, load_public_pem
@@ -172,7 +172,7 @@ def _parse(data: bytes, version: int) -> Keyring:
         if envelope.payloadType != PAYLOAD_TYPE:
             raise VerificationFailed(f"payload type {envelope.payloadType!r}")
         payload = envelope.payload_bytes()
-        keyring = Keyring.model_validate(json.loads(payload))
+        keyring = Keyring.model_validate(loads_json(payload))
         _ = [k.keyid for k in keyring.keys]  # every key must load
         _ = [d.keyid for d in (*keyring.retired, *keyring.revoked)]
     except (RegistryError, ValueError, ValidationError) as e:  # a bad PEM is a RegistryError

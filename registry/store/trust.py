@@ -40,6 +40,7 @@ from registry.signing.keyring import (
 from registry.signing.keys import Signer, load_public_pem, public_pem
 from registry.store.home import Home
 from registry.store.ledger import BRANCH, Ledger
+from registry.store.lock import exclusive
 
 FILE = "trust.json"
 PIN_HINT = ("pin the ledger's root keys first: registry keys pin KEYID "
@@ -79,15 +80,20 @@ def pin_roots(home: Home, roots: list[str], threshold: int = 1) -> TrustState:
 
 
 def advance(home: Home, state: TrustState, chain: Chain, head: str | None = None) -> TrustState:
-    """Move the pin to the newest verified keyring version (and the head, when given)."""
-    top = max(chain.versions)
-    current = chain.current
-    pin = Pin(roots=sorted(current.roots), threshold=current.threshold, version=top,
-              sha256=chain.digests[top])
-    new = TrustState(pin=pin, head=head or state.head, remotes=state.remotes)
+    """Move the pin to the newest verified keyring version (and the head, when given).
+    Call holding the home lock, with `state` read under it."""
+    new = TrustState(pin=pin_of(chain), head=head or state.head, remotes=state.remotes)
     if new != state:
         save_state(home, new)
     return new
+
+
+def pin_of(chain: Chain) -> Pin:
+    """The pin of a chain's newest version."""
+    top = max(chain.versions)
+    current = chain.current
+    return Pin(roots=sorted(current.roots), threshold=current.threshold, version=top,
+               sha256=chain.digests[top])
 
 
 def keyring_files(ledger: Ledger, ref: str = BRANCH) -> dict[int, bytes]:
@@ -105,13 +111,34 @@ def current_keyring(home: Home) -> Chain:
     """The ledger's keyring, verified from this home's pin (which moves forward to it);
     checked once per process for one ledger head and pin."""
     state = load_state(home)
+    chain = _chain(home, state)
+    if pin_of(chain) != state.pin:
+        remember(home, state, chain)
+    return chain
+
+
+def remember(home: Home, seen: TrustState, chain: Chain, head: str | None = None) -> None:
+    """Move the pin (and the head, when given) to what a reader verified from `seen`.
+
+    Written under the home lock from the state read under it, so a reader never
+    overwrites what a writer saved meanwhile (a pull's remote heads: its rollback
+    memory); skipped when the home moved past what the reader verified."""
+    with exclusive(home.lock_file):
+        fresh = load_state(home)
+        top = max(chain.versions)
+        if fresh.pin.version > top or (fresh.pin.version and
+                                       chain.digests.get(fresh.pin.version) != fresh.pin.sha256):
+            return
+        advance(home, fresh, chain, head=head if fresh.head == seen.head else None)
+
+
+def _chain(home: Home, state: TrustState) -> Chain:
     ledger = Ledger(home.ledger)
     key = (home.root, ledger.head(), state.pin.model_dump_json())
     chain = _verified.get(key)
     if chain is None:
         chain = verify_chain(keyring_files(ledger), state.pin)
         _verified[key] = chain
-    advance(home, state, chain)
     return chain
 
 
@@ -172,7 +199,6 @@ def change_keyring(home: Home, edit: Callable[[Keyring], Keyring], message: str,
 
 def _locked_change(home: Home, edit: Callable[[Keyring], Keyring], message: str) -> Keyring:
     from registry.signing.keys import local_signers
-    from registry.store.lock import exclusive
 
     with exclusive(home.lock_file):
         Ledger(home.ledger).recover()

@@ -76,7 +76,7 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
     """Verify the ledger and one record (by id or unambiguous prefix) or, with None,
     every record."""
     from registry.signing.keyring import verify_chain
-    from registry.store.trust import advance, keyring_files, load_state
+    from registry.store.trust import keyring_files, load_state, remember
 
     ledger = Ledger(home.ledger)
     state = load_state(home)
@@ -99,7 +99,7 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
     checks = [_check(ctx, rid) for rid in wanted]
     if prefix is None and ctx.index is not None:
         checks += [_absent(rid) for rid in sorted(set(ctx.index) - set(ids))]
-    advance(home, state, chain, head=None if history.problems else history.head)
+    remember(home, state, chain, head=None if history.problems else history.head)
     worst = _worst([*ledger_problems, *(p for c in checks for p in c.problems)])
     return VerifyReport(head=history.head, keyring_version=max(chain.versions),
                         ledger=ledger_problems, records=checks, exit_code=worst)
