@@ -65,6 +65,17 @@ class Unverifiable(RegistryError):
     exit_code = ExitCode.UNVERIFIABLE
 
 
+class NewerFormat(Unverifiable):
+    """A document of a newer major format version than this registry reads: it cannot
+    judge it, so it refuses it (docs/formats.md)."""
+
+    kind = "newer-format"  # registry.signing.failures.Kind.newer_format
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint or "upgrade registry: this was written by a "
+                                               "newer version (docs/formats.md)")
+
+
 class Refused(RegistryError):
     exit_code = ExitCode.REFUSED
 

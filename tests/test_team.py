@@ -340,3 +340,141 @@ def test_a_signed_record_that_does_not_parse_is_never_applied(cli, shared, tmp_p
     assert head(bob) == before and not (bob.home / "ledger" / "records" / rid).exists()
     assert (bob.home / "trust.json").read_bytes() == trust
     assert verify_all(cli, bob)["code"] == 0
+
+
+def pull_as(member: Member):
+    """Pull in process, so a test can assert the refusal's type."""
+    from registry.store.home import home_at
+    from registry.team.remotes import get_remote
+    from registry.team.sync import pull
+
+    home = home_at(member.home)
+    return pull(home, get_remote(home, None))
+
+
+def test_a_record_from_a_newer_registry_verifies_pulls_and_shows(cli, shared, tmp_path,
+                                                                monkeypatch) -> None:
+    """docs/formats.md: optional fields a newer version adds are kept; the signed bytes
+    stay as they were signed."""
+    alice, bob, remote, ids = shared
+    statement = json.loads((alice.home / "ledger" / "records" / ids[0] / "statement.json")
+                           .read_bytes())
+    statement["predicate"]["run"]["label"] = "run-2"  # unique, and still a valid run
+    statement["predicate"]["carbon"] = {"grams": 12}  # fields this version does not know
+    statement["subject"][0]["annotations"] = {"by": "v2"}
+    rid = plant_signed(outsider_clone(remote / "ledger.git", tmp_path), alice, statement)
+    act(monkeypatch, bob)
+    r = cli("pull", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["received"] == [rid]
+    from registry.base.canonical import canonical_bytes
+
+    stored = bob.home / "ledger" / "records" / rid / "statement.json"
+    assert stored.read_bytes() == canonical_bytes(statement)
+    shown = json.loads(cli("show", rid[:12], "--json").stdout)
+    assert shown["check"]["trust"] == "verified"
+    assert verify_all(cli, bob)["code"] == 0
+
+
+def test_a_newer_major_format_is_refused_as_such(cli, shared, tmp_path, monkeypatch) -> None:
+    from registry.signing.failures import Kind
+    from registry.team.incoming import PullRefused
+
+    alice, bob, remote, ids = shared
+    statement = json.loads((alice.home / "ledger" / "records" / ids[0] / "statement.json")
+                           .read_bytes())
+    statement["predicateType"] = "https://registry.dev/serving-record/v2"
+    plant_signed(outsider_clone(remote / "ledger.git", tmp_path), alice, statement)
+    act(monkeypatch, bob)
+    before = head(bob)
+    with pytest.raises(PullRefused) as refusal:
+        pull_as(bob)
+    assert refusal.value.kinds == {Kind.newer_format}
+    assert "upgrade registry" in str(refusal.value) and head(bob) == before
+
+
+def test_refusals_are_typed(cli, shared, tmp_path, monkeypatch) -> None:
+    from registry.signing.failures import Kind
+    from registry.team.incoming import PullRefused
+
+    alice, bob, remote, ids = shared
+    clone = outsider_clone(remote / "ledger.git", tmp_path)
+    subprocess.run(["git", "-C", str(clone), "rm", "-rq", f"records/{ids[0]}"], check=True)
+    subprocess.run(["git", "-C", str(clone), "commit", "-qm", "tidy"], check=True)
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
+    act(monkeypatch, bob)
+    with pytest.raises(PullRefused) as refusal:
+        pull_as(bob)
+    assert refusal.value.kinds == {Kind.unsigned, Kind.not_append_only}
+    subprocess.run(["git", "-C", str(clone), "reset", "-q", "--hard", "HEAD~2"], check=True)
+    force(clone, remote / "ledger.git")
+    with pytest.raises(PullRefused) as refusal:
+        pull_as(bob)
+    assert refusal.value.kinds == {Kind.rolled_back}
+
+
+HOOKS = ("pre-receive", "update", "post-receive", "post-update", "reference-transaction",
+         "push-to-checkout", "pre-auto-gc")
+
+
+def plant_hooks(bare: Path, tmp_path: Path) -> Path:
+    """Everything issue 23 planted in a remote's ledger.git: hooks, a core.hooksPath, and
+    core.alternateRefsCommand with an alternates file. Each leaves a file in the folder
+    returned when it runs."""
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    other = tmp_path / "hookdir"
+    other.mkdir()
+    for folder, tag in ((bare / "hooks", "hooks"), (other, "hookspath")):
+        folder.mkdir(exist_ok=True)
+        for name in HOOKS:
+            hook = folder / name
+            hook.write_text(f"#!/bin/sh\ntouch {ran}/{tag}-{name}\ncat >/dev/null\nexit 0\n")
+            hook.chmod(0o755)
+    alternate = tmp_path / "alternate.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(alternate)], check=True)
+    (bare / "objects" / "info").mkdir(exist_ok=True)
+    (bare / "objects" / "info" / "alternates").write_text(f"{alternate / 'objects'}\n")
+    for key, value in (("core.hooksPath", str(other)),
+                       ("core.alternateRefsCommand", f"touch {ran}/alternate-refs; echo")):
+        subprocess.run(["git", "-C", str(bare), "config", key, value], check=True)
+    return ran
+
+
+def assert_no_remote_code(cli, alice: Member, bob: Member, ran: Path, make_run,
+                          monkeypatch) -> None:
+    act(monkeypatch, alice)
+    seal(alice, make_run("after-the-plant"))
+    r = cli("push")
+    assert r.exit_code == 0, r.stderr
+    act(monkeypatch, bob)
+    r = cli("pull")
+    assert r.exit_code == 0, r.stderr
+    seal(bob, make_run("bob-after-the-plant"))
+    assert cli("push").exit_code == 0
+    assert sorted(p.name for p in ran.iterdir()) == []
+    assert head(alice) != head(bob)  # and the pushes did arrive
+    act(monkeypatch, alice)
+    assert cli("pull").exit_code == 0 and head(alice) == head(bob)
+
+
+def test_a_folder_remote_runs_no_code_on_push_or_pull(cli, shared, tmp_path, make_run,
+                                                       monkeypatch) -> None:
+    """Issue 23: git did not pass `-c core.hooksPath=/dev/null` on to the receive-pack it
+    starts for a local path, so a remote's hooks ran as the member on every push."""
+    alice, bob, remote, _ = shared
+    ran = plant_hooks(remote / "ledger.git", tmp_path)
+    assert_no_remote_code(cli, alice, bob, ran, make_run, monkeypatch)
+
+
+def test_an_ssh_remote_runs_no_code_on_push_or_pull(cli, team, sshd, tmp_path, make_run,
+                                                    monkeypatch) -> None:
+    alice, bob = team
+    url = sshd.url(tmp_path / "remote")
+    add_remote(cli, monkeypatch, alice, url, sshd.ssh_command, create=True)
+    seal(alice, make_run("first"))
+    assert cli("push").exit_code == 0
+    add_remote(cli, monkeypatch, bob, url, sshd.ssh_command)
+    assert cli("pull").exit_code == 0
+    ran = plant_hooks(tmp_path / "remote" / "ledger.git", tmp_path)
+    assert_no_remote_code(cli, alice, bob, ran, make_run, monkeypatch)

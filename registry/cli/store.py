@@ -209,7 +209,7 @@ def keys_trust(
     from registry.cli.output import console
     from registry.errors import InvalidInput
     from registry.signing.keyring import Role
-    from registry.store.trust import add_key
+    from registry.store.keyring import add_key
 
     try:
         data = pem.read_bytes()
@@ -231,7 +231,7 @@ def keys_retire(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None) -> None:
     Example: registry keys retire 3f2a9c41 --reason "left the team"
     """
     from registry.cli.output import console
-    from registry.store.trust import remove_key
+    from registry.store.keyring import remove_key
 
     gone = remove_key(_home(home), keyid, reason, revoke=False)
     console.print(f"retired key {gone}", highlight=False)
@@ -244,7 +244,7 @@ def keys_revoke(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None) -> None:
     Example: registry keys revoke 3f2a9c41 --reason "laptop stolen"
     """
     from registry.cli.output import console
-    from registry.store.trust import remove_key
+    from registry.store.keyring import remove_key
 
     gone = remove_key(_home(home), keyid, reason, revoke=True)
     console.print(f"revoked key {gone}: its records are untrusted from now on", highlight=False)
@@ -257,7 +257,7 @@ def keys_rotate(home: HomeOpt = None) -> None:
     Example: registry keys rotate
     """
     from registry.cli.output import console
-    from registry.store.trust import rotate_key
+    from registry.store.keyring import rotate_key
 
     new = rotate_key(_home(home))
     console.print(f"new default key {new}; the old key is retired", highlight=False)

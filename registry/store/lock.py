@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
 _held = threading.local()  # lock files this thread holds
 
 

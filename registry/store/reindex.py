@@ -17,9 +17,9 @@ from registry.signing.signed import check_signed
 from registry.store.history import check_history
 from registry.store.home import Home
 from registry.store.index import entry_rows, open_index
-from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger
-from registry.store.lock import exclusive
+from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT
 from registry.store.teachers import index_bindings
+from registry.store.transaction import transaction
 from registry.store.trust import advance, keyring_files, load_state
 
 
@@ -30,9 +30,7 @@ class ReindexReport(Frozen):
 
 def reindex(home: Home) -> ReindexReport:
     index = open_index(home)
-    with exclusive(home.lock_file):
-        ledger = Ledger(home.ledger)
-        ledger.recover()
+    with transaction(home) as ledger:
         state = load_state(home)
         chain = verify_chain(keyring_files(ledger), state.pin)
         history = check_history(ledger, chain, state.head)

@@ -39,9 +39,8 @@ from registry.signing.keys import signing_key
 from registry.store.home import Home
 from registry.store.index import Index, entry_rows, open_index
 from registry.store.ledger import STATEMENT, Ledger, adding_commit
-from registry.store.lock import exclusive
 from registry.store.objects import ObjectStore
-from registry.store.trust import appended
+from registry.store.transaction import transaction
 
 CRASH_ENV = "REGISTRY_TEST_CRASH_AT"
 
@@ -73,7 +72,6 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
                  signer: Signer | None = None, progress: Progress | None = None) -> SealedRecord:
     """Store, sign, index and commit one record; `progress` gets bytes hashed."""
     keyid, key = ready_signer(home, signer)
-    ledger = Ledger(home.ledger)
     subjects, size = _store(ObjectStore(home.objects), artifacts, progress)
     _crash_point("objects")
     statement = Statement(subject=subjects, predicate=predicate)
@@ -82,8 +80,7 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
     envelope = dsse.envelope_bytes(dsse.sign(data, keyid, key))
     summary = summary_line(predicate)
     index = open_index(home)
-    with exclusive(home.lock_file):
-        ledger.recover()
+    with transaction(home) as ledger:
         index.create()
         settle(index, ledger)
         commit = sealing_commit(ledger, rid)
@@ -92,10 +89,8 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
             # 2.0 is `2` in canonical JSON and comes back an int)
             index.add(entry_rows(rid, parse_statement(data), keyid))
             _crash_point("index")
-            before = ledger.head()
             commit = ledger.commit_record(rid, data, envelope, f"{rid}\n\n{summary}",
                                           (keyid, key))
-            appended(home, before, commit)
             _crash_point("ledger")
             index.mark_committed(rid, commit)
     return SealedRecord(id=rid, ledger_commit=commit, summary=summary, signer=keyid,
@@ -157,9 +152,7 @@ def settle(index: Index, ledger: Ledger) -> None:
 
 def settle_pending(home: Home, index: Index) -> None:
     """Settle before reading when a seal crashed (rare; waits for a seal in progress)."""
-    with exclusive(home.lock_file):
-        ledger = Ledger(home.ledger)
-        ledger.recover()
+    with transaction(home) as ledger:
         settle(index, ledger)
 
 

@@ -32,21 +32,26 @@ from pydantic import Field
 
 from registry.base.files import write_bytes
 from registry.base.model import Frozen
-from registry.base.safeload import loads_json
-from registry.errors import Refused, RegistryError, Unverifiable, VerificationFailed
+from registry.errors import Refused, RegistryError, Unverifiable
 from registry.formats.record import parse_statement
 from registry.signing.commits import parse_commit
-from registry.signing.keyring import Chain, Role, verify_chain
+from registry.signing.failures import Malformed, RolledBack, Unrelated
 from registry.signing.keys import Signer
-from registry.signing.signed import SignatureCheck, check_signed
-from registry.store.git import git_args, git_env, read_objects, run_git
-from registry.store.history import History, check_history
+from registry.store.git import (
+    REMOTE_RECEIVE_PACK,
+    REMOTE_UPLOAD_PACK,
+    read_objects,
+    run_git,
+    try_git,
+)
+from registry.store.history import read_commits
 from registry.store.home import Home
 from registry.store.index import entry_rows, open_index
 from registry.store.ledger import BRANCH, ENVELOPE, RECORDS, STATEMENT, Ledger
-from registry.store.lock import exclusive
 from registry.store.objects import ObjectStore
+from registry.store.transaction import transaction
 from registry.store.trust import TrustState, advance, keyring_files, load_state, save_state
+from registry.team.incoming import PullRefused, RecordBytes, Trusted, verify_incoming
 from registry.team.remotes import LEDGER, OBJECTS, Remote
 from registry.team.transfer import TransferReport, object_remote
 
@@ -68,32 +73,15 @@ class SyncReport(Frozen):
     objects_out: TransferReport = Field(default_factory=TransferReport)
 
 
-class PullRefused(VerificationFailed):
-    """The remote's ledger does not verify: nothing of it was applied."""
-
-    def __init__(self, remote: str, problems: list[str]) -> None:
-        shown = "\n  ".join(problems[:20])
-        more = f"\n  (and {len(problems) - 20} more)" if len(problems) > 20 else ""
-        super().__init__(f"refused: remote {remote!r} does not verify; nothing was applied:\n"
-                         f"  {shown}{more}",
-                         hint="the remote was rewritten or tampered with: tell its owner; "
-                              "your ledger is unchanged")
-        self.problems = problems
-
-
 def pull(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport:
-    with exclusive(home.lock_file):
-        ledger = Ledger(home.ledger)
-        ledger.recover()
+    with transaction(home) as ledger:
         before = ledger.head()
         incoming = fetch(ledger, remote)
         return _integrate(home, ledger, remote, incoming, before, signer)
 
 
 def push(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport:
-    with exclusive(home.lock_file):
-        ledger = Ledger(home.ledger)
-        ledger.recover()
+    with transaction(home) as ledger:
         before = ledger.head()
         for _ in range(ATTEMPTS):
             incoming = fetch(ledger, remote)
@@ -114,7 +102,8 @@ def fetch(ledger: Ledger, remote: Remote) -> str | None:
     """The remote's head, fetched into the quarantine ref; None for an empty remote."""
     run_git(ledger.path, "update-ref", "-d", QUARANTINE)
     done = _git(ledger, remote, "fetch", "-q", "--no-tags", "--no-write-fetch-head",
-                remote.location.ledger_url(), f"+{BRANCH}:{QUARANTINE}")
+                f"--upload-pack={REMOTE_UPLOAD_PACK}", remote.location.ledger_url(),
+                f"+{BRANCH}:{QUARANTINE}")
     if done.returncode != 0:
         why = done.stderr.decode(errors="replace")
         if "couldn't find remote ref" in why:
@@ -125,8 +114,7 @@ def fetch(ledger: Ledger, remote: Remote) -> str | None:
 
 
 def _git(ledger: Ledger, remote: Remote, *args: str) -> subprocess.CompletedProcess[bytes]:
-    env = git_env({"GIT_SSH_COMMAND": remote.ssh_command})
-    return subprocess.run(git_args(ledger.path, *PROTOCOLS, *args), capture_output=True, env=env)
+    return try_git(ledger.path, *PROTOCOLS, *args, env={"GIT_SSH_COMMAND": remote.ssh_command})
 
 
 def _last(text: str) -> str:
@@ -136,7 +124,8 @@ def _last(text: str) -> str:
 
 def _git_push(ledger: Ledger, remote: Remote, head: str) -> bool:
     """Push `head` as the remote's branch, never forced; False when the remote moved."""
-    done = _git(ledger, remote, "push", "-q", "--no-verify", remote.location.ledger_url(),
+    done = _git(ledger, remote, "push", "-q", "--no-verify",
+                f"--receive-pack={REMOTE_RECEIVE_PACK}", remote.location.ledger_url(),
                 f"{head}:{BRANCH}")
     if done.returncode == 0:
         return True
@@ -148,9 +137,7 @@ def _git_push(ledger: Ledger, remote: Remote, head: str) -> bool:
 
 
 def _is_ancestor(ledger: Ledger, a: str, b: str) -> bool:
-    done = subprocess.run(git_args(ledger.path, "merge-base", "--is-ancestor", a, b),
-                          capture_output=True, env=git_env())
-    return done.returncode == 0
+    return try_git(ledger.path, "merge-base", "--is-ancestor", a, b).returncode == 0
 
 
 def _ids_at(ledger: Ledger, ref: str | None) -> list[str]:
@@ -165,7 +152,8 @@ def _remember(home: Home, remote: Remote, head: str) -> None:
 def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
                before: str | None, signer: Signer | None) -> SyncReport:
     """Verify the remote's head and make the local branch contain it (replaying local
-    commits on top); a no-op when the local branch already contains it."""
+    commits on top); a no-op when the local branch already contains it. Everything is
+    verified and parsed (registry.team.incoming) before the branch moves."""
     report = SyncReport(remote=remote.name, before=before, after=ledger.head())
     local = ledger.head()
     _no_rollback(home, ledger, remote, incoming)
@@ -174,33 +162,34 @@ def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
             _remember(home, remote, incoming)
         return report
     state = load_state(home)
-    chain, history = _verified(ledger, remote, state, incoming)
-    base = _fork_point(ledger, remote, local, incoming)
     ours = set(_ids_at(ledger, local))
-    new = sorted(set(history.added) - ours)
-    files = _record_files(ledger, incoming, new)
-    problems = [f"record {rid[:16]}: {check.detail or check.trust.value}"
-                for rid in new if not (check := _check(chain, history, rid, files)).ok]
-    if problems:
-        raise PullRefused(remote.name, problems)
-    objects = _fetch_objects(home, remote, [files[rid][0] for rid in new])
+    trusted = _trusted(ledger, remote, state, incoming, lambda ids: sorted(set(ids) - ours))
+    new = sorted(trusted.records)
+    objects = _fetch_objects(home, remote, [r.digests for r in trusted.records.values()])
     replayed: list[str] = []
-    head = incoming
+    base = _fork_point(ledger, remote, local, incoming)
     if local is not None and base != local:
         head, replayed = _replay(ledger, incoming, _commits(ledger, base, local),
                                  signer or _signer(home))
-        chain, history = _verified(ledger, remote, state, head)
-        lost = ours - set(history.added)
+        applying = {*new, *replayed}
+        trusted = _trusted(ledger, remote, state, head, lambda ids: sorted(applying))
+        lost = ours - set(trusted.history.added)
         if lost:  # a replay keeps every record: anything else is a bug, not applied
-            raise PullRefused(remote.name, [f"record {r[:16]} would be lost" for r in lost])
-    run_git(ledger.path, "update-ref", BRANCH, head, local or "0" * 40)
-    _checkout(ledger, local, head)
-    _index(home, ledger, chain, history, [*new, *replayed])
-    new_state = advance(home, state, chain, head=head)
+            raise PullRefused(remote.name, [Malformed(f"record {r[:16]} would be lost")
+                                            for r in sorted(lost)])
+    _apply(home, ledger, trusted, local)
+    new_state = advance(home, state, trusted.chain, head=trusted.head)
     save_state(home, new_state.model_copy(update={"remotes": {**new_state.remotes,
                                                               remote.name: incoming}}))
-    return report.model_copy(update={"after": head, "received": new, "replayed": replayed,
-                                     "objects_in": objects})
+    return report.model_copy(update={"after": trusted.head, "received": new,
+                                     "replayed": replayed, "objects_in": objects})
+
+
+def _apply(home: Home, ledger: Ledger, trusted: Trusted, local: str | None) -> None:
+    """Move the branch to a verified head, then the working tree and the index."""
+    run_git(ledger.path, "update-ref", BRANCH, trusted.head, local or "0" * 40)
+    _checkout(ledger, local, trusted.head)
+    _index(home, trusted)
 
 
 def _no_rollback(home: Home, ledger: Ledger, remote: Remote, incoming: str | None) -> None:
@@ -211,66 +200,41 @@ def _no_rollback(home: Home, ledger: Ledger, remote: Remote, incoming: str | Non
         return
     if incoming is None or not _is_ancestor(ledger, seen, incoming):
         now = incoming[:12] if incoming else "no branch at all"
-        raise PullRefused(remote.name, [
+        raise PullRefused(remote.name, [RolledBack(
             f"history was rewritten: the remote's head is {now}, which does not descend from "
-            f"{seen[:12]}, the remote head this home last verified (commits were removed)"])
+            f"{seen[:12]}, the remote head this home last verified (commits were removed)")])
 
 
-def _verified(ledger: Ledger, remote: Remote, state: TrustState,
-              ref: str) -> tuple[Chain, History]:
-    """The keyring and history at `ref`, refused unless both verify from this home's pin
-    and the remote's last verified head."""
-    try:
-        chain = verify_chain(keyring_files(ledger, ref), state.pin)
-    except RegistryError as e:
-        raise PullRefused(remote.name, [f"keyring: {e.message}"]) from None
-    history = check_history(ledger, chain, state.remotes.get(remote.name), ref=ref)
-    if history.problems:
-        raise PullRefused(remote.name, [p.detail for p in history.problems])
-    return chain, history
+def _trusted(ledger: Ledger, remote: Remote, state: TrustState, ref: str,
+             wanted: Callable[[list[str]], list[str]]) -> Trusted:
+    """Read what `ref` holds (keyring versions, commits, the bytes of the records
+    `wanted` picks from its tree) and hand it to the pure check."""
+    ids = wanted(ledger.record_ids(ref))
+    return verify_incoming(remote.name, state.pin, state.remotes.get(remote.name),
+                           keyring_files(ledger, ref), read_commits(ledger, ref),
+                           _record_bytes(ledger, ref, ids))
 
 
 def _fork_point(ledger: Ledger, remote: Remote, local: str | None, incoming: str) -> str | None:
     if local is None:
         return None
-    done = subprocess.run(git_args(ledger.path, "merge-base", local, incoming),
-                          capture_output=True, env=git_env())
+    done = try_git(ledger.path, "merge-base", local, incoming)
     if done.returncode != 0:
-        raise PullRefused(remote.name, [
+        raise PullRefused(remote.name, [Unrelated(
             "this home's ledger and the remote's share no history (this home started a "
             "keyring of its own): a home that joins a team is made with `registry init "
-            "--pin ROOTKEYID` and pulls before it seals"])
+            "--pin ROOTKEYID` and pulls before it seals")])
     return done.stdout.decode().strip()
 
 
-RecordFiles = tuple[list[str], bytes | None, bytes | None]  # (digests, statement, envelope)
-
-
-def _record_files(ledger: Ledger, ref: str, ids: list[str]) -> dict[str, RecordFiles]:
+def _record_bytes(ledger: Ledger, ref: str, ids: list[str]) -> dict[str, RecordBytes]:
+    """rid -> (statement, envelope) bytes at `ref`, in one `git cat-file --batch`."""
     tree = ledger.tree_files(RECORDS, ref)
     paths = {(rid, name): tree.get(f"{RECORDS}/{rid}/{name}") for rid in ids
              for name in (STATEMENT, ENVELOPE)}
     blobs = ledger.blobs([sha for sha in paths.values() if sha])
-    out: dict[str, RecordFiles] = {}
-    for rid in ids:
-        statement, envelope = (blobs.get(paths[(rid, n)] or "") for n in (STATEMENT, ENVELOPE))
-        out[rid] = (_digests(statement), statement, envelope)
-    return out
-
-
-def _digests(statement: bytes | None) -> list[str]:
-    try:
-        return [s["digest"]["sha256"] for s in loads_json(statement or b"")["subject"]]
-    except (ValueError, KeyError, TypeError, RegistryError):
-        return []
-
-
-def _check(chain: Chain, history: History, rid: str,
-           files: dict[str, RecordFiles]) -> SignatureCheck:
-    _, statement, envelope = files[rid]
-    ring = chain.versions.get(history.keyring_at.get(rid) or 0)
-    return check_signed(statement, envelope, expected_id=rid, keyring=chain.current,
-                        keys=ring.with_role(Role.signer) if ring else {})
+    return {rid: (blobs.get(paths[(rid, STATEMENT)] or ""),
+                  blobs.get(paths[(rid, ENVELOPE)] or "")) for rid in ids}
 
 
 def _fetch_objects(home: Home, remote: Remote, digests: Iterable[list[str]]) -> TransferReport:
@@ -289,8 +253,8 @@ def _fetch_objects(home: Home, remote: Remote, digests: Iterable[list[str]]) -> 
 
 
 def _send_objects(home: Home, ledger: Ledger, remote: Remote, ids: list[str]) -> TransferReport:
-    files = _record_files(ledger, BRANCH, ids)
-    wanted = {d for digests, _, _ in files.values() for d in digests}
+    wanted = {d for statement, _ in _record_bytes(ledger, BRANCH, ids).values()
+              for d in _digests(statement)}
     if not wanted:
         return TransferReport()
     target = object_remote(remote)
@@ -301,6 +265,14 @@ def _send_objects(home: Home, ledger: Ledger, remote: Remote, ids: list[str]) ->
                            f"here, {len(report.corrupt)} arrived damaged; the ledger was not "
                            "pushed", hint="registry verify --all names what is wrong here")
     return report
+
+
+def _digests(statement: bytes | None) -> list[str]:
+    """The artifact digests of one of this home's own statements."""
+    try:
+        return [s.sha256 for s in parse_statement(statement or b"").subject]
+    except RegistryError:
+        return []
 
 
 def _commits(ledger: Ledger, base: str | None, head: str) -> list[str]:
@@ -394,23 +366,20 @@ def _checkout(ledger: Ledger, old: str | None, new: str) -> None:
     run_git(ledger.path, "read-tree", BRANCH)
 
 
-def _index(home: Home, ledger: Ledger, chain: Chain, history: History, ids: list[str]) -> None:
-    """Index rows for the records the pull brought or re-committed."""
+def _index(home: Home, trusted: Trusted) -> None:
+    """Index rows for the records the pull brought or re-committed, from the
+    statements already parsed and verified."""
     from registry.store.teachers import index_bindings
 
-    if not ids:
+    if not trusted.records:
         return
     index = open_index(home)
     index.create()
-    files = _record_files(ledger, BRANCH, ids)
     entries = []
-    for rid in ids:
-        check = _check(chain, history, rid, files)
-        statement = files[rid][1]
-        if check.ok and statement is not None:
-            rows = entry_rows(rid, parse_statement(statement), check.signer)
-            rows["records"][0]["ledger_commit"] = history.added[rid]
-            entries.append(rows)
+    for record in trusted.records.values():
+        rows = entry_rows(record.id, record.statement, record.signer)
+        rows["records"][0]["ledger_commit"] = record.commit
+        entries.append(rows)
     index.put(entries)
     index_bindings(home)
 
