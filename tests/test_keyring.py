@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from registry.errors import ExitCode, NewerFormat, Refused, VerificationFailed
+from registry.errors import ExitCode, NewerFormat, Refused
 from registry.signing.failures import (
     Malformed,
     MissingVersion,

@@ -397,7 +397,7 @@ def test_refusals_are_typed(cli, shared, tmp_path, monkeypatch) -> None:
     from registry.signing.failures import Kind
     from registry.team.incoming import PullRefused
 
-    alice, bob, remote, ids = shared
+    _alice, bob, remote, ids = shared
     clone = outsider_clone(remote / "ledger.git", tmp_path)
     subprocess.run(["git", "-C", str(clone), "rm", "-rq", f"records/{ids[0]}"], check=True)
     subprocess.run(["git", "-C", str(clone), "commit", "-qm", "tidy"], check=True)
@@ -478,3 +478,70 @@ def test_an_ssh_remote_runs_no_code_on_push_or_pull(cli, team, sshd, tmp_path, m
     assert cli("pull").exit_code == 0
     ran = plant_hooks(tmp_path / "remote" / "ledger.git", tmp_path)
     assert_no_remote_code(cli, alice, bob, ran, make_run, monkeypatch)
+
+
+def keyring_of(member: Member) -> dict:
+    from registry.store.home import home_at
+    from registry.store.trust import current_keyring
+
+    ring = current_keyring(home_at(member.home)).current
+    return {"version": ring.version, "keys": {k.keyid for k in ring.keys},
+            "revoked": {d.keyid for d in ring.revoked}}
+
+
+def test_a_revocation_reaches_the_remote_while_the_revoked_key_pushes(
+        cli, shared, tmp_path, make_run, monkeypatch) -> None:
+    """Issue 23: Alice revokes Bob locally (v3) while Bob pushes a record; every push
+    and pull of Alice's was refused forever ("version 2 is older than version 3")."""
+    alice, bob, _remote, _ = shared
+    act(monkeypatch, alice)
+    assert cli("keys", "revoke", bob.keyid[:12], "--reason", "laptop stolen").exit_code == 0
+    act(monkeypatch, bob)
+    theirs = seal(bob, make_run("bob-before-he-knows"))
+    assert cli("push").exit_code == 0
+    act(monkeypatch, alice)
+    r = cli("push", "--json")
+    assert r.exit_code == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["untrusted"] and theirs in report["untrusted"]
+    assert "revoked" in report["untrusted"][theirs]
+    assert keyring_of(alice)["version"] == 3 and bob.keyid in keyring_of(alice)["revoked"]
+    shown = json.loads(cli("show", theirs[:12], "--json").stdout)
+    assert shown["check"]["trust"] == "untrusted"
+    act(monkeypatch, bob)
+    assert cli("pull").exit_code == 0  # the revocation arrived
+    assert bob.keyid in keyring_of(bob)["revoked"]
+    act(monkeypatch, alice)
+    assert cli("pull").exit_code == 0 and head(alice) == head(bob)
+
+
+def test_keyring_versions_made_on_both_sides_compose(cli, shared, tmp_path, make_run,
+                                                     monkeypatch) -> None:
+    """Two homes of the root holder each make keyring version 3 (trust Carol; trust
+    Dave); the second push makes its change again on top, as version 4, re-signed."""
+    from registry.signing.keys import create_key
+
+    alice, _bob, remote, _ = shared
+    second = Member("alice2", tmp_path / "alice2" / ".registry", alice.keys, alice.keyid)
+    act(monkeypatch, second)
+    assert cli("init", "--home", second.home, "--pin", alice.keyid).exit_code == 0
+    add_remote(cli, monkeypatch, second, str(remote), None)
+    assert cli("pull").exit_code == 0
+    carol, dave = create_key(tmp_path / "carol"), create_key(tmp_path / "dave")
+    for who, member in ((carol, alice), (dave, second)):
+        (tmp_path / f"{who.keyid}.pub").write_text(who.public_pem)
+        act(monkeypatch, member)
+        assert cli("keys", "trust", tmp_path / f"{who.keyid}.pub").exit_code == 0
+    act(monkeypatch, alice)
+    assert cli("push").exit_code == 0
+    act(monkeypatch, second)
+    mine = seal(second, make_run("after-dave"))
+    r = cli("push", "--json")
+    assert r.exit_code == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["replayed"] == [mine] and "as version 4" in report["keyring"][0]
+    ring = keyring_of(second)
+    assert ring["version"] == 4 and {carol.keyid, dave.keyid} <= ring["keys"]
+    act(monkeypatch, alice)
+    assert cli("pull").exit_code == 0 and keyring_of(alice) == ring
+    assert verify_all(cli, alice)["code"] == 0

@@ -32,6 +32,7 @@ from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NewerFormat, RegistryError
 from registry.signing import dsse
 from registry.signing.failures import (
+    KeyringConflict,
     Malformed,
     MissingVersion,
     Revoked,
@@ -131,6 +132,37 @@ def sign_version(keyring: Keyring, signers: list[Signer]) -> bytes:
     merged = envelopes[0].model_copy(update={
         "signatures": [s for e in envelopes for s in e.signatures]})
     return dsse.envelope_bytes(merged)
+
+
+def compose(theirs: Keyring, before: Keyring, after: Keyring) -> Keyring:
+    """The change from `before` to `after` (keys trusted or given roles, retired,
+    revoked; a new threshold) made again on top of `theirs`, as its next version: how
+    a keyring version made here while others pushed is replayed on theirs. A key that
+    `theirs` revoked stays revoked."""
+    version = theirs.version + 1
+    was = {k.keyid: k for k in before.keys}
+    keys = {k.keyid: k for k in theirs.keys}
+    gone = {d.keyid for d in (*theirs.retired, *theirs.revoked)}
+    for entry in after.keys:
+        if (prior := was.get(entry.keyid)) is None or prior.model_dump() != entry.model_dump():
+            if revoked := theirs.revocation(entry.keyid):
+                raise KeyringConflict(f"key {entry.keyid[:16]} was revoked on the other side "
+                                      f"({revoked.reason}); a revoked key is never trusted "
+                                      "again")
+            keys[entry.keyid] = entry
+    for keyid in was.keys() - {k.keyid for k in after.keys}:
+        keys.pop(keyid, None)
+    departed = {}
+    for field in ("retired", "revoked"):
+        old = {d.keyid for d in getattr(before, field)}
+        departed[field] = [*getattr(theirs, field), *(
+            d.model_copy(update={"version": version}) for d in getattr(after, field)
+            if d.keyid not in old and d.keyid not in gone)]
+    for d in departed["revoked"]:
+        keys.pop(d.keyid, None)
+    threshold = after.threshold if after.threshold != before.threshold else theirs.threshold
+    return theirs.model_copy(update={"version": version, "threshold": threshold,
+                                     "keys": list(keys.values()), **departed})
 
 
 class Pin(Frozen):

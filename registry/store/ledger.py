@@ -99,6 +99,10 @@ class Ledger:
         text = signed_message(message, tree, parents, person, signer)
         return self._write_object("commit", commit_bytes(tree, parents, person, text))
 
+    def write_blob(self, data: bytes) -> str:
+        """A blob written as a loose object (no ref moves); its id."""
+        return self._write_object("blob", data)
+
     def _write_object(self, kind: str, data: bytes) -> str:
         """A loose git object written directly (zlib, temp file, rename): no process,
         and no filter can touch the bytes."""

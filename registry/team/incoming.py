@@ -9,6 +9,10 @@ descendant of the remote head this home last verified), and every record it adds
 signed by a key that could sign records when it was added, hashing to its id, and
 parsing as a statement. Anything wrong raises `PullRefused` with every failure, each a
 typed kind (registry.signing.failures); a `Trusted` is what may be applied, whole.
+
+One exception: a commit or record signed by a key that was trusted then and is
+revoked now does not refuse the pull (history is only appended to, so a revocation
+could otherwise never be published); its records come back as `untrusted`.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.errors import RegistryError, VerificationFailed
 from registry.formats.record import Statement, parse_statement
-from registry.signing.failures import Failure, Kind, Malformed, failure, kind_of
+from registry.signing.failures import Failure, Kind, Malformed, Revoked, failure, kind_of
 from registry.signing.keyring import Chain, Pin, Role, verify_chain
 from registry.signing.signed import check_signed
 from registry.store.history import Commits, History, walk
@@ -48,6 +52,9 @@ class Trusted(Frozen):
     chain: Chain
     history: History
     records: dict[str, TrustedRecord]
+    untrusted: dict[str, str] = Field(default_factory=dict, description=(
+        "records in the history signed by a key revoked since: kept (history is only "
+        "appended to), never indexed or shown as trusted"))
 
 
 class PullRefused(VerificationFailed):
@@ -81,17 +88,21 @@ def verify_incoming(remote: str, pin: Pin, last_verified: str | None,
         raise PullRefused(remote, [Malformed("the remote has no history")])
     chain = verify_keyring(remote, keyring, pin)
     history = walk(commits, chain, last_verified)
-    if history.problems:
-        raise PullRefused(remote, [p.failure() for p in history.problems])
-    records, failures = {}, []
+    fatal = [p.failure() for p in history.problems if p.kind is not Kind.revoked]
+    if fatal:
+        raise PullRefused(remote, fatal)
+    records, untrusted, failures = {}, {}, []
     for rid, (statement, envelope) in sorted(files.items()):
         try:
             records[rid] = trusted_record(chain, history, rid, statement, envelope)
+        except Revoked as e:  # signed while its key was trusted; revoked since
+            untrusted[rid] = e.message
         except RegistryError as e:
             failures.append(_typed(e, f"record {rid[:16]}: "))
     if failures:
         raise PullRefused(remote, failures)
-    return Trusted(head=commits.head, chain=chain, history=history, records=records)
+    return Trusted(head=commits.head, chain=chain, history=history, records=records,
+                   untrusted=untrusted)
 
 
 def verify_keyring(remote: str, keyring: dict[int, bytes], pin: Pin) -> Chain:

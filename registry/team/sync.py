@@ -30,12 +30,23 @@ from pathlib import Path
 
 from pydantic import Field
 
+from registry.base.canonical import sha256_hex
 from registry.base.files import write_bytes
 from registry.base.model import Frozen
-from registry.errors import Refused, RegistryError, Unverifiable
+from registry.errors import RegistryError, Unverifiable
 from registry.formats.record import parse_statement
 from registry.signing.commits import parse_commit
-from registry.signing.failures import Malformed, RolledBack, Unrelated
+from registry.signing.failures import KeyringConflict, Malformed, RolledBack, Unrelated
+from registry.signing.keyring import (
+    VERSION_FILE,
+    Chain,
+    Keyring,
+    Pin,
+    compose,
+    file_name,
+    sign_version,
+    verify_chain,
+)
 from registry.signing.keys import Signer
 from registry.store.git import (
     REMOTE_RECEIVE_PACK,
@@ -71,6 +82,10 @@ class SyncReport(Frozen):
     sent: list[str] = Field(default_factory=list, description="records the remote got (push)")
     objects_in: TransferReport = Field(default_factory=TransferReport)
     objects_out: TransferReport = Field(default_factory=TransferReport)
+    keyring: list[str] = Field(default_factory=list,
+                               description="keyring versions made here, made again on top")
+    untrusted: dict[str, str] = Field(default_factory=dict,
+                                      description="records pulled but not trusted: why")
 
 
 def pull(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport:
@@ -162,17 +177,18 @@ def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
             _remember(home, remote, incoming)
         return report
     state = load_state(home)
+    pin = _pin_for(ledger, state, incoming)
     ours = set(_ids_at(ledger, local))
-    trusted = _trusted(ledger, remote, state, incoming, lambda ids: sorted(set(ids) - ours))
-    new = sorted(trusted.records)
+    trusted = _trusted(ledger, remote, pin, state, incoming, lambda ids: sorted(set(ids) - ours))
+    new, untrusted = sorted(trusted.records), trusted.untrusted
     objects = _fetch_objects(home, remote, [r.digests for r in trusted.records.values()])
-    replayed: list[str] = []
+    replay = Replay(ledger=ledger, pin=pin, signer=signer or _signer(home),
+                    local=_local_chain(ledger, state)) if local is not None else None
     base = _fork_point(ledger, remote, local, incoming)
-    if local is not None and base != local:
-        head, replayed = _replay(ledger, incoming, _commits(ledger, base, local),
-                                 signer or _signer(home))
-        applying = {*new, *replayed}
-        trusted = _trusted(ledger, remote, state, head, lambda ids: sorted(applying))
+    if replay is not None and local is not None and base != local:
+        head = replay.run(incoming, _commits(ledger, base, local))
+        applying = {*new, *replay.records}
+        trusted = _trusted(ledger, remote, pin, state, head, lambda ids: sorted(applying))
         lost = ours - set(trusted.history.added)
         if lost:  # a replay keeps every record: anything else is a bug, not applied
             raise PullRefused(remote.name, [Malformed(f"record {r[:16]} would be lost")
@@ -181,8 +197,37 @@ def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
     new_state = advance(home, state, trusted.chain, head=trusted.head)
     save_state(home, new_state.model_copy(update={"remotes": {**new_state.remotes,
                                                               remote.name: incoming}}))
-    return report.model_copy(update={"after": trusted.head, "received": new,
-                                     "replayed": replayed, "objects_in": objects})
+    return report.model_copy(update={
+        "after": trusted.head, "received": [r for r in new if r in trusted.records],
+        "replayed": replay.records if replay else [], "objects_in": objects,
+        "keyring": replay.keyring if replay else [],
+        "untrusted": {**untrusted, **trusted.untrusted}})
+
+
+def _pin_for(ledger: Ledger, state: TrustState, ref: str) -> Pin:
+    """The pin a remote's keyring is verified from: this home's; or, when the remote
+    lacks versions this home made since it last pushed there (to be replayed on top
+    of the remote's), this home's own verified version where the two last agree. A
+    remote whose keyring went back is still caught: its history would not descend
+    from the head this home last verified there."""
+    theirs = {v: sha256_hex(data) for v, data in keyring_files(ledger, ref).items()}
+    local = _local_chain(ledger, state)
+    if local is None or theirs.get(state.pin.version) == state.pin.sha256:
+        return state.pin
+    shared = 0
+    while shared + 1 in theirs and theirs[shared + 1] == local.digests.get(shared + 1):
+        shared += 1
+    ring = local.versions.get(shared)
+    if ring is None:
+        return state.pin
+    return Pin(roots=sorted(ring.roots), threshold=ring.threshold, version=shared,
+               sha256=local.digests[shared])
+
+
+def _local_chain(ledger: Ledger, state: TrustState) -> Chain | None:
+    if ledger.head() is None:
+        return None
+    return verify_chain(keyring_files(ledger), state.pin)
 
 
 def _apply(home: Home, ledger: Ledger, trusted: Trusted, local: str | None) -> None:
@@ -205,12 +250,12 @@ def _no_rollback(home: Home, ledger: Ledger, remote: Remote, incoming: str | Non
             f"{seen[:12]}, the remote head this home last verified (commits were removed)")])
 
 
-def _trusted(ledger: Ledger, remote: Remote, state: TrustState, ref: str,
+def _trusted(ledger: Ledger, remote: Remote, pin: Pin, state: TrustState, ref: str,
              wanted: Callable[[list[str]], list[str]]) -> Trusted:
     """Read what `ref` holds (keyring versions, commits, the bytes of the records
     `wanted` picks from its tree) and hand it to the pure check."""
     ids = wanted(ledger.record_ids(ref))
-    return verify_incoming(remote.name, state.pin, state.remotes.get(remote.name),
+    return verify_incoming(remote.name, pin, state.remotes.get(remote.name),
                            keyring_files(ledger, ref), read_commits(ledger, ref),
                            _record_bytes(ledger, ref, ids))
 
@@ -286,38 +331,87 @@ def _signer(home: Home) -> Signer:
     return ready_signer(home)
 
 
-def _replay(ledger: Ledger, base: str, commits: list[str],
-            signer: Signer) -> tuple[str, list[str]]:
-    """Each commit's files re-committed on top of `base`, signed by `signer`; returns
-    the new head and the records it re-committed."""
-    messages = {sha: parse_commit(sha, raw).message for sha, (kind, raw)
-                in read_objects(ledger.path, commits).items() if kind == "commit"}
-    changes = _raw_changes(ledger, commits)
-    replayed: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="registry-replay-") as tmp:
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        for sha in commits:
-            present = ledger.tree_files("", base)
-            files = {path: blob for path, blob in changes.get(sha, {}).items()
-                     if present.get(path) != blob}
-            for path in files:
-                if path.startswith("keyring/") and path in present:
-                    raise Refused(
-                        f"the remote and this home both made {path}: the keyring change "
-                        "made here cannot be replayed", hint="pull, then make the keyring "
-                        "change again (registry keys ...)")
-            mine = {p: b for p, b in files.items()
-                    if not (p.startswith(f"{RECORDS}/") and p in present)}  # theirs kept
-            if not mine:
+class Replay:
+    """Local commits the remote lacks, re-committed on top of its head: the same
+    files in a new commit signed by this home's key (the records' own envelopes are
+    unchanged). A keyring version made here is made again on top of the remote's
+    newest (the same change, re-signed by the local root keys) when the remote made
+    one too."""
+
+    def __init__(self, ledger: Ledger, pin: Pin, signer: Signer, local: Chain | None) -> None:
+        self.ledger, self.pin, self.signer, self.local = ledger, pin, signer, local
+        self.records: list[str] = []
+        self.keyring: list[str] = []
+
+    def run(self, base: str, commits: list[str]) -> str:
+        """The new head, every commit replayed on `base`."""
+        messages = {sha: parse_commit(sha, raw).message for sha, (kind, raw)
+                    in read_objects(self.ledger.path, commits).items() if kind == "commit"}
+        changes = _raw_changes(self.ledger, commits)
+        with tempfile.TemporaryDirectory(prefix="registry-replay-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            for sha in commits:
+                present = self.ledger.tree_files("", base)
+                files = {path: blob for path, blob in changes.get(sha, {}).items()
+                         if present.get(path) != blob
+                         and not (path.startswith(f"{RECORDS}/") and path in present)}
+                if not files:  # theirs kept
+                    continue
+                files, message = self._keyring(base, present, files, messages[sha])
+                run_git(self.ledger.path, "read-tree", base, env=env)
+                entries = "".join(f"100644 {blob}\t{path}\n" for path, blob in files.items())
+                run_git(self.ledger.path, "update-index", "--index-info",
+                        input=entries.encode(), env=env)
+                tree = run_git(self.ledger.path, "write-tree", env=env).decode().strip()
+                base = self.ledger.signed_commit(tree, [base], message, self.signer)
+                self.records += sorted({p.split("/")[1] for p in files
+                                        if p.startswith(f"{RECORDS}/") and p.endswith(STATEMENT)})
+        return base
+
+    def _keyring(self, base: str, present: dict[str, str], files: dict[str, str],
+                 message: str) -> tuple[dict[str, str], str]:
+        """`files` with a keyring version that no longer follows the remote's newest
+        made again on top of it, and the commit message renumbered."""
+        theirs = max((int(m.group(1)) for p in present if (m := VERSION_FILE.match(p))),
+                     default=0)
+        out = dict(files)
+        for path in files:
+            if not (m := VERSION_FILE.match(path)):
                 continue
-            run_git(ledger.path, "read-tree", base, env=env)
-            entries = "".join(f"100644 {blob}\t{path}\n" for path, blob in mine.items())
-            run_git(ledger.path, "update-index", "--index-info", input=entries.encode(), env=env)
-            tree = run_git(ledger.path, "write-tree", env=env).decode().strip()
-            base = ledger.signed_commit(tree, [base], messages[sha], signer)
-            replayed += sorted({p.split("/")[1] for p in mine
-                                if p.startswith(f"{RECORDS}/") and p.endswith(STATEMENT)})
-    return base, replayed
+            version = int(m.group(1))
+            if version == theirs + 1 and path not in present:
+                continue  # made on the version the remote has: replayed as it is
+            made = self._remake(base, version)
+            del out[path]
+            out[file_name(made.version)] = self.ledger.write_blob(self._signed(base, made))
+            self.keyring.append(f"keyring version {version} made here was made again on "
+                                f"top of the remote's version {theirs}, as version "
+                                f"{made.version}")
+            message = message.replace(f"keyring v{version}:", f"keyring v{made.version}:", 1)
+        return out, message
+
+    def _remake(self, base: str, version: int) -> Keyring:
+        if self.local is None or version - 1 not in self.local.versions:
+            raise KeyringConflict(f"keyring version {version} made here cannot be replayed")
+        theirs = verify_chain(keyring_files(self.ledger, base), self.pin).current
+        return compose(theirs, self.local.versions[version - 1], self.local.versions[version])
+
+    def _signed(self, base: str, made: Keyring) -> bytes:
+        from registry.signing.keys import local_signers
+
+        files = keyring_files(self.ledger, base)
+        theirs = verify_chain(files, self.pin).current
+        usable = [s for s in local_signers() if s[0] in {*theirs.roots, *made.roots}]
+        data = sign_version(made, usable) if usable else b""
+        try:
+            verify_chain({**files, made.version: data}, self.pin)
+        except RegistryError as e:
+            raise KeyringConflict(
+                f"the remote's keyring is ahead (version {theirs.version}) and the change made "
+                f"here cannot be signed on top of it: {e.message}",
+                hint="this home's keyring change is not lost: a root holder of the remote's "
+                     "keyring makes it again (registry pull, then registry keys ...)") from None
+        return data
 
 
 def _raw_changes(ledger: Ledger, commits: list[str]) -> dict[str, dict[str, str]]:
