@@ -545,3 +545,53 @@ def test_keyring_versions_made_on_both_sides_compose(cli, shared, tmp_path, make
     act(monkeypatch, alice)
     assert cli("pull").exit_code == 0 and keyring_of(alice) == ring
     assert verify_all(cli, alice)["code"] == 0
+
+
+def pull_process(member: Member, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`registry pull` as a separate process, so a hang fails the test instead of
+    hanging it."""
+    import os
+    import sys
+
+    env = {**os.environ, "REGISTRY_HOME": str(member.home), "REGISTRY_KEYS_DIR": str(member.keys)}
+    return subprocess.run([sys.executable, "-m", "registry", "pull"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory", "loop", "shard-link"])
+def test_hostile_objects_in_a_folder_remote_are_refused(cli, shared, tmp_path, make_run,
+                                                        monkeypatch, kind) -> None:
+    """Issue 23: a FIFO made pull hang for ever holding the home lock; a symlink to
+    /dev/zero wrote without bound; a directory or a symlink loop was exit 70."""
+    import os
+
+    alice, bob, remote, _ = shared
+    act(monkeypatch, alice)
+    new = seal(alice, make_run("three"))
+    assert cli("push").exit_code == 0
+    log = next(s for s in json.loads(cli("show", new[:12], "--json").stdout)["statement"]
+               ["subject"] if s["name"] == "server.log")["digest"]["sha256"]
+    target = remote / "objects" / "sha256" / log[:2] / log[2:]
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "dev-zero":
+        target.symlink_to("/dev/zero")
+    elif kind == "directory":
+        target.mkdir()
+    elif kind == "loop":
+        target.symlink_to(target)
+    else:  # the shard folder itself a link to a folder holding the object
+        shard = target.parent
+        elsewhere = tmp_path / "elsewhere"
+        shard.rename(elsewhere)
+        (elsewhere / log[2:]).write_text("INFO engine started\n")
+        shard.symlink_to(elsewhere)
+    before = head(bob)
+    done = pull_process(bob)
+    assert done.returncode == ExitCode.UNVERIFIABLE, (done.stdout, done.stderr)
+    assert "refused" in done.stderr and "not a regular file" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert head(bob) == before and not (bob.home / "ledger" / "records" / new).exists()
+    incoming = bob.home / "objects" / "incoming"
+    assert not incoming.exists() or sum(p.stat().st_size for p in incoming.iterdir()) < 1 << 20

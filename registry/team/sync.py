@@ -64,7 +64,7 @@ from registry.store.transaction import transaction
 from registry.store.trust import TrustState, advance, keyring_files, load_state, save_state
 from registry.team.incoming import PullRefused, RecordBytes, Trusted, verify_incoming
 from registry.team.remotes import LEDGER, OBJECTS, Remote
-from registry.team.transfer import TransferReport, object_remote
+from registry.team.transfer import TIMEOUT_ENV, TransferReport, object_remote, remote_timeout
 
 QUARANTINE = "refs/registry/incoming"
 PROTOCOLS = ("-c", "protocol.allow=never", "-c", "protocol.ssh.allow=always",
@@ -129,7 +129,15 @@ def fetch(ledger: Ledger, remote: Remote) -> str | None:
 
 
 def _git(ledger: Ledger, remote: Remote, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return try_git(ledger.path, *PROTOCOLS, *args, env={"GIT_SSH_COMMAND": remote.ssh_command})
+    """A git fetch or push to the remote, within the remote timeout (the caller holds
+    the home lock: a remote that never answers must not keep it)."""
+    try:
+        return try_git(ledger.path, *PROTOCOLS, *args, timeout=remote_timeout(),
+                       env={"GIT_SSH_COMMAND": remote.ssh_command})
+    except subprocess.TimeoutExpired:
+        raise Unverifiable(f"remote {remote.name!r}: git {args[0]} timed out after "
+                           f"{remote_timeout():.0f} s", hint=f"{TIMEOUT_ENV} sets the limit; "
+                           "nothing was applied") from None
 
 
 def _last(text: str) -> str:
@@ -288,9 +296,10 @@ def _fetch_objects(home: Home, remote: Remote, digests: Iterable[list[str]]) -> 
     if not wanted:
         return TransferReport()
     report = object_remote(remote).fetch(store, wanted)
-    if report.missing or report.corrupt:
+    if report.missing or report.corrupt or report.refused:
         bad = [*(f"object {d[:16]} is missing from the remote" for d in report.missing),
-               *(f"object {d[:16]} arrived with other bytes" for d in report.corrupt)]
+               *(f"object {d[:16]} arrived with other bytes" for d in report.corrupt),
+               *(f"object {d[:16]} refused: {why}" for d, why in report.refused.items())]
         raise Unverifiable(f"remote {remote.name!r}: pull not applied:\n  " + "\n  ".join(bad[:20]),
                            hint="the pusher's objects did not all arrive: ask them to push "
                                 "again; the objects that did arrive are kept")
