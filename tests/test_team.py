@@ -595,3 +595,37 @@ def test_hostile_objects_in_a_folder_remote_are_refused(cli, shared, tmp_path, m
     assert head(bob) == before and not (bob.home / "ledger" / "records" / new).exists()
     incoming = bob.home / "objects" / "incoming"
     assert not incoming.exists() or sum(p.stat().st_size for p in incoming.iterdir()) < 1 << 20
+
+
+def has_object(member: Member, sha: str) -> bool:
+    return subprocess.run(["git", "-C", str(member.home / "ledger"), "cat-file", "-e", sha],
+                          capture_output=True).returncode == 0
+
+
+def test_an_oversized_commit_is_refused_unread_and_removed(cli, shared, tmp_path,
+                                                           monkeypatch) -> None:
+    """Issue 23: a 100 MB commit message cost 452 MiB to refuse; a refused junk blob
+    stayed in the member's ledger/.git for good."""
+    _, bob, remote, _ = shared
+    clone = outsider_clone(remote / "ledger.git", tmp_path)
+    (clone / "junk.bin").write_bytes(__import__("os").urandom(1 << 20))
+    subprocess.run(["git", "-C", str(clone), "add", "junk.bin"], check=True)
+    subprocess.run(["git", "-C", str(clone), "commit", "-qm", "junk"], check=True)
+    junk = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD:junk.bin"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
+    act(monkeypatch, bob)
+    before = head(bob)
+    r = cli("pull")
+    assert r.exit_code == ExitCode.FAILED and "not a ledger file" in r.stderr
+    assert head(bob) == before and not has_object(bob, junk)
+    big = tmp_path / "message"
+    big.write_bytes(b"x" * (2 << 20))
+    subprocess.run(["git", "-C", str(clone), "commit", "-q", "--allow-empty", "-F", str(big)],
+                   check=True)
+    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
+    r = cli("pull")
+    assert r.exit_code == ExitCode.FAILED and "over the 1,048,576 byte cap" in r.stderr
+    assert head(bob) == before and not has_object(bob, sha) and not has_object(bob, junk)

@@ -96,6 +96,24 @@ def git_text(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> st
     return run_git(repo, *args, env=env).decode("utf-8", errors="surrogateescape")
 
 
+def object_sizes(repo: Path, tip: str, exclude: str | None = None) -> dict[str, tuple[str, int]]:
+    """sha -> (type, size) of every object reachable from `tip` and not from `exclude`,
+    read without reading any object's content (`rev-list --objects`, then `cat-file
+    --batch-check`): how a pull bounds its work before it parses anything."""
+    listed = run_git(repo, "rev-list", "--objects", tip, *(["--not", exclude] if exclude else []))
+    shas = [line.split(b" ", 1)[0].decode() for line in listed.splitlines() if line]
+    if not shas:
+        return {}
+    out = run_git(repo, "cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)",
+                  input="".join(f"{s}\n" for s in shas).encode())
+    found: dict[str, tuple[str, int]] = {}
+    for line in out.decode(errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2].isdigit():
+            found[parts[0]] = (parts[1], int(parts[2]))
+    return found
+
+
 def read_objects(repo: Path, shas: Iterable[str]) -> dict[str, tuple[str, bytes]]:
     """sha -> (type, exact bytes) for many objects through one `git cat-file --batch`;
     an object git cannot find is left out."""

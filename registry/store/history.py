@@ -25,7 +25,7 @@ from registry.base.model import Frozen
 from registry.signing.commits import Commit, parse_commit
 from registry.signing.failures import Failure, Kind, failure
 from registry.signing.keyring import VERSION_FILE, Chain, Keyring, Role
-from registry.store.git import git_text, read_objects, run_git
+from registry.store.git import git_text, object_sizes, read_objects, run_git
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger
 
 TEACHERS = "teachers"
@@ -49,6 +49,26 @@ ALLOWED: tuple[Rule, ...] = (
     Rule(name="teacher", pattern=_TEACHER_FILE, statuses=frozenset("AM")),  # moves, kept
 )
 """The one table of what history may add: one row per ledger file kind."""
+
+
+MAX_BYTES = {"commit": 1 << 20, "tree": 16 << 20, "blob": 64 << 20, "tag": 0}
+"""The largest object of each kind a pull reads: a registry commit is a few hundred
+bytes, a tree of 100,000 records about 10 MB, a statement well under a megabyte.
+Larger ones are refused before anything reads them (a tag is never a ledger's)."""
+
+
+def oversized(ledger: Ledger, ref: str, known: str | None) -> list[HistoryProblem]:
+    """Objects that `ref` brings beyond those reachable from `known`, over MAX_BYTES:
+    found from their sizes alone, none read."""
+    found = []
+    for sha, (kind, size) in sorted(object_sizes(ledger.path, ref, known).items()):
+        cap = MAX_BYTES.get(kind, 0)
+        if size > cap:
+            found.append(HistoryProblem(
+                commit=None, kind=Kind.malformed,
+                detail=f"{kind} {sha[:12]} is {size:,} bytes, over the {cap:,} byte cap "
+                       "of a ledger's objects: not read"))
+    return found
 
 
 class HistoryProblem(Frozen):

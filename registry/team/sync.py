@@ -25,7 +25,8 @@ from __future__ import annotations
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import Field
@@ -55,7 +56,7 @@ from registry.store.git import (
     run_git,
     try_git,
 )
-from registry.store.history import read_commits
+from registry.store.history import oversized, read_commits
 from registry.store.home import Home
 from registry.store.index import entry_rows, open_index
 from registry.store.ledger import BRANCH, ENVELOPE, RECORDS, STATEMENT, Ledger
@@ -89,14 +90,14 @@ class SyncReport(Frozen):
 
 
 def pull(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport:
-    with transaction(home) as ledger:
+    with transaction(home) as ledger, _discarding(ledger):
         before = ledger.head()
         incoming = fetch(ledger, remote)
         return _integrate(home, ledger, remote, incoming, before, signer)
 
 
 def push(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport:
-    with transaction(home) as ledger:
+    with transaction(home) as ledger, _discarding(ledger):
         before = ledger.head()
         for _ in range(ATTEMPTS):
             incoming = fetch(ledger, remote)
@@ -111,6 +112,27 @@ def push(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport
                 return report.model_copy(update={"sent": sent, "objects_out": objects})
         raise Unverifiable(f"remote {remote.name!r} kept moving: {ATTEMPTS} pushes refused",
                            hint="others are pushing right now: run registry push again")
+
+
+@contextmanager
+def _discarding(ledger: Ledger) -> Iterator[None]:
+    """On a refusal, what the refused fetch (and any replay) wrote into the ledger's
+    git folder is removed: the quarantine ref, the packs it received and every loose
+    object nothing reachable names. Nothing a refused remote sent stays."""
+    packs = _packs(ledger)
+    try:
+        yield
+    except RegistryError:
+        try_git(ledger.path, "update-ref", "-d", QUARANTINE)
+        for path in _packs(ledger) - packs:
+            for suffix in (".pack", ".idx", ".rev", ".keep", ".promisor", ".bitmap"):
+                path.with_suffix(suffix).unlink(missing_ok=True)
+        try_git(ledger.path, "prune", "--expire=now")
+        raise
+
+
+def _packs(ledger: Ledger) -> set[Path]:
+    return set((ledger.path / ".git" / "objects" / "pack").glob("*.pack"))
 
 
 def fetch(ledger: Ledger, remote: Remote) -> str | None:
@@ -184,6 +206,9 @@ def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
         if incoming is not None:
             _remember(home, remote, incoming)
         return report
+    too_big = oversized(ledger, incoming, local)
+    if too_big:
+        raise PullRefused(remote.name, [p.failure() for p in too_big])
     state = load_state(home)
     pin = _pin_for(ledger, state, incoming)
     ours = set(_ids_at(ledger, local))
