@@ -6,6 +6,7 @@ traceback. Exit codes are part of the interface: see docs/cli.md.
 
 from __future__ import annotations
 
+import warnings
 from enum import IntEnum
 
 
@@ -82,3 +83,11 @@ class Refused(RegistryError):
 
 class EngineFailed(RegistryError):
     exit_code = ExitCode.ENGINE
+
+
+class RegistryWarning(UserWarning):
+    """Something a user should fix that does not stop the command (a root of trust
+    others can write). The CLI prints it as one `warning:` line on stderr."""
+
+
+warnings.filterwarnings("always", category=RegistryWarning)  # callers warn once themselves

@@ -268,7 +268,8 @@ def test_remote_urls_that_could_run_commands_are_refused(cli, team, monkeypatch)
     alice, _ = team
     act(monkeypatch, alice)
     for url in ("ext::sh -c touch% /tmp/pwned", "http://example.com/x", "ssh://-oProxyCommand=x/y",
-                "relative/path", "ssh://host/../etc"):
+                "relative/path", "ssh://host/../etc", "/srv/team/../../etc",
+                "file:///srv/../etc"):
         r = cli("remote", "add", "evil", url)
         assert r.exit_code == ExitCode.INVALID_INPUT, url
     assert "evil" not in cli("remote", "list", "--json").stdout
@@ -629,3 +630,39 @@ def test_an_oversized_commit_is_refused_unread_and_removed(cli, shared, tmp_path
     r = cli("pull")
     assert r.exit_code == ExitCode.FAILED and "over the 1,048,576 byte cap" in r.stderr
     assert head(bob) == before and not has_object(bob, sha) and not has_object(bob, junk)
+
+
+def test_keys_init_after_init_pin_keeps_the_team_pin(cli, team, tmp_path, monkeypatch) -> None:
+    """Issue 23: `keys init` after `init --pin` silently replaced the team's pin."""
+    alice, _ = team
+    carol = Member("carol", tmp_path / "carol" / ".registry", tmp_path / "carol" / "keys", "")
+    act(monkeypatch, carol)
+    assert cli("init", "--home", carol.home, "--pin", alice.keyid).exit_code == 0
+    pinned = (carol.home / "trust.json").read_bytes()
+    r = cli("keys", "init", "--home", carol.home)
+    assert r.exit_code == 0 and "pins root key" in r.stdout, r.stdout
+    assert (carol.home / "trust.json").read_bytes() == pinned
+    assert subprocess.run(["git", "-C", str(carol.home / "ledger"), "rev-parse", "--verify",
+                           "-q", "main"], capture_output=True).returncode != 0  # no keyring
+
+
+def test_a_trust_json_others_can_write_draws_a_warning(cli, team, monkeypatch) -> None:
+    alice, _ = team
+    act(monkeypatch, alice)
+    (alice.home / "trust.json").chmod(0o666)
+    r = cli("verify", "--all")
+    assert r.exit_code == 0 and "warning:" in r.stderr and "writable by others" in r.stderr
+    (alice.home / "trust.json").chmod(0o600)
+
+
+def test_an_odd_partial_upload_on_an_ssh_remote_breaks_nothing(cli, team, sshd, tmp_path,
+                                                              make_run, monkeypatch) -> None:
+    """Issue 23: a file `objects/tmp/x y.part` made every ssh push exit 70."""
+    alice, _ = team
+    url = sshd.url(tmp_path / "remote")
+    add_remote(cli, monkeypatch, alice, url, sshd.ssh_command, create=True)
+    (tmp_path / "remote" / "objects" / "tmp" / "x y.part").write_text("partial")
+    (tmp_path / "remote" / "objects" / "tmp" / "a\nb.part").write_text("partial")
+    seal(alice, make_run("first"))
+    r = cli("push")
+    assert r.exit_code == 0, r.stderr

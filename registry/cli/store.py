@@ -108,7 +108,10 @@ def _start_keyring(home: Home) -> str:
     except RegistryError:
         return "no signing key yet: registry keys init"
     if Ledger(home.ledger).head() is None:
-        genesis(home, signer)
+        try:
+            genesis(home, signer)
+        except RegistryError as e:  # a home that pinned a team's roots keeps its pin
+            return e.message
         return f"keyring v1: root and signer {signer[0][:16]} (pinned by this home)"
     try:
         ring = current_keyring(home).current

@@ -3,11 +3,14 @@
 It pins the keyring version the home last verified (number and digest, with its root
 key ids) and the ledger head it last verified. A ledger commit cannot change it; only
 this home's own commands move it forward, and only after verifying what they move to.
-Like `~/.ssh/known_hosts`, it is as safe as the home folder itself.
+Like `~/.ssh/known_hosts`, it is as safe as the home folder itself: a trust.json that
+others can write draws a warning on every command that reads it.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
 from pathlib import Path
 
 from pydantic import Field, ValidationError
@@ -15,11 +18,7 @@ from pydantic import Field, ValidationError
 from registry.base.canonical import sha256_hex
 from registry.base.files import write_model
 from registry.base.model import Frozen
-from registry.errors import (
-    InvalidInput,
-    RegistryError,
-    Unverifiable,
-)
+from registry.errors import InvalidInput, Refused, RegistryError, RegistryWarning, Unverifiable
 from registry.signing.keyring import (
     FOLDER,
     VERSION_FILE,
@@ -55,12 +54,29 @@ def path_of(home: Home) -> Path:
 def load_state(home: Home) -> TrustState:
     path = path_of(home)
     try:
-        return TrustState.model_validate_json(path.read_bytes())
+        data = path.read_bytes()
+        _check_mode(path)
+        return TrustState.model_validate_json(data)
     except FileNotFoundError:
         raise Unverifiable(f"{home.root} has no root of trust ({FILE})", hint=PIN_HINT) from None
     except (OSError, ValueError, ValidationError) as e:
         raise InvalidInput(f"{path}: not a trust state ({str(e).splitlines()[0]})",
                            hint="restore it, or pin again: registry keys pin KEYID") from None
+
+
+_warned: set[Path] = set()
+
+
+def _check_mode(path: Path) -> None:
+    """Warn (once per process) when others could write this home's root of trust:
+    whoever can write trust.json decides which keys this home trusts."""
+    st = path.stat()
+    if path in _warned or not (st.st_mode & 0o022 or st.st_uid != os.getuid()):
+        return
+    _warned.add(path)
+    warnings.warn(f"{path} is writable by others (mode {st.st_mode & 0o777:04o}, owner uid "
+                  f"{st.st_uid}): whoever can write it decides which keys this home trusts; "
+                  f"chmod 600 {path}", RegistryWarning, stacklevel=2)
 
 
 def save_state(home: Home, state: TrustState) -> None:
@@ -150,8 +166,16 @@ def appended(home: Home, before: str | None, after: str) -> None:
 
 def genesis(home: Home, signer: Signer) -> Keyring:
     """The first keyring of an empty ledger: the signer is its root and signer, and
-    this home pins it."""
+    this home pins it. Refused in a home that pinned other roots (`init --pin`: it
+    joins a team's ledger, which it must pull, not replace)."""
     keyid, key = signer
+    if path_of(home).exists():
+        pinned = load_state(home).pin
+        if pinned.roots and keyid not in pinned.roots:
+            raise Refused(f"{home.root} pins root key {pinned.roots[0][:16]} (a team's "
+                          "ledger): this key does not start a keyring of its own here",
+                          hint="registry pull brings the team's keyring; then a root holder "
+                               "trusts your key (registry keys export)")
     keyring = Keyring(version=1, keys=[KeyEntry(public=public_pem(key.public_key()),
                                                 roles=[Role.root, Role.signer])])
     data = sign_version(keyring, [signer])
