@@ -142,6 +142,30 @@ class Ledger:
             out[path.decode("utf-8", errors="surrogateescape")] = meta.split()[2].decode()
         return out
 
+    def materialize(self, old: str | None, new: str) -> None:
+        """The working tree and index to `new` from `old` (None: every file): files
+        written from their blobs (no checkout, so no filter or attribute of the
+        repository runs)."""
+        args = ["diff-tree", "-r", "-z", "--no-renames", old, new] if old else \
+            ["ls-tree", "-r", "-z", new]
+        out = run_git(self.path, *args)
+        wanted: dict[str, str] = {}
+        tokens = out.split(b"\0")
+        if old:
+            for meta, path in zip(tokens[0::2], tokens[1::2], strict=False):
+                parts = meta.decode().split()
+                if len(parts) == 5 and parts[4] in ("A", "M"):
+                    wanted[path.decode("utf-8", "surrogateescape")] = parts[3]
+        else:
+            for entry in filter(None, tokens):
+                meta, _, path = entry.partition(b"\t")
+                wanted[path.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
+        blobs = self.blobs(list(wanted.values()))
+        for name, blob in wanted.items():
+            (self.path / name).parent.mkdir(parents=True, exist_ok=True)
+            write_bytes(self.path / name, blobs[blob])
+        run_git(self.path, "read-tree", BRANCH)
+
     def record_ids(self, ref: str = BRANCH) -> list[str]:
         return sorted({p.split("/")[1] for p in self.tree_files(RECORDS, ref)
                        if p.endswith(STATEMENT)})

@@ -1,5 +1,6 @@
-"""One write to a home's ledger: the home lock held, a crashed writer's debris cleared,
-and the head remembered as verified when this home's own commits moved it.
+"""One write to a home's ledger: the home lock held, a crashed writer's debris cleared
+(and a pull killed half way finished: registry/store/journal.py), and the head
+remembered as verified when this home's own commits moved it.
 
 Every writer (seal, teacher binding, keyring change, pull, push, settling a crashed
 seal, reindex) runs inside `transaction(home)` rather than writing those three steps
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from registry.store import journal
 from registry.store.home import Home
 from registry.store.ledger import Ledger
 from registry.store.lock import exclusive
@@ -25,6 +27,7 @@ def transaction(home: Home) -> Iterator[Ledger]:
     with exclusive(home.lock_file):
         ledger = Ledger(home.ledger)
         ledger.recover()
+        journal.complete(home, ledger)  # a pull killed half way is finished first
         before = ledger.head()
         try:
             yield ledger

@@ -76,7 +76,13 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
     """Verify the ledger and one record (by id or unambiguous prefix) or, with None,
     every record."""
     from registry.signing.keyring import verify_chain
+    from registry.store.journal import pending
+    from registry.store.transaction import transaction
     from registry.store.trust import keyring_files, load_state, remember
+
+    if pending(Ledger(home.ledger)) is not None:  # a pull was killed half way: finish it
+        with transaction(home):
+            pass
 
     ledger = Ledger(home.ledger)
     state = load_state(home)

@@ -8,7 +8,8 @@ shown and is settled against the ledger by the next writer, and an uncommitted
 ledger folder is cleared by `Ledger.recover`.
 
 `REGISTRY_TEST_CRASH_AT=objects|index|ledger` makes the process exit right after
-that step: a fault-injection point for the reliability tests, inert otherwise.
+that step: a fault-injection point for the reliability tests, inert otherwise (pull
+and push have their own points: registry/team/sync.py, `CRASH_POINTS`).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
     """Store, sign, index and commit one record; `progress` gets bytes hashed."""
     keyid, key = ready_signer(home, signer)
     subjects, size = _store(ObjectStore(home.objects), artifacts, progress)
-    _crash_point("objects")
+    crash_point("objects")
     statement = Statement(subject=subjects, predicate=predicate)
     data = statement_bytes(statement)
     rid = record_id(data)
@@ -88,10 +89,10 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
             # rows from the signed bytes read back, as every reader derives them (a float
             # 2.0 is `2` in canonical JSON and comes back an int)
             index.add(entry_rows(rid, parse_statement(data), keyid))
-            _crash_point("index")
+            crash_point("index")
             commit = ledger.commit_record(rid, data, envelope, f"{rid}\n\n{summary}",
                                           (keyid, key))
-            _crash_point("ledger")
+            crash_point("ledger")
             index.mark_committed(rid, commit)
     return SealedRecord(id=rid, ledger_commit=commit, summary=summary, signer=keyid,
                         artifacts=len(subjects), bytes=size,
@@ -156,6 +157,8 @@ def settle_pending(home: Home, index: Index) -> None:
         settle(index, ledger)
 
 
-def _crash_point(step: str) -> None:
+def crash_point(step: str) -> None:
+    """Exit at once (as kill -9 would leave things) when the fault-injection
+    variable names this step."""
     if os.environ.get(CRASH_ENV) == step:
         os._exit(86)

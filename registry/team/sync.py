@@ -32,7 +32,6 @@ from pathlib import Path
 from pydantic import Field
 
 from registry.base.canonical import sha256_hex
-from registry.base.files import write_bytes
 from registry.base.model import Frozen
 from registry.errors import RegistryError, Unverifiable
 from registry.formats.record import parse_statement
@@ -49,6 +48,7 @@ from registry.signing.keyring import (
     verify_chain,
 )
 from registry.signing.keys import Signer
+from registry.store import journal
 from registry.store.git import (
     REMOTE_RECEIVE_PACK,
     REMOTE_UPLOAD_PACK,
@@ -68,6 +68,10 @@ from registry.team.remotes import LEDGER, OBJECTS, Remote
 from registry.team.transfer import TIMEOUT_ENV, TransferReport, object_remote, remote_timeout
 
 QUARANTINE = "refs/registry/incoming"
+CRASH_POINTS = ("pull-fetched", "pull-objects", "pull-replayed", "pull-journal", "pull-branch",
+                "pull-tree", "pull-index", "pull-state", "push-objects", "push-sent")
+"""Every write point of pull and push, in order (REGISTRY_TEST_CRASH_AT=POINT exits
+there: tests/test_team_crash.py kills each in turn)."""
 PROTOCOLS = ("-c", "protocol.allow=never", "-c", "protocol.ssh.allow=always",
              "-c", "protocol.file.allow=always")
 ATTEMPTS = 5
@@ -107,7 +111,9 @@ def push(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport
                 return report
             sent = sorted(set(ledger.record_ids()) - set(_ids_at(ledger, incoming)))
             objects = _send_objects(home, ledger, remote, sent)
+            crash_point("push-objects")
             if _git_push(ledger, remote, head):
+                crash_point("push-sent")
                 _remember(home, remote, head)
                 return report.model_copy(update={"sent": sent, "objects_out": objects})
         raise Unverifiable(f"remote {remote.name!r} kept moving: {ATTEMPTS} pushes refused",
@@ -147,6 +153,7 @@ def fetch(ledger: Ledger, remote: Remote) -> str | None:
             return None
         raise Unverifiable(f"remote {remote.name!r}: git fetch failed ({_last(why)})",
                            hint="check the URL and --ssh-command: registry remote list")
+    crash_point("pull-fetched")
     return run_git(ledger.path, "rev-parse", "--verify", QUARANTINE).decode().strip()
 
 
@@ -215,21 +222,20 @@ def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
     trusted = _trusted(ledger, remote, pin, state, incoming, lambda ids: sorted(set(ids) - ours))
     new, untrusted = sorted(trusted.records), trusted.untrusted
     objects = _fetch_objects(home, remote, [r.digests for r in trusted.records.values()])
+    crash_point("pull-objects")
     replay = Replay(ledger=ledger, pin=pin, signer=signer or _signer(home),
                     local=_local_chain(ledger, state)) if local is not None else None
     base = _fork_point(ledger, remote, local, incoming)
     if replay is not None and local is not None and base != local:
         head = replay.run(incoming, _commits(ledger, base, local))
+        crash_point("pull-replayed")
         applying = {*new, *replay.records}
         trusted = _trusted(ledger, remote, pin, state, head, lambda ids: sorted(applying))
         lost = ours - set(trusted.history.added)
         if lost:  # a replay keeps every record: anything else is a bug, not applied
             raise PullRefused(remote.name, [Malformed(f"record {r[:16]} would be lost")
                                             for r in sorted(lost)])
-    _apply(home, ledger, trusted, local)
-    new_state = advance(home, state, trusted.chain, head=trusted.head)
-    save_state(home, new_state.model_copy(update={"remotes": {**new_state.remotes,
-                                                              remote.name: incoming}}))
+    _apply(home, ledger, remote, trusted, state, local, incoming)
     return report.model_copy(update={
         "after": trusted.head, "received": [r for r in new if r in trusted.records],
         "replayed": replay.records if replay else [], "objects_in": objects,
@@ -263,11 +269,25 @@ def _local_chain(ledger: Ledger, state: TrustState) -> Chain | None:
     return verify_chain(keyring_files(ledger), state.pin)
 
 
-def _apply(home: Home, ledger: Ledger, trusted: Trusted, local: str | None) -> None:
-    """Move the branch to a verified head, then the working tree and the index."""
+def _apply(home: Home, ledger: Ledger, remote: Remote, trusted: Trusted, state: TrustState,
+           local: str | None, incoming: str) -> None:
+    """Move the branch to a verified head, then the working tree, the index and
+    trust.json; a journal written first lets the next command finish it if this
+    process dies anywhere in between (registry/store/journal.py)."""
+    journal.begin(ledger, journal.Journal(before=local, after=trusted.head, remote=remote.name,
+                                          remote_head=incoming))
+    crash_point("pull-journal")
     run_git(ledger.path, "update-ref", BRANCH, trusted.head, local or "0" * 40)
-    _checkout(ledger, local, trusted.head)
+    crash_point("pull-branch")
+    ledger.materialize(local, trusted.head)
+    crash_point("pull-tree")
     _index(home, trusted)
+    crash_point("pull-index")
+    new_state = advance(home, state, trusted.chain, head=trusted.head)
+    save_state(home, new_state.model_copy(update={"remotes": {**new_state.remotes,
+                                                              remote.name: incoming}}))
+    crash_point("pull-state")
+    journal.end(ledger)
 
 
 def _no_rollback(home: Home, ledger: Ledger, remote: Remote, incoming: str | None) -> None:
@@ -357,6 +377,12 @@ def _digests(statement: bytes | None) -> list[str]:
 def _commits(ledger: Ledger, base: str | None, head: str) -> list[str]:
     span = f"{base}..{head}" if base else head
     return run_git(ledger.path, "rev-list", "--reverse", span).decode().split()
+
+
+def crash_point(step: str) -> None:
+    from registry.store.writer import crash_point as exit_at
+
+    exit_at(step)
 
 
 def _signer(home: Home) -> Signer:
@@ -468,30 +494,6 @@ def _raw_changes(ledger: Ledger, commits: list[str]) -> dict[str, dict[str, str]
                 current = found.setdefault(token, {})
             i += 1
     return found
-
-
-def _checkout(ledger: Ledger, old: str | None, new: str) -> None:
-    """The working tree and index to `new`: files written from their blobs (no
-    checkout, so no filter or attribute of the repository runs)."""
-    args = ["diff-tree", "-r", "-z", "--no-renames", old, new] if old else \
-        ["ls-tree", "-r", "-z", new]
-    out = run_git(ledger.path, *args)
-    wanted: dict[str, str] = {}
-    tokens = out.split(b"\0")
-    if old:
-        for meta, path in zip(tokens[0::2], tokens[1::2], strict=False):
-            parts = meta.decode().split()
-            if len(parts) == 5 and parts[4] in ("A", "M"):
-                wanted[path.decode("utf-8", "surrogateescape")] = parts[3]
-    else:
-        for entry in filter(None, tokens):
-            meta, _, path = entry.partition(b"\t")
-            wanted[path.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
-    blobs = ledger.blobs(list(wanted.values()))
-    for name, blob in wanted.items():
-        (ledger.path / name).parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(ledger.path / name, blobs[blob])
-    run_git(ledger.path, "read-tree", BRANCH)
 
 
 def _index(home: Home, trusted: Trusted) -> None:
