@@ -34,7 +34,8 @@ def listed(cli, member: Member) -> set[str]:
 
 
 @pytest.mark.parametrize("point", [p for p in CRASH_POINTS if p.startswith("pull-")])
-def test_a_pull_killed_at_each_write_point(cli, shared, make_run, monkeypatch, point) -> None:
+def test_a_pull_killed_at_each_write_point(cli, shared, make_run, monkeypatch,  # noqa: F811
+                                           point) -> None:
     alice, bob, _, ids = shared
     act(monkeypatch, alice)
     theirs = seal(alice, make_run("theirs"))
@@ -61,7 +62,8 @@ def test_a_pull_killed_at_each_write_point(cli, shared, make_run, monkeypatch, p
 
 
 @pytest.mark.parametrize("point", [p for p in CRASH_POINTS if p.startswith("push-")])
-def test_a_push_killed_at_each_write_point(cli, shared, make_run, monkeypatch, point) -> None:
+def test_a_push_killed_at_each_write_point(cli, shared, make_run, monkeypatch,  # noqa: F811
+                                           point) -> None:
     alice, bob, _, ids = shared
     act(monkeypatch, bob)
     mine = seal(bob, make_run("mine"))
