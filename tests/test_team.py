@@ -240,15 +240,21 @@ def test_a_forged_record_is_refused(cli, shared, tmp_path, make_run, monkeypatch
     refused(cli, bob, "which the keyring in effect does not trust")
 
 
-def test_corrupt_objects_on_the_remote_apply_nothing(cli, shared, tmp_path, make_run,
-                                                      monkeypatch) -> None:
-    alice, bob, remote, _ = shared
+def pushed_log(cli, alice: Member, remote: Path, make_run, monkeypatch) -> tuple[str, str, Path]:
+    """Alice seals and pushes a record: (its id, its server.log digest, that object's
+    file in the remote)."""
     act(monkeypatch, alice)
     new = seal(alice, make_run("three"))
     assert cli("push").exit_code == 0
     log = next(s for s in json.loads(cli("show", new[:12], "--json").stdout)["statement"]
                ["subject"] if s["name"] == "server.log")["digest"]["sha256"]
-    target = remote / "objects" / "sha256" / log[:2] / log[2:]
+    return new, log, remote / "objects" / "sha256" / log[:2] / log[2:]
+
+
+def test_corrupt_objects_on_the_remote_apply_nothing(cli, shared, tmp_path, make_run,
+                                                      monkeypatch) -> None:
+    alice, bob, remote, _ = shared
+    new, _log, target = pushed_log(cli, alice, remote, make_run, monkeypatch)
     target.chmod(0o644)
     target.write_bytes(b"INFO something else\n")
     act(monkeypatch, bob)
@@ -567,12 +573,7 @@ def test_hostile_objects_in_a_folder_remote_are_refused(cli, shared, tmp_path, m
     import os
 
     alice, bob, remote, _ = shared
-    act(monkeypatch, alice)
-    new = seal(alice, make_run("three"))
-    assert cli("push").exit_code == 0
-    log = next(s for s in json.loads(cli("show", new[:12], "--json").stdout)["statement"]
-               ["subject"] if s["name"] == "server.log")["digest"]["sha256"]
-    target = remote / "objects" / "sha256" / log[:2] / log[2:]
+    new, log, target = pushed_log(cli, alice, remote, make_run, monkeypatch)
     target.unlink()
     if kind == "fifo":
         os.mkfifo(target)
