@@ -667,3 +667,22 @@ def test_an_odd_partial_upload_on_an_ssh_remote_breaks_nothing(cli, team, sshd, 
     seal(alice, make_run("first"))
     r = cli("push")
     assert r.exit_code == 0, r.stderr
+
+
+def test_a_reader_without_a_key_pulls_again_and_again(cli, shared, tmp_path, make_run,
+                                                      monkeypatch) -> None:
+    """Pulling needs no signing key: only a replay of local commits signs."""
+    alice, _, remote, ids = shared
+    reader = Member("reader", tmp_path / "reader" / ".registry", tmp_path / "reader" / "keys", "")
+    act(monkeypatch, reader)
+    assert cli("init", "--home", reader.home, "--pin", alice.keyid).exit_code == 0
+    add_remote(cli, monkeypatch, reader, str(remote), None)
+    assert cli("pull").exit_code == 0
+    act(monkeypatch, alice)
+    new = seal(alice, make_run("later"))
+    assert cli("push").exit_code == 0
+    act(monkeypatch, reader)
+    r = cli("pull", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["received"] == [new]
+    assert verify_all(cli, reader)["code"] == 0 and len(ids) == 2

@@ -223,10 +223,11 @@ def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
     new, untrusted = sorted(trusted.records), trusted.untrusted
     objects = _fetch_objects(home, remote, [r.digests for r in trusted.records.values()])
     crash_point("pull-objects")
-    replay = Replay(ledger=ledger, pin=pin, signer=signer or _signer(home),
-                    local=_local_chain(ledger, state)) if local is not None else None
+    replay: Replay | None = None
     base = _fork_point(ledger, remote, local, incoming)
-    if replay is not None and local is not None and base != local:
+    if local is not None and base != local:  # only a replay signs: a reader needs no key
+        replay = Replay(ledger=ledger, pin=pin, signer=signer or _signer(home),
+                        local=_local_chain(ledger, state))
         head = replay.run(incoming, _commits(ledger, base, local))
         crash_point("pull-replayed")
         applying = {*new, *replay.records}
