@@ -33,8 +33,8 @@ from pydantic import Field
 
 from registry.base.canonical import sha256_hex
 from registry.base.model import Frozen
+from registry.base.safeload import loads_json
 from registry.errors import RegistryError, Unverifiable
-from registry.formats.record import parse_statement
 from registry.signing.commits import parse_commit
 from registry.signing.failures import KeyringConflict, Malformed, RolledBack, Unrelated
 from registry.signing.keyring import (
@@ -368,10 +368,11 @@ def _send_objects(home: Home, ledger: Ledger, remote: Remote, ids: list[str]) ->
 
 
 def _digests(statement: bytes | None) -> list[str]:
-    """The artifact digests of one of this home's own statements."""
+    """The artifact digests of one of this home's own statements (read, not modelled:
+    a push of thousands of records reads each once)."""
     try:
-        return [s.sha256 for s in parse_statement(statement or b"").subject]
-    except RegistryError:
+        return [s["digest"]["sha256"] for s in loads_json(statement or b"")["subject"]]
+    except (ValueError, KeyError, TypeError):
         return []
 
 
