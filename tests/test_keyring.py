@@ -233,3 +233,31 @@ def test_a_keyring_from_a_newer_registry(tmp_path) -> None:
     assert v2.keys[0].model_extra == {"comment": "lab root"}
     with pytest.raises(NewerFormat, match="newer format"):
         verify_chain({1: signed({**document, "_type": "registry.keyring/v2"})}, pin)
+
+
+def test_compose_makes_a_change_again_on_top_of_theirs(tmp_path) -> None:
+    """The replay of a keyring version made here on top of one made elsewhere: the
+    same change (trusted, retired, revoked, threshold), and never a revoked key back."""
+    from registry.signing.failures import KeyringConflict
+    from registry.signing.keyring import Departed, compose
+
+    keys, entries = _ring(tmp_path, 4)
+    root, carol, dave, eve = entries
+    base = Keyring(version=2, keys=[root, carol])
+    theirs = Keyring(version=3, keys=[root, carol, dave])  # they trusted Dave
+    gone = Departed(public=carol.public, version=3, reason="left")
+    ours = Keyring(version=3, threshold=1, keys=[root, eve], retired=[gone])  # we: +Eve -Carol
+    made = compose(theirs, base, ours)
+    assert made.version == 4
+    assert {k.keyid for k in made.keys} == {root.keyid, dave.keyid, eve.keyid}
+    assert [d.keyid for d in made.retired] == [carol.keyid] and made.retired[0].version == 4
+    signed = {1: sign_version(Keyring(version=1, keys=[root, carol]), keys[:1])}
+    signed[2] = sign_version(base, keys[:1])
+    signed[3] = sign_version(theirs, keys[:1])
+    signed[4] = sign_version(made, keys[:1])
+    assert verify_chain(signed, Pin(roots=[keys[0][0]])).current.version == 4
+    revoked = Keyring(version=3, keys=[root], revoked=[Departed(public=carol.public, version=3,
+                                                                reason="stolen")])
+    promoted = Keyring(version=3, keys=[root, carol.model_copy(update={"roles": [Role.root]})])
+    with pytest.raises(KeyringConflict, match="revoked on the other side"):
+        compose(revoked, base, promoted)
