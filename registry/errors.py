@@ -6,6 +6,7 @@ traceback. Exit codes are part of the interface: see docs/cli.md.
 
 from __future__ import annotations
 
+import warnings
 from enum import IntEnum, StrEnum
 
 
@@ -84,9 +85,28 @@ class Unverifiable(RegistryError):
     exit_code = ExitCode.UNVERIFIABLE
 
 
+class NewerFormat(Unverifiable):
+    """A document of a newer major format version than this registry reads: it cannot
+    judge it, so it refuses it (docs/formats.md)."""
+
+    kind = "newer-format"  # registry.signing.failures.Kind.newer_format
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint or "upgrade registry: this was written by a "
+                                               "newer version (docs/formats.md)")
+
+
 class Refused(RegistryError):
     exit_code = ExitCode.REFUSED
 
 
 class EngineFailed(RegistryError):
     exit_code = ExitCode.ENGINE
+
+
+class RegistryWarning(UserWarning):
+    """Something a user should fix that does not stop the command (a root of trust
+    others can write). The CLI prints it as one `warning:` line on stderr."""
+
+
+warnings.filterwarnings("always", category=RegistryWarning)  # callers warn once themselves

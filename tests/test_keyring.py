@@ -7,7 +7,14 @@ import json
 
 import pytest
 
-from registry.errors import ExitCode, Refused, VerificationFailed
+from registry.errors import ExitCode, NewerFormat, Refused
+from registry.signing.failures import (
+    Malformed,
+    MissingVersion,
+    Revoked,
+    RolledBack,
+    ThresholdNotMet,
+)
 from registry.signing.keyring import KeyEntry, Keyring, Pin, Role, sign_version, verify_chain
 from registry.signing.keys import create_key, public_pem, signing_key
 from registry.store.trust import current_keyring
@@ -111,18 +118,146 @@ def test_threshold_two_needs_two_roots(tmp_path) -> None:
     v1 = Keyring(version=1, threshold=2, keys=entries[:2])
     pin = Pin(roots=[keys[0][0], keys[1][0]], threshold=2)
     one = {1: sign_version(v1, keys[:1])}
-    with pytest.raises(VerificationFailed, match="signed by 1 of the pinned roots, needs 2"):
+    with pytest.raises(ThresholdNotMet, match="signed by 1 of the pinned roots, needs 2"):
         verify_chain(one, pin)
     files = {1: sign_version(v1, keys[:2])}
     assert verify_chain(files, pin).current.version == 1
     v2 = Keyring(version=2, threshold=1, keys=entries[2:])  # hand over to a new root
-    with pytest.raises(VerificationFailed, match="version 1, needs 2"):
+    with pytest.raises(ThresholdNotMet, match="version 1, needs 2"):
         verify_chain({**files, 2: sign_version(v2, [keys[0], keys[2]])}, pin)
     chain = verify_chain({**files, 2: sign_version(v2, keys)}, pin)
     assert list(chain.current.roots) == [keys[2][0]]
     skipped = {**files, 3: sign_version(v2.model_copy(update={"version": 3}), keys)}
-    with pytest.raises(VerificationFailed, match="version 2 is missing"):
+    with pytest.raises(MissingVersion, match="version 2 is missing"):
         verify_chain(skipped, pin)
     pinned = Pin(roots=[keys[2][0]], version=2, sha256="0" * 64)
-    with pytest.raises(VerificationFailed, match="not the one this home verified"):
+    with pytest.raises(RolledBack, match="not the one this home verified"):
         verify_chain({**files, 2: sign_version(v2, keys)}, pinned)
+
+
+def test_a_deeply_nested_keyring_is_refused_not_a_crash() -> None:
+    """Issue 21: the keyring payload was parsed with plain json.loads (RecursionError,
+    exit 70)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from registry.signing import dsse
+    from registry.signing.keyring import PAYLOAD_TYPE
+
+    root = Ed25519PrivateKey.generate()
+    payload = b'{"_type": "registry.keyring/v1", "keys": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    data = dsse.envelope_bytes(dsse.sign(payload, "k", root, PAYLOAD_TYPE))
+    with pytest.raises(Malformed, match="not a keyring"):
+        verify_chain({1: data}, Pin(roots=["k"]))
+
+
+def test_a_reader_never_writes_trust_json_under_anothers_lock(cli, store_home, tmp_path) -> None:
+    """Issue 21: `current_keyring` advanced the pin (writing trust.json) without the
+    home lock, so a reader could overwrite what a pull just remembered (its remotes'
+    heads: the rollback memory)."""
+    import threading
+    import time
+
+    from registry.store.lock import exclusive
+    from registry.store.trust import TrustState, load_state, path_of, save_state
+
+    pinned_v1 = path_of(store_home).read_bytes()
+    other = create_key(tmp_path / "colleague")
+    (tmp_path / "c.pub").write_text(other.public_pem)
+    assert cli("keys", "trust", tmp_path / "c.pub").exit_code == 0
+    path_of(store_home).write_bytes(pinned_v1)  # ledger at v2, pin still at v1
+    found: list[int] = []
+    with exclusive(store_home.lock_file):  # a pull, holding the lock
+        reader = threading.Thread(target=lambda: found.append(
+            current_keyring(store_home).current.version))
+        reader.start()
+        time.sleep(1.0)
+        assert path_of(store_home).read_bytes() == pinned_v1  # the reader waits
+        state = load_state(store_home)
+        save_state(store_home, TrustState.model_validate(
+            {**state.model_dump(), "remotes": {"origin": "a" * 40}}))
+    reader.join(30)
+    final = load_state(store_home)
+    assert found == [2] and final.pin.version == 2 and final.remotes == {"origin": "a" * 40}
+
+
+def _ring(tmp_path, n: int):
+    keys = [signing_key(create_key(tmp_path / f"k{i}").private_path and tmp_path / f"k{i}")
+            for i in range(n)]
+    entries = [KeyEntry(public=public_pem(k.public_key()), roles=[Role.root, Role.signer])
+               for _, k in keys]
+    return keys, entries
+
+
+def test_a_root_cannot_undo_a_revocation(tmp_path) -> None:
+    """Issue 23: a root wrote version 3 without the revoked key in `revoked`, signed
+    it, and the revoked key's records were trusted again."""
+    from registry.signing.keyring import Departed
+
+    keys, entries = _ring(tmp_path, 2)
+    pin = Pin(roots=[keys[0][0]])
+    v1 = Keyring(version=1, keys=entries)
+    gone = Departed(public=entries[1].public, version=2, reason="laptop stolen")
+    v2 = Keyring(version=2, keys=entries[:1], revoked=[gone])
+    files = {1: sign_version(v1, keys[:1]), 2: sign_version(v2, keys[:1])}
+    assert verify_chain(files, pin).current.revocation(keys[1][0]) is not None
+    forgot = Keyring(version=3, keys=entries[:1])  # the revocation dropped
+    with pytest.raises(Revoked, match="drops the revocation"):
+        verify_chain({**files, 3: sign_version(forgot, keys[:1])}, pin)
+    back = Keyring(version=3, keys=entries, revoked=[gone])  # trusted again while listed
+    with pytest.raises(Revoked, match="lists as revoked"):
+        verify_chain({**files, 3: sign_version(back, keys[:1])}, pin)
+
+
+def test_a_keyring_from_a_newer_registry(tmp_path) -> None:
+    """docs/formats.md: a field a newer version adds is kept (through a re-signed
+    edit too); a newer major version is refused with "upgrade registry"."""
+    from registry.base.canonical import canonical_bytes
+    from registry.signing import dsse
+    from registry.signing.keyring import PAYLOAD_TYPE
+
+    keys, entries = _ring(tmp_path, 1)
+    pin = Pin(roots=[keys[0][0]])
+    document = {**Keyring(version=1, keys=entries).model_dump(by_alias=True),
+                "expires": "2030-01-01"}
+    document["keys"][0]["comment"] = "lab root"
+
+    def signed(doc: dict) -> bytes:
+        envelope = dsse.sign(canonical_bytes(doc), keys[0][0], keys[0][1], PAYLOAD_TYPE)
+        return dsse.envelope_bytes(envelope)
+
+    ring = verify_chain({1: signed(document)}, pin).current
+    assert ring.model_extra == {"expires": "2030-01-01"}
+    edited = ring.model_copy(update={"version": 2})
+    v2 = verify_chain({1: signed(document), 2: sign_version(edited, keys)}, pin).current
+    assert v2.model_extra == {"expires": "2030-01-01"}
+    assert v2.keys[0].model_extra == {"comment": "lab root"}
+    with pytest.raises(NewerFormat, match="newer format"):
+        verify_chain({1: signed({**document, "_type": "registry.keyring/v2"})}, pin)
+
+
+def test_compose_makes_a_change_again_on_top_of_theirs(tmp_path) -> None:
+    """The replay of a keyring version made here on top of one made elsewhere: the
+    same change (trusted, retired, revoked, threshold), and never a revoked key back."""
+    from registry.signing.failures import KeyringConflict
+    from registry.signing.keyring import Departed, compose
+
+    keys, entries = _ring(tmp_path, 4)
+    root, carol, dave, eve = entries
+    base = Keyring(version=2, keys=[root, carol])
+    theirs = Keyring(version=3, keys=[root, carol, dave])  # they trusted Dave
+    gone = Departed(public=carol.public, version=3, reason="left")
+    ours = Keyring(version=3, threshold=1, keys=[root, eve], retired=[gone])  # we: +Eve -Carol
+    made = compose(theirs, base, ours)
+    assert made.version == 4
+    assert {k.keyid for k in made.keys} == {root.keyid, dave.keyid, eve.keyid}
+    assert [d.keyid for d in made.retired] == [carol.keyid] and made.retired[0].version == 4
+    signed = {1: sign_version(Keyring(version=1, keys=[root, carol]), keys[:1])}
+    signed[2] = sign_version(base, keys[:1])
+    signed[3] = sign_version(theirs, keys[:1])
+    signed[4] = sign_version(made, keys[:1])
+    assert verify_chain(signed, Pin(roots=[keys[0][0]])).current.version == 4
+    revoked = Keyring(version=3, keys=[root], revoked=[Departed(public=carol.public, version=3,
+                                                                reason="stolen")])
+    promoted = Keyring(version=3, keys=[root, carol.model_copy(update={"roles": [Role.root]})])
+    with pytest.raises(KeyringConflict, match="revoked on the other side"):
+        compose(revoked, base, promoted)

@@ -209,6 +209,12 @@ def test_a_deleted_record_is_refused(cli, shared, tmp_path, monkeypatch) -> None
     subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
     act(monkeypatch, bob)
     refused(cli, bob, "not signed", f"record {ids[0][:16]}: statement.json deleted")
+    from registry.signing.failures import Kind
+    from registry.team.incoming import PullRefused
+
+    with pytest.raises(PullRefused) as refusal:  # and by type, not by text
+        pull_as(bob)
+    assert refusal.value.kinds == {Kind.unsigned, Kind.not_append_only}
 
 
 def test_a_forged_record_is_refused(cli, shared, tmp_path, make_run, monkeypatch) -> None:
@@ -234,15 +240,21 @@ def test_a_forged_record_is_refused(cli, shared, tmp_path, make_run, monkeypatch
     refused(cli, bob, "which the keyring in effect does not trust")
 
 
-def test_corrupt_objects_on_the_remote_apply_nothing(cli, shared, tmp_path, make_run,
-                                                      monkeypatch) -> None:
-    alice, bob, remote, _ = shared
+def pushed_log(cli, alice: Member, remote: Path, make_run, monkeypatch) -> tuple[str, str, Path]:
+    """Alice seals and pushes a record: (its id, its server.log digest, that object's
+    file in the remote)."""
     act(monkeypatch, alice)
     new = seal(alice, make_run("three"))
     assert cli("push").exit_code == 0
     log = next(s for s in json.loads(cli("show", new[:12], "--json").stdout)["statement"]
                ["subject"] if s["name"] == "server.log")["digest"]["sha256"]
-    target = remote / "objects" / "sha256" / log[:2] / log[2:]
+    return new, log, remote / "objects" / "sha256" / log[:2] / log[2:]
+
+
+def test_corrupt_objects_on_the_remote_apply_nothing(cli, shared, tmp_path, make_run,
+                                                      monkeypatch) -> None:
+    alice, bob, remote, _ = shared
+    new, _log, target = pushed_log(cli, alice, remote, make_run, monkeypatch)
     target.chmod(0o644)
     target.write_bytes(b"INFO something else\n")
     act(monkeypatch, bob)
@@ -268,7 +280,8 @@ def test_remote_urls_that_could_run_commands_are_refused(cli, team, monkeypatch)
     alice, _ = team
     act(monkeypatch, alice)
     for url in ("ext::sh -c touch% /tmp/pwned", "http://example.com/x", "ssh://-oProxyCommand=x/y",
-                "relative/path", "ssh://host/../etc"):
+                "relative/path", "ssh://host/../etc", "/srv/team/../../etc",
+                "file:///srv/../etc"):
         r = cli("remote", "add", "evil", url)
         assert r.exit_code == ExitCode.INVALID_INPUT, url
     assert "evil" not in cli("remote", "list", "--json").stdout
@@ -302,3 +315,374 @@ def test_two_homes_share_one_postgres_index(cli, team, tmp_path, make_run, monke
         assert verify_all(cli, member)["code"] == 0
     assert cli("reindex", "--home", bob.home).exit_code == 0
     assert verify_all(cli, alice)["code"] == 0
+
+
+def plant_signed(clone: Path, member: Member, statement: dict) -> str:
+    """A statement signed by a trusted member's key, committed by that key in an
+    outsider's clone of the remote and pushed with plain git: what a member on another
+    version of the registry (or a buggy one) could push."""
+    from registry.base.canonical import canonical_bytes
+    from registry.formats.record import record_id
+    from registry.signing import dsse
+    from registry.signing.keys import signing_key
+    from registry.store.ledger import Ledger
+
+    data = canonical_bytes(statement)
+    rid = record_id(data)
+    keyid, key = signing_key(member.keys)
+    envelope = dsse.envelope_bytes(dsse.sign(data, keyid, key))
+    subprocess.run(["git", "-C", str(clone), "checkout", "-qB", "main"], check=True)
+    Ledger(clone).commit_record(rid, data, envelope, rid, (keyid, key))
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "main"], check=True)
+    return rid
+
+
+def test_a_signed_record_that_does_not_parse_is_never_applied(cli, shared, tmp_path,
+                                                              monkeypatch) -> None:
+    """Issue 21: the branch moved before the new statements were parsed."""
+    alice, bob, remote, ids = shared
+    genuine = json.loads((alice.home / "ledger" / "records" / ids[0] / "statement.json")
+                         .read_bytes())
+    del genuine["predicate"]["run"]  # signed and hashing to its id, but not a record
+    rid = plant_signed(outsider_clone(remote / "ledger.git", tmp_path), alice, genuine)
+    act(monkeypatch, bob)
+    before, trust = head(bob), (bob.home / "trust.json").read_bytes()
+    r = cli("pull", "--home", bob.home)
+    assert r.exit_code == ExitCode.FAILED and "Traceback" not in r.stderr, r.stderr
+    assert "nothing was applied" in r.stderr and rid[:16] in r.stderr
+    assert head(bob) == before and not (bob.home / "ledger" / "records" / rid).exists()
+    assert (bob.home / "trust.json").read_bytes() == trust
+    assert verify_all(cli, bob)["code"] == 0
+
+
+def pull_as(member: Member):
+    """Pull in process, so a test can assert the refusal's type."""
+    from registry.store.home import home_at
+    from registry.team.remotes import get_remote
+    from registry.team.sync import pull
+
+    home = home_at(member.home)
+    return pull(home, get_remote(home, None))
+
+
+def test_a_record_from_a_newer_registry_verifies_pulls_and_shows(cli, shared, tmp_path,
+                                                                monkeypatch) -> None:
+    """docs/formats.md: optional fields a newer version adds are kept; the signed bytes
+    stay as they were signed."""
+    alice, bob, remote, ids = shared
+    statement = json.loads((alice.home / "ledger" / "records" / ids[0] / "statement.json")
+                           .read_bytes())
+    statement["predicate"]["run"]["label"] = "run-2"  # unique, and still a valid run
+    statement["predicate"]["carbon"] = {"grams": 12}  # fields this version does not know
+    statement["subject"][0]["annotations"] = {"by": "v2"}
+    rid = plant_signed(outsider_clone(remote / "ledger.git", tmp_path), alice, statement)
+    act(monkeypatch, bob)
+    r = cli("pull", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["received"] == [rid]
+    from registry.base.canonical import canonical_bytes
+
+    stored = bob.home / "ledger" / "records" / rid / "statement.json"
+    assert stored.read_bytes() == canonical_bytes(statement)
+    shown = json.loads(cli("show", rid[:12], "--json").stdout)
+    assert shown["check"]["trust"] == "verified"
+    assert verify_all(cli, bob)["code"] == 0
+
+
+def test_a_newer_major_format_is_refused_as_such(cli, shared, tmp_path, monkeypatch) -> None:
+    from registry.signing.failures import Kind
+    from registry.team.incoming import PullRefused
+
+    alice, bob, remote, ids = shared
+    statement = json.loads((alice.home / "ledger" / "records" / ids[0] / "statement.json")
+                           .read_bytes())
+    statement["predicateType"] = "https://registry.dev/serving-record/v2"
+    plant_signed(outsider_clone(remote / "ledger.git", tmp_path), alice, statement)
+    act(monkeypatch, bob)
+    before = head(bob)
+    with pytest.raises(PullRefused) as refusal:
+        pull_as(bob)
+    assert refusal.value.kinds == {Kind.newer_format}
+    assert "upgrade registry" in str(refusal.value) and head(bob) == before
+
+
+def test_a_rolled_back_remote_is_refused_by_type(cli, shared, tmp_path, monkeypatch) -> None:
+    from registry.signing.failures import Kind
+    from registry.team.incoming import PullRefused
+
+    _, bob, remote, _ = shared
+    clone = outsider_clone(remote / "ledger.git", tmp_path)
+    subprocess.run(["git", "-C", str(clone), "reset", "-q", "--hard", "HEAD~1"], check=True)
+    force(clone, remote / "ledger.git")
+    act(monkeypatch, bob)
+    with pytest.raises(PullRefused) as refusal:
+        pull_as(bob)
+    assert refusal.value.kinds == {Kind.rolled_back}
+
+
+HOOKS = ("pre-receive", "update", "post-receive", "post-update", "reference-transaction",
+         "push-to-checkout", "pre-auto-gc")
+
+
+def plant_hooks(bare: Path, tmp_path: Path) -> Path:
+    """Everything issue 23 planted in a remote's ledger.git: hooks, a core.hooksPath, and
+    core.alternateRefsCommand with an alternates file. Each leaves a file in the folder
+    returned when it runs."""
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    other = tmp_path / "hookdir"
+    other.mkdir()
+    for folder, tag in ((bare / "hooks", "hooks"), (other, "hookspath")):
+        folder.mkdir(exist_ok=True)
+        for name in HOOKS:
+            hook = folder / name
+            hook.write_text(f"#!/bin/sh\ntouch {ran}/{tag}-{name}\ncat >/dev/null\nexit 0\n")
+            hook.chmod(0o755)
+    alternate = tmp_path / "alternate.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(alternate)], check=True)
+    (bare / "objects" / "info").mkdir(exist_ok=True)
+    (bare / "objects" / "info" / "alternates").write_text(f"{alternate / 'objects'}\n")
+    for key, value in (("core.hooksPath", str(other)),
+                       ("core.alternateRefsCommand", f"touch {ran}/alternate-refs; echo")):
+        subprocess.run(["git", "-C", str(bare), "config", key, value], check=True)
+    return ran
+
+
+def assert_no_remote_code(cli, alice: Member, bob: Member, ran: Path, make_run,
+                          monkeypatch) -> None:
+    act(monkeypatch, alice)
+    seal(alice, make_run("after-the-plant"))
+    r = cli("push")
+    assert r.exit_code == 0, r.stderr
+    act(monkeypatch, bob)
+    r = cli("pull")
+    assert r.exit_code == 0, r.stderr
+    seal(bob, make_run("bob-after-the-plant"))
+    assert cli("push").exit_code == 0
+    assert sorted(p.name for p in ran.iterdir()) == []
+    assert head(alice) != head(bob)  # and the pushes did arrive
+    act(monkeypatch, alice)
+    assert cli("pull").exit_code == 0 and head(alice) == head(bob)
+
+
+def test_a_folder_remote_runs_no_code_on_push_or_pull(cli, shared, tmp_path, make_run,
+                                                       monkeypatch) -> None:
+    """Issue 23: git did not pass `-c core.hooksPath=/dev/null` on to the receive-pack it
+    starts for a local path, so a remote's hooks ran as the member on every push."""
+    alice, bob, remote, _ = shared
+    ran = plant_hooks(remote / "ledger.git", tmp_path)
+    assert_no_remote_code(cli, alice, bob, ran, make_run, monkeypatch)
+
+
+def test_an_ssh_remote_runs_no_code_on_push_or_pull(cli, team, sshd, tmp_path, make_run,
+                                                    monkeypatch) -> None:
+    alice, bob = team
+    url = sshd.url(tmp_path / "remote")
+    add_remote(cli, monkeypatch, alice, url, sshd.ssh_command, create=True)
+    seal(alice, make_run("first"))
+    assert cli("push").exit_code == 0
+    add_remote(cli, monkeypatch, bob, url, sshd.ssh_command)
+    assert cli("pull").exit_code == 0
+    ran = plant_hooks(tmp_path / "remote" / "ledger.git", tmp_path)
+    assert_no_remote_code(cli, alice, bob, ran, make_run, monkeypatch)
+
+
+def keyring_of(member: Member) -> dict:
+    from registry.store.home import home_at
+    from registry.store.trust import current_keyring
+
+    ring = current_keyring(home_at(member.home)).current
+    return {"version": ring.version, "keys": {k.keyid for k in ring.keys},
+            "revoked": {d.keyid for d in ring.revoked}}
+
+
+def test_a_revocation_reaches_the_remote_while_the_revoked_key_pushes(
+        cli, shared, tmp_path, make_run, monkeypatch) -> None:
+    """Issue 23: Alice revokes Bob locally (v3) while Bob pushes a record; every push
+    and pull of Alice's was refused forever ("version 2 is older than version 3")."""
+    alice, bob, _remote, _ = shared
+    act(monkeypatch, alice)
+    assert cli("keys", "revoke", bob.keyid[:12], "--reason", "laptop stolen").exit_code == 0
+    act(monkeypatch, bob)
+    theirs = seal(bob, make_run("bob-before-he-knows"))
+    assert cli("push").exit_code == 0
+    act(monkeypatch, alice)
+    r = cli("push", "--json")
+    assert r.exit_code == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["untrusted"] and theirs in report["untrusted"]
+    assert "revoked" in report["untrusted"][theirs]
+    assert keyring_of(alice)["version"] == 3 and bob.keyid in keyring_of(alice)["revoked"]
+    shown = json.loads(cli("show", theirs[:12], "--json").stdout)
+    assert shown["check"]["trust"] == "untrusted"
+    act(monkeypatch, bob)
+    assert cli("pull").exit_code == 0  # the revocation arrived
+    assert bob.keyid in keyring_of(bob)["revoked"]
+    act(monkeypatch, alice)
+    assert cli("pull").exit_code == 0 and head(alice) == head(bob)
+
+
+def test_keyring_versions_made_on_both_sides_compose(cli, shared, tmp_path, make_run,
+                                                     monkeypatch) -> None:
+    """Two homes of the root holder each make keyring version 3 (trust Carol; trust
+    Dave); the second push makes its change again on top, as version 4, re-signed."""
+    from registry.signing.keys import create_key
+
+    alice, _bob, remote, _ = shared
+    second = Member("alice2", tmp_path / "alice2" / ".registry", alice.keys, alice.keyid)
+    act(monkeypatch, second)
+    assert cli("init", "--home", second.home, "--pin", alice.keyid).exit_code == 0
+    add_remote(cli, monkeypatch, second, str(remote), None)
+    assert cli("pull").exit_code == 0
+    carol, dave = create_key(tmp_path / "carol"), create_key(tmp_path / "dave")
+    for who, member in ((carol, alice), (dave, second)):
+        (tmp_path / f"{who.keyid}.pub").write_text(who.public_pem)
+        act(monkeypatch, member)
+        assert cli("keys", "trust", tmp_path / f"{who.keyid}.pub").exit_code == 0
+    act(monkeypatch, alice)
+    assert cli("push").exit_code == 0
+    act(monkeypatch, second)
+    mine = seal(second, make_run("after-dave"))
+    r = cli("push", "--json")
+    assert r.exit_code == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["replayed"] == [mine] and "as version 4" in report["keyring"][0]
+    ring = keyring_of(second)
+    assert ring["version"] == 4 and {carol.keyid, dave.keyid} <= ring["keys"]
+    act(monkeypatch, alice)
+    assert cli("pull").exit_code == 0 and keyring_of(alice) == ring
+    assert verify_all(cli, alice)["code"] == 0
+
+
+def pull_process(member: Member, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`registry pull` as a separate process, so a hang fails the test instead of
+    hanging it."""
+    import os
+    import sys
+
+    env = {**os.environ, "REGISTRY_HOME": str(member.home), "REGISTRY_KEYS_DIR": str(member.keys)}
+    return subprocess.run([sys.executable, "-m", "registry", "pull"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory", "loop", "shard-link"])
+def test_hostile_objects_in_a_folder_remote_are_refused(cli, shared, tmp_path, make_run,
+                                                        monkeypatch, kind) -> None:
+    """Issue 23: a FIFO made pull hang for ever holding the home lock; a symlink to
+    /dev/zero wrote without bound; a directory or a symlink loop was exit 70."""
+    import os
+
+    alice, bob, remote, _ = shared
+    new, log, target = pushed_log(cli, alice, remote, make_run, monkeypatch)
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "dev-zero":
+        target.symlink_to("/dev/zero")
+    elif kind == "directory":
+        target.mkdir()
+    elif kind == "loop":
+        target.symlink_to(target)
+    else:  # the shard folder itself a link to a folder holding the object
+        shard = target.parent
+        elsewhere = tmp_path / "elsewhere"
+        shard.rename(elsewhere)
+        (elsewhere / log[2:]).write_text("INFO engine started\n")
+        shard.symlink_to(elsewhere)
+    before = head(bob)
+    done = pull_process(bob)
+    assert done.returncode == ExitCode.UNVERIFIABLE, (done.stdout, done.stderr)
+    assert "refused" in done.stderr and "not a regular file" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert head(bob) == before and not (bob.home / "ledger" / "records" / new).exists()
+    incoming = bob.home / "objects" / "incoming"
+    assert not incoming.exists() or sum(p.stat().st_size for p in incoming.iterdir()) < 1 << 20
+
+
+def has_object(member: Member, sha: str) -> bool:
+    return subprocess.run(["git", "-C", str(member.home / "ledger"), "cat-file", "-e", sha],
+                          capture_output=True).returncode == 0
+
+
+def test_an_oversized_commit_is_refused_unread_and_removed(cli, shared, tmp_path,
+                                                           monkeypatch) -> None:
+    """Issue 23: a 100 MB commit message cost 452 MiB to refuse; a refused junk blob
+    stayed in the member's ledger/.git for good."""
+    _, bob, remote, _ = shared
+    clone = outsider_clone(remote / "ledger.git", tmp_path)
+    (clone / "junk.bin").write_bytes(__import__("os").urandom(1 << 20))
+    subprocess.run(["git", "-C", str(clone), "add", "junk.bin"], check=True)
+    subprocess.run(["git", "-C", str(clone), "commit", "-qm", "junk"], check=True)
+    junk = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD:junk.bin"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
+    act(monkeypatch, bob)
+    before = head(bob)
+    r = cli("pull")
+    assert r.exit_code == ExitCode.FAILED and "not a ledger file" in r.stderr
+    assert head(bob) == before and not has_object(bob, junk)
+    big = tmp_path / "message"
+    big.write_bytes(b"x" * (2 << 20))
+    subprocess.run(["git", "-C", str(clone), "commit", "-q", "--allow-empty", "-F", str(big)],
+                   check=True)
+    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
+    r = cli("pull")
+    assert r.exit_code == ExitCode.FAILED and "over the 1,048,576 byte cap" in r.stderr
+    assert head(bob) == before and not has_object(bob, sha) and not has_object(bob, junk)
+
+
+def test_keys_init_after_init_pin_keeps_the_team_pin(cli, team, tmp_path, monkeypatch) -> None:
+    """Issue 23: `keys init` after `init --pin` silently replaced the team's pin."""
+    alice, _ = team
+    carol = Member("carol", tmp_path / "carol" / ".registry", tmp_path / "carol" / "keys", "")
+    act(monkeypatch, carol)
+    assert cli("init", "--home", carol.home, "--pin", alice.keyid).exit_code == 0
+    pinned = (carol.home / "trust.json").read_bytes()
+    r = cli("keys", "init", "--home", carol.home)
+    assert r.exit_code == 0 and "pins root key" in r.stdout, r.stdout
+    assert (carol.home / "trust.json").read_bytes() == pinned
+    assert subprocess.run(["git", "-C", str(carol.home / "ledger"), "rev-parse", "--verify",
+                           "-q", "main"], capture_output=True).returncode != 0  # no keyring
+
+
+def test_a_trust_json_others_can_write_draws_a_warning(cli, team, monkeypatch) -> None:
+    alice, _ = team
+    act(monkeypatch, alice)
+    (alice.home / "trust.json").chmod(0o666)
+    r = cli("verify", "--all")
+    assert r.exit_code == 0 and "warning:" in r.stderr and "writable by others" in r.stderr
+    (alice.home / "trust.json").chmod(0o600)
+
+
+def test_an_odd_partial_upload_on_an_ssh_remote_breaks_nothing(cli, team, sshd, tmp_path,
+                                                              make_run, monkeypatch) -> None:
+    """Issue 23: a file `objects/tmp/x y.part` made every ssh push exit 70."""
+    alice, _ = team
+    url = sshd.url(tmp_path / "remote")
+    add_remote(cli, monkeypatch, alice, url, sshd.ssh_command, create=True)
+    (tmp_path / "remote" / "objects" / "tmp" / "x y.part").write_text("partial")
+    (tmp_path / "remote" / "objects" / "tmp" / "a\nb.part").write_text("partial")
+    seal(alice, make_run("first"))
+    r = cli("push")
+    assert r.exit_code == 0, r.stderr
+
+
+def test_a_reader_without_a_key_pulls_again_and_again(cli, shared, tmp_path, make_run,
+                                                      monkeypatch) -> None:
+    """Pulling needs no signing key: only a replay of local commits signs."""
+    alice, _, remote, ids = shared
+    reader = Member("reader", tmp_path / "reader" / ".registry", tmp_path / "reader" / "keys", "")
+    act(monkeypatch, reader)
+    assert cli("init", "--home", reader.home, "--pin", alice.keyid).exit_code == 0
+    add_remote(cli, monkeypatch, reader, str(remote), None)
+    assert cli("pull").exit_code == 0
+    act(monkeypatch, alice)
+    new = seal(alice, make_run("later"))
+    assert cli("push").exit_code == 0
+    act(monkeypatch, reader)
+    r = cli("pull", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["received"] == [new]
+    assert verify_all(cli, reader)["code"] == 0 and len(ids) == 2

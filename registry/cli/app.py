@@ -10,19 +10,36 @@ a bug: it too is one message (exit 70, never a traceback) unless `REGISTRY_DEBUG
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Annotated, Any, ClassVar
 
 import typer
 from typer.core import TyperGroup
 
 from registry import __version__
-from registry.errors import ExitCode, RegistryError
+from registry.errors import ExitCode, RegistryError, RegistryWarning
+
+
+def _shown(caught: list[warnings.WarningMessage]) -> None:
+    """A RegistryWarning is one `warning:` line on stderr; any other, Python's way."""
+    for w in caught:
+        if issubclass(w.category, RegistryWarning):
+            typer.echo(f"warning: {w.message}", err=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 class RegistryGroup(TyperGroup):
     """Turns a `RegistryError` into one message on stderr and its exit code."""
 
     def invoke(self, ctx: Any) -> Any:
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                return self._invoke(ctx)
+            finally:
+                _shown(caught)
+
+    def _invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except RegistryError as e:

@@ -43,7 +43,10 @@ def start_keyring(home: Home) -> str:
     except RegistryError:
         return "no signing key yet: registry keys init"
     if Ledger(home.ledger).head() is None:
-        genesis(home, signer)
+        try:
+            genesis(home, signer)
+        except RegistryError as e:  # a home that pinned a team's roots keeps its pin
+            return e.message
         return f"keyring v1: root and signer {signer[0][:16]} (pinned by this home)"
     try:
         ring = current_keyring(home).current
@@ -144,7 +147,7 @@ def keys_trust(
     from registry.cli.output import console
     from registry.errors import InvalidInput
     from registry.signing.keyring import Role
-    from registry.store.trust import add_key
+    from registry.store.keyring import add_key
 
     try:
         data = pem.read_bytes()
@@ -166,7 +169,7 @@ def keys_retire(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None) -> None:
     Example: registry keys retire 3f2a9c41 --reason "left the team"
     """
     from registry.cli.output import console
-    from registry.store.trust import remove_key
+    from registry.store.keyring import remove_key
 
     gone = remove_key(find(home), keyid, reason, revoke=False)
     console.print(f"retired key {gone}", highlight=False)
@@ -179,7 +182,7 @@ def keys_revoke(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None) -> None:
     Example: registry keys revoke 3f2a9c41 --reason "laptop stolen"
     """
     from registry.cli.output import console
-    from registry.store.trust import remove_key
+    from registry.store.keyring import remove_key
 
     gone = remove_key(find(home), keyid, reason, revoke=True)
     console.print(f"revoked key {gone}: its records are untrusted from now on", highlight=False)
@@ -192,7 +195,7 @@ def keys_rotate(home: HomeOpt = None) -> None:
     Example: registry keys rotate
     """
     from registry.cli.output import console
-    from registry.store.trust import rotate_key
+    from registry.store.keyring import rotate_key
 
     new = rotate_key(find(home))
     console.print(f"new default key {new}; the old key is retired", highlight=False)

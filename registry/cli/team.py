@@ -139,4 +139,6 @@ def _print(report: SyncReport, json: bool) -> None:
     if report.sent:
         lines.append(f"sent {len(report.sent)} record(s), {report.objects_out.objects} "
                      f"object(s), {report.objects_out.bytes:,} bytes")
+    lines += report.keyring
+    lines += [f"untrusted {rid[:16]}: {why}" for rid, why in report.untrusted.items()]
     console.print("\n".join(lines), highlight=False)

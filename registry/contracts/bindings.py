@@ -12,6 +12,8 @@ from pathlib import Path
 
 from registry.base.canonical import canonical_bytes
 from registry.base.model import Frozen
+from registry.base.safeload import loads_json
+from registry.base.versions import WIRE, refuse_newer
 from registry.contracts.sealed import SealedRun, load_sealed
 from registry.contracts.teacher import (
     SUITE_AXIS,
@@ -98,7 +100,9 @@ def _stored_teacher(home: Home, lane: str) -> tuple[Teacher, StoredBinding] | No
     stored = read_binding(home, lane)
     if stored is None:
         return None
-    return Teacher.model_validate_json(stored.payload), stored
+    document = loads_json(stored.payload)
+    refuse_newer(document, "schema", "registry.teacher/", 1, f"teacher binding {lane!r}")
+    return Teacher.model_validate(document, extra=WIRE), stored
 
 
 def get_teacher(home: Home, lane: str) -> Teacher | None:

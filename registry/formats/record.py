@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError
 from registry.base.canonical import canonical_bytes, sha256_hex
 from registry.base.model import Frozen
 from registry.base.safeload import loads_json
+from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NotFound, VerificationFailed
 from registry.formats.figures import Metric, Quality
 from registry.formats.identity import ResolvedIdentity
@@ -202,8 +203,13 @@ def match_id(prefix: str, candidates: list[str]) -> str:
 
 
 def parse_statement(data: bytes) -> Statement:
+    """The statement in signed bytes: fields a newer registry added are kept, a newer
+    major predicate version is refused (docs/formats.md)."""
     try:
-        return Statement.model_validate(loads_json(data))
+        document = loads_json(data)
+        refuse_newer(document, "predicateType", "https://registry.dev/serving-record/", 1,
+                     "statement")
+        return Statement.model_validate(document, extra=WIRE)
     except (ValueError, ValidationError) as e:
         first = str(e).splitlines()[0]
         raise VerificationFailed(f"statement: not a serving record ({first})") from None

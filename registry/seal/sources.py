@@ -22,7 +22,7 @@ import git
 
 from registry.base.hashing import sha256_file
 from registry.formats.record import Source
-from registry.store.git import run_git
+from registry.store.git import open_repo, run_git
 from registry.store.writer import Artifact
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -37,7 +37,7 @@ def capture(role: str, path: Path, exclude: Sequence[Path] = ()) -> tuple[Source
     if not path.exists():  # e.g. an unexpanded ${VAR}: GitPython would warn about it
         return _untracked(role, path)
     try:
-        repo = git.Repo(path, search_parent_directories=True)
+        repo = open_repo(path)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return _untracked(role, path)
     top = Path(str(repo.working_tree_dir))

@@ -16,7 +16,6 @@ from a file name or a signature's claim. Keys leave a keyring in one of two ways
 
 from __future__ import annotations
 
-import json
 import re
 from enum import StrEnum
 from functools import cached_property
@@ -24,17 +23,32 @@ from typing import Literal
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from registry.base.canonical import canonical_bytes, sha256_hex
 from registry.base.model import Frozen
-from registry.errors import RegistryError, VerificationFailed
+from registry.base.safeload import loads_json
+from registry.base.versions import WIRE, refuse_newer
+from registry.errors import NewerFormat, RegistryError
 from registry.signing import dsse
+from registry.signing.failures import (
+    KeyringConflict,
+    Malformed,
+    MissingVersion,
+    Revoked,
+    RolledBack,
+    ThresholdNotMet,
+)
 from registry.signing.keys import Signer, key_id, load_public_pem
 
 PAYLOAD_TYPE = "application/vnd.registry.keyring+json"
 FOLDER = "keyring"
 VERSION_FILE = re.compile(rf"{FOLDER}/([1-9][0-9]{{0,8}})\.json\Z")
+
+
+# A keyring version is re-signed from the one before it: fields a newer registry added
+# are kept through the edit, as TUF keeps unrecognized fields (docs/formats.md).
+OPEN = ConfigDict(frozen=True, extra="allow", populate_by_name=True)
 
 
 class Role(StrEnum):
@@ -43,6 +57,7 @@ class Role(StrEnum):
 
 
 class KeyEntry(Frozen):
+    model_config = OPEN
     public: str = Field(description="PEM (SubjectPublicKeyInfo) of an Ed25519 key")
     roles: list[Role] = Field(default_factory=list)
     name: str | None = None
@@ -59,6 +74,8 @@ class KeyEntry(Frozen):
 class Departed(Frozen):
     """A key that left the keyring, when and why."""
 
+    model_config = OPEN
+
     public: str
     version: int = Field(description="the keyring version that removed it")
     reason: str
@@ -69,6 +86,7 @@ class Departed(Frozen):
 
 
 class Keyring(Frozen):
+    model_config = OPEN
     type_: Literal["registry.keyring/v1"] = Field("registry.keyring/v1", alias="_type")
     version: int = Field(ge=1)
     threshold: int = Field(1, ge=1, description="root signatures a new version needs")
@@ -116,6 +134,37 @@ def sign_version(keyring: Keyring, signers: list[Signer]) -> bytes:
     return dsse.envelope_bytes(merged)
 
 
+def compose(theirs: Keyring, before: Keyring, after: Keyring) -> Keyring:
+    """The change from `before` to `after` (keys trusted or given roles, retired,
+    revoked; a new threshold) made again on top of `theirs`, as its next version: how
+    a keyring version made here while others pushed is replayed on theirs. A key that
+    `theirs` revoked stays revoked."""
+    version = theirs.version + 1
+    was = {k.keyid: k for k in before.keys}
+    keys = {k.keyid: k for k in theirs.keys}
+    gone = {d.keyid for d in (*theirs.retired, *theirs.revoked)}
+    for entry in after.keys:
+        if (prior := was.get(entry.keyid)) is None or prior.model_dump() != entry.model_dump():
+            if revoked := theirs.revocation(entry.keyid):
+                raise KeyringConflict(f"key {entry.keyid[:16]} was revoked on the other side "
+                                      f"({revoked.reason}); a revoked key is never trusted "
+                                      "again")
+            keys[entry.keyid] = entry
+    for keyid in was.keys() - {k.keyid for k in after.keys}:
+        keys.pop(keyid, None)
+    departed = {}
+    for field in ("retired", "revoked"):
+        old = {d.keyid for d in getattr(before, field)}
+        departed[field] = [*getattr(theirs, field), *(
+            d.model_copy(update={"version": version}) for d in getattr(after, field)
+            if d.keyid not in old and d.keyid not in gone)]
+    for d in departed["revoked"]:
+        keys.pop(d.keyid, None)
+    threshold = after.threshold if after.threshold != before.threshold else theirs.threshold
+    return theirs.model_copy(update={"version": version, "threshold": threshold,
+                                     "keys": list(keys.values()), **departed})
+
+
 class Pin(Frozen):
     """What a home trusts before reading the ledger (a version and its digest, or only
     root key ids when the home has not yet seen any version)."""
@@ -138,31 +187,48 @@ class Chain(Frozen):
 
 
 def verify_chain(files: dict[int, bytes], pin: Pin) -> Chain:
-    """Every keyring version from the pinned one up, or VerificationFailed naming the
-    first version that does not follow."""
+    """Every keyring version from the pinned one up, or a typed failure
+    (registry.signing.failures) naming the first version that does not follow."""
     if not files:
-        raise VerificationFailed("keyring: the ledger has no keyring",
-                                 hint="a ledger starts with `registry init` and a signing key")
+        raise MissingVersion("keyring: the ledger has no keyring",
+                             hint="a ledger starts with `registry init` and a signing key")
     top = max(files)
     if top < pin.version:
-        raise VerificationFailed(f"keyring: version {top} is older than version {pin.version} "
-                                 "this home already verified (rolled back)")
+        raise RolledBack(f"keyring: version {top} is older than version {pin.version} "
+                         "this home already verified (rolled back)")
     missing = [v for v in range(1, top + 1) if v not in files]
     if missing:
-        raise VerificationFailed(f"keyring: version {missing[0]} is missing")
+        raise MissingVersion(f"keyring: version {missing[0]} is missing")
     versions: dict[int, Keyring] = {}
     digests = {v: sha256_hex(data) for v, data in files.items()}
     if pin.version and digests[pin.version] != pin.sha256:
-        raise VerificationFailed(f"keyring: version {pin.version} is not the one this home "
-                                 "verified (its bytes changed)")
+        raise RolledBack(f"keyring: version {pin.version} is not the one this home "
+                         "verified (its bytes changed)")
     previous: Keyring | None = None
     for version in range(1, top + 1):
         keyring = _parse(files[version], version)
         versions[version] = keyring
         if version > pin.version:
             _check_signed(files[version], keyring, previous, pin)
+        if previous is not None:
+            _revocations_kept(keyring, previous)
         previous = keyring
     return Chain(versions=versions, digests=digests)
+
+
+def _revocations_kept(keyring: Keyring, previous: Keyring) -> None:
+    """A revoked key stays revoked in every later version: still listed, never a key
+    again (a root that could undo a revocation would make it mean nothing)."""
+    where = file_name(keyring.version)
+    listed = {d.keyid for d in keyring.revoked}
+    for gone in previous.revoked:
+        if gone.keyid not in listed:
+            raise Revoked(f"keyring: {where} drops the revocation of key {gone.keyid[:16]} "
+                          f"(revoked in version {gone.version}: {gone.reason}); a revoked key "
+                          "is never trusted again")
+    back = [k.keyid for k in keyring.keys if k.keyid in listed]
+    if back:
+        raise Revoked(f"keyring: {where} trusts key {back[0][:16]}, which it lists as revoked")
 
 
 def _parse(data: bytes, version: int) -> Keyring:
@@ -170,17 +236,21 @@ def _parse(data: bytes, version: int) -> Keyring:
     try:
         envelope = dsse.parse_envelope(data)
         if envelope.payloadType != PAYLOAD_TYPE:
-            raise VerificationFailed(f"payload type {envelope.payloadType!r}")
+            raise Malformed(f"payload type {envelope.payloadType!r}")
         payload = envelope.payload_bytes()
-        keyring = Keyring.model_validate(json.loads(payload))
+        document = loads_json(payload)
+        refuse_newer(document, "_type", "registry.keyring/", 1, where)
+        keyring = Keyring.model_validate(document, extra=WIRE)
         _ = [k.keyid for k in keyring.keys]  # every key must load
         _ = [d.keyid for d in (*keyring.retired, *keyring.revoked)]
+    except NewerFormat:
+        raise
     except (RegistryError, ValueError, ValidationError) as e:  # a bad PEM is a RegistryError
-        raise VerificationFailed(f"keyring: {where} is not a keyring ({_first(e)})") from None
-    if keyring_bytes(keyring) != payload:
-        raise VerificationFailed(f"keyring: {where} is not in canonical form")
+        raise Malformed(f"keyring: {where} is not a keyring ({_first(e)})") from None
+    if canonical_bytes(document) != payload:  # the document's, extra fields included
+        raise Malformed(f"keyring: {where} is not in canonical form")
     if keyring.version != version:
-        raise VerificationFailed(f"keyring: {where} says it is version {keyring.version}")
+        raise Malformed(f"keyring: {where} says it is version {keyring.version}")
     return keyring
 
 
@@ -195,7 +265,7 @@ def _check_signed(data: bytes, keyring: Keyring, previous: Keyring | None, pin: 
     for keys, threshold, whose in needed:
         valid = sum(_valid(key, data) for key in keys.values())
         if valid < threshold:
-            raise VerificationFailed(f"keyring: {where} is signed by {valid} of {whose}, "
+            raise ThresholdNotMet(f"keyring: {where} is signed by {valid} of {whose}, "
                                      f"needs {threshold}")
 
 

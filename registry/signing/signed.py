@@ -20,6 +20,7 @@ from registry.base.canonical import sha256_hex
 from registry.base.model import Frozen
 from registry.errors import RegistryError, Unverifiable, VerificationFailed
 from registry.signing import dsse
+from registry.signing.failures import Kind
 from registry.signing.keyring import Keyring
 
 
@@ -34,6 +35,7 @@ class SignatureCheck(Frozen):
     signer: str | None = None  # only when verified
     detail: str | None = None
     part: str = "signature"  # or "statement": which file is wrong
+    kind: Kind | None = None  # why it is not verified (registry.signing.failures)
 
     @property
     def ok(self) -> bool:
@@ -69,12 +71,12 @@ def check_signed(payload: bytes | None, envelope: bytes | None, *, expected_id: 
     for keyid, key in sorted(candidates.items(), key=lambda kv: kv[0] not in claimed):
         if any(_verifies(key, s.sig, message) for s in parsed.signatures):
             if revoked := keyring.revocation(keyid):
-                return SignatureCheck(trust=Trust.untrusted,
+                return SignatureCheck(trust=Trust.untrusted, kind=Kind.revoked,
                                       detail=f"signed by revoked key {keyid[:16]} "
                                              f"({revoked.reason})")
             return SignatureCheck(trust=Trust.verified, signer=keyid)
     names = ", ".join(sorted(k[:16] for k in claimed))
-    return SignatureCheck(trust=Trust.untrusted,
+    return SignatureCheck(trust=Trust.untrusted, kind=Kind.unknown_key,
                           detail=f"no signature by a key this home trusts (claims {names})")
 
 
@@ -93,4 +95,4 @@ def _key(pem: str) -> Ed25519PublicKey:
 
 
 def _invalid(detail: str, part: str = "signature") -> SignatureCheck:
-    return SignatureCheck(trust=Trust.invalid, detail=detail, part=part)
+    return SignatureCheck(trust=Trust.invalid, detail=detail, part=part, kind=Kind.malformed)

@@ -6,6 +6,18 @@ global configuration, hooks pointed at nothing, no fsmonitor, no automatic gc, a
 blobs written with `--no-filters`, so no clean/smudge filter, hook or monitor command
 planted in the repository ever runs. Only plumbing is used for writing; nothing
 touches the user's index or working tree settings.
+
+A remote's git runs on the other side of a push or a fetch: for a folder remote git
+starts `receive-pack` / `upload-pack` in that folder without passing our `-c` options
+on, and over ssh under the remote's own configuration. `REMOTE_RECEIVE_PACK` and
+`REMOTE_UPLOAD_PACK` are the commands to start there instead: the same switches on
+their own command line, where the remote repository's config cannot override them
+(command-line config wins), so no hook (`pre-receive`, `update`, `post-receive`,
+`reference-transaction`, ...), `core.hooksPath` or `core.alternateRefsCommand` planted
+in a remote runs as the member.
+
+GitPython (used to read a source tree's branch and remote at seal time) is opened
+through `open_repo`, with the same configuration and environment.
 """
 
 from __future__ import annotations
@@ -14,6 +26,7 @@ import os
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from registry.errors import InvalidInput
 
@@ -22,6 +35,12 @@ SAFE_CONFIG = (
     "core.sshCommand=false", "gc.auto=0", "maintenance.auto=false", "core.autocrlf=false",
     "core.symlinks=false", "commit.gpgsign=false", "protocol.file.allow=always",
 )
+# What a remote's receive-pack / upload-pack runs under: no hooks, no command from the
+# remote's config (true prints no refs: alternates are not advertised), no gc.
+# (uploadpack.packObjectsHook is read only from protected config, never a repository's.)
+REMOTE_CONFIG = (*SAFE_CONFIG, "core.alternateRefsCommand=true", "receive.autogc=false")
+REMOTE_RECEIVE_PACK = " ".join(["git", *(f"-c {c}" for c in REMOTE_CONFIG), "receive-pack"])
+REMOTE_UPLOAD_PACK = " ".join(["git", *(f"-c {c}" for c in REMOTE_CONFIG), "upload-pack"])
 IDENTITY = {"GIT_AUTHOR_NAME": "registry", "GIT_AUTHOR_EMAIL": "registry@localhost",
             "GIT_COMMITTER_NAME": "registry", "GIT_COMMITTER_EMAIL": "registry@localhost"}
 
@@ -53,8 +72,46 @@ def run_git(repo: Path, *args: str, input: bytes | None = None,
     return done.stdout
 
 
+def try_git(repo: Path, *args: str, env: Mapping[str, str] | None = None,
+            timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+    """One git command on `repo`, its exit status left to the caller (a fetch that finds
+    no branch, a push the remote refuses, `merge-base --is-ancestor`)."""
+    return subprocess.run(git_args(repo, *args), capture_output=True, env=git_env(env),
+                          timeout=timeout)
+
+
+def open_repo(path: Path) -> Any:
+    """A GitPython `Repo` of the tree at (or above) `path`, whose every git call runs
+    with SAFE_CONFIG and the environment above; raises GitPython's own errors."""
+    import git  # GitPython: only seal reads a source tree; read commands never load it
+
+    repo = git.Repo(path, search_parent_directories=True)
+    repo.git.update_environment(**{k: v for k, v in git_env().items()
+                                   if k.startswith(("GIT_", "LC_"))})
+    repo.git.set_persistent_git_options(c=list(SAFE_CONFIG))
+    return repo
+
+
 def git_text(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
     return run_git(repo, *args, env=env).decode("utf-8", errors="surrogateescape")
+
+
+def object_sizes(repo: Path, tip: str, exclude: str | None = None) -> dict[str, tuple[str, int]]:
+    """sha -> (type, size) of every object reachable from `tip` and not from `exclude`,
+    read without reading any object's content (`rev-list --objects`, then `cat-file
+    --batch-check`): how a pull bounds its work before it parses anything."""
+    listed = run_git(repo, "rev-list", "--objects", tip, *(["--not", exclude] if exclude else []))
+    shas = [line.split(b" ", 1)[0].decode() for line in listed.splitlines() if line]
+    if not shas:
+        return {}
+    out = run_git(repo, "cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)",
+                  input="".join(f"{s}\n" for s in shas).encode())
+    found: dict[str, tuple[str, int]] = {}
+    for line in out.decode(errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2].isdigit():
+            found[parts[0]] = (parts[1], int(parts[2]))
+    return found
 
 
 def read_objects(repo: Path, shas: Iterable[str]) -> dict[str, tuple[str, bytes]]:

@@ -99,6 +99,10 @@ class Ledger:
         text = signed_message(message, tree, parents, person, signer)
         return self._write_object("commit", commit_bytes(tree, parents, person, text))
 
+    def write_blob(self, data: bytes) -> str:
+        """A blob written as a loose object (no ref moves); its id."""
+        return self._write_object("blob", data)
+
     def _write_object(self, kind: str, data: bytes) -> str:
         """A loose git object written directly (zlib, temp file, rename): no process,
         and no filter can touch the bytes."""
@@ -137,6 +141,30 @@ class Ledger:
             meta, _, path = entry.partition(b"\t")
             out[path.decode("utf-8", errors="surrogateescape")] = meta.split()[2].decode()
         return out
+
+    def materialize(self, old: str | None, new: str) -> None:
+        """The working tree and index to `new` from `old` (None: every file): files
+        written from their blobs (no checkout, so no filter or attribute of the
+        repository runs)."""
+        args = ["diff-tree", "-r", "-z", "--no-renames", old, new] if old else \
+            ["ls-tree", "-r", "-z", new]
+        out = run_git(self.path, *args)
+        wanted: dict[str, str] = {}
+        tokens = out.split(b"\0")
+        if old:
+            for meta, path in zip(tokens[0::2], tokens[1::2], strict=False):
+                parts = meta.decode().split()
+                if len(parts) == 5 and parts[4] in ("A", "M"):
+                    wanted[path.decode("utf-8", "surrogateescape")] = parts[3]
+        else:
+            for entry in filter(None, tokens):
+                meta, _, path = entry.partition(b"\t")
+                wanted[path.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
+        blobs = self.blobs(list(wanted.values()))
+        for name, blob in wanted.items():
+            (self.path / name).parent.mkdir(parents=True, exist_ok=True)
+            write_bytes(self.path / name, blobs[blob])
+        run_git(self.path, "read-tree", BRANCH)
 
     def record_ids(self, ref: str = BRANCH) -> list[str]:
         return sorted({p.split("/")[1] for p in self.tree_files(RECORDS, ref)

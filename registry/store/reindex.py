@@ -10,16 +10,14 @@ are skipped and reported (`registry verify` names what is wrong with them).
 from __future__ import annotations
 
 from registry.base.model import Frozen
-from registry.errors import RegistryError, VerificationFailed
-from registry.formats.record import parse_statement
-from registry.signing.keyring import Role, verify_chain
-from registry.signing.signed import check_signed
+from registry.errors import VerificationFailed
+from registry.signing.keyring import verify_chain
+from registry.store.entries import verified_entries
 from registry.store.history import check_history
 from registry.store.home import Home
-from registry.store.index import entry_rows, open_index
-from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger
-from registry.store.lock import exclusive
+from registry.store.index import open_index
 from registry.store.teachers import index_bindings
+from registry.store.transaction import transaction
 from registry.store.trust import advance, keyring_files, load_state
 
 
@@ -30,9 +28,7 @@ class ReindexReport(Frozen):
 
 def reindex(home: Home) -> ReindexReport:
     index = open_index(home)
-    with exclusive(home.lock_file):
-        ledger = Ledger(home.ledger)
-        ledger.recover()
+    with transaction(home) as ledger:
         state = load_state(home)
         chain = verify_chain(keyring_files(ledger), state.pin)
         history = check_history(ledger, chain, state.head)
@@ -43,25 +39,7 @@ def reindex(home: Home) -> ReindexReport:
                                      + (f" (and {more} more)" if more > 0 else ""),
                                      hint="registry verify --all shows every problem; "
                                           "the index is not rebuilt from it")
-        tree = ledger.tree_files(RECORDS)
-        blobs = ledger.blobs(list(tree.values()))
-        entries, skipped = [], {}
-        for rid in ledger.record_ids():
-            statement, envelope = (blobs.get(tree.get(f"{RECORDS}/{rid}/{name}", ""))
-                                   for name in (STATEMENT, ENVELOPE))
-            ring = chain.versions.get(history.keyring_at.get(rid) or 0)
-            check = check_signed(statement, envelope, expected_id=rid, keyring=chain.current,
-                                 keys=ring.with_role(Role.signer) if ring else {})
-            if not check.ok or statement is None:
-                skipped[rid] = check.detail or check.trust.value
-                continue
-            try:
-                rows = entry_rows(rid, parse_statement(statement), check.signer)
-            except RegistryError as e:
-                skipped[rid] = e.message
-                continue
-            rows["records"][0]["ledger_commit"] = history.added[rid]
-            entries.append(rows)
+        entries, skipped = verified_entries(ledger, chain, history, ledger.record_ids())
         index.rebuild(entries)
         advance(home, state, chain, head=history.head)
     index_bindings(home)

@@ -26,7 +26,6 @@ from registry.signing import dsse
 from registry.signing.keys import Signer
 from registry.store.home import Home
 from registry.store.ledger import Ledger
-from registry.store.lock import exclusive
 
 if TYPE_CHECKING:
     from registry.signing.keyring import Keyring
@@ -92,17 +91,12 @@ def path_of(lane: str) -> str:
 def save_binding(home: Home, lane: str, payload: bytes, message: str,
                  signer: Signer) -> StoredBinding:
     """Sign and commit a lane's binding under the home lock, then index it."""
-    from registry.store.trust import appended
+    from registry.store.transaction import transaction
 
     keyid, key = signer
     envelope = dsse.envelope_bytes(dsse.sign(payload, keyid, key, PAYLOAD_TYPE))
-    with exclusive(home.lock_file):
-        ledger = Ledger(home.ledger)
-        ledger.recover()
-        before = ledger.head()
-        commit = ledger.commit_file(path_of(lane), envelope, message, signer)
-        if commit is not None:
-            appended(home, before, commit)
+    with transaction(home) as ledger:
+        ledger.commit_file(path_of(lane), envelope, message, signer)
         stored = StoredBinding(lane=lane, sha256=sha256_hex(payload),
                                ledger_commit=ledger.last_commit(path_of(lane)), signer=keyid,
                                payload=payload)

@@ -88,7 +88,13 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
     """Verify the ledger and one record (by id or unambiguous prefix) or, with None,
     every record."""
     from registry.signing.keyring import verify_chain
-    from registry.store.trust import advance, keyring_files, load_state
+    from registry.store.journal import pending
+    from registry.store.transaction import transaction
+    from registry.store.trust import keyring_files, load_state, remember
+
+    if pending(Ledger(home.ledger)) is not None:  # a pull was killed half way: finish it
+        with transaction(home):
+            pass
 
     ledger = Ledger(home.ledger)
     state = load_state(home)
@@ -116,7 +122,7 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
     checks = [_check(ctx, rid) for rid in wanted]
     if prefix is None and ctx.index is not None:
         checks += [_absent(rid) for rid in sorted(set(ctx.index) - set(ids))]
-    advance(home, state, chain, head=None if history.problems else history.head)
+    remember(home, state, chain, head=None if history.problems else history.head)
     good, bad = _attestations(home)
     return VerifyReport(head=history.head, keyring_version=max(chain.versions),
                         ledger=ledger_problems, records=checks, verifications=good,

@@ -8,7 +8,8 @@ shown and is settled against the ledger by the next writer, and an uncommitted
 ledger folder is cleared by `Ledger.recover`.
 
 `REGISTRY_TEST_CRASH_AT=objects|index|ledger` makes the process exit right after
-that step: a fault-injection point for the reliability tests, inert otherwise.
+that step: a fault-injection point for the reliability tests, inert otherwise (pull
+and push have their own points: registry/team/sync.py, `CRASH_POINTS`).
 """
 
 from __future__ import annotations
@@ -39,9 +40,8 @@ from registry.signing.keys import signing_key
 from registry.store.home import Home
 from registry.store.index import Index, entry_rows, open_index
 from registry.store.ledger import STATEMENT, Ledger, adding_commit
-from registry.store.lock import exclusive
 from registry.store.objects import ObjectStore
-from registry.store.trust import appended
+from registry.store.transaction import transaction
 
 CRASH_ENV = "REGISTRY_TEST_CRASH_AT"
 
@@ -73,17 +73,15 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
                  signer: Signer | None = None, progress: Progress | None = None) -> SealedRecord:
     """Store, sign, index and commit one record; `progress` gets bytes hashed."""
     keyid, key = ready_signer(home, signer)
-    ledger = Ledger(home.ledger)
     subjects, size = _store(ObjectStore(home.objects), artifacts, progress)
-    _crash_point("objects")
+    crash_point("objects")
     statement = Statement(subject=subjects, predicate=predicate)
     data = statement_bytes(statement)
     rid = record_id(data)
     envelope = dsse.envelope_bytes(dsse.sign(data, keyid, key))
     summary = summary_line(predicate)
     index = open_index(home)
-    with exclusive(home.lock_file):
-        ledger.recover()
+    with transaction(home) as ledger:
         index.create()
         settle(index, ledger)
         commit = sealing_commit(ledger, rid)
@@ -91,12 +89,10 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
             # rows from the signed bytes read back, as every reader derives them (a float
             # 2.0 is `2` in canonical JSON and comes back an int)
             index.add(entry_rows(rid, parse_statement(data), keyid))
-            _crash_point("index")
-            before = ledger.head()
+            crash_point("index")
             commit = ledger.commit_record(rid, data, envelope, f"{rid}\n\n{summary}",
                                           (keyid, key))
-            appended(home, before, commit)
-            _crash_point("ledger")
+            crash_point("ledger")
             index.mark_committed(rid, commit)
     return SealedRecord(id=rid, ledger_commit=commit, summary=summary, signer=keyid,
                         artifacts=len(subjects), bytes=size,
@@ -157,12 +153,12 @@ def settle(index: Index, ledger: Ledger) -> None:
 
 def settle_pending(home: Home, index: Index) -> None:
     """Settle before reading when a seal crashed (rare; waits for a seal in progress)."""
-    with exclusive(home.lock_file):
-        ledger = Ledger(home.ledger)
-        ledger.recover()
+    with transaction(home) as ledger:
         settle(index, ledger)
 
 
-def _crash_point(step: str) -> None:
+def crash_point(step: str) -> None:
+    """Exit at once (as kill -9 would leave things) when the fault-injection
+    variable names this step."""
     if os.environ.get(CRASH_ENV) == step:
         os._exit(86)

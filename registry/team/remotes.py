@@ -79,10 +79,10 @@ def parse_url(url: str) -> Location:
     """A remote URL, refused unless it is ssh://, file:// or an absolute path (no other
     transport: git's `ext::` would run a command)."""
     if url.startswith("/"):
-        return Location(path=str(PurePosixPath(url)))
+        return Location(path=_local(url))
     parts = urlsplit(url)
     if parts.scheme == "file" and parts.netloc in ("", "localhost") and parts.path.startswith("/"):
-        return Location(path=str(PurePosixPath(parts.path)))
+        return Location(path=_local(parts.path))
     if parts.scheme == "ssh" and parts.hostname and parts.path.startswith("/"):
         try:
             port = parts.port
@@ -98,6 +98,15 @@ def parse_url(url: str) -> Location:
                         user=parts.username, port=port)
     raise InvalidInput(f"{url!r}: a remote is ssh://[user@]host[:port]/path, file:///path or "
                        "an absolute path")
+
+
+def _local(path: str) -> str:
+    """A local remote's folder, refused when it holds `..` (docs/team.md): a URL names
+    one folder, not a walk out of another."""
+    if ".." in PurePosixPath(path).parts or "\n" in path or "\0" in path:
+        raise InvalidInput(f"{path!r}: a remote path may not contain '..' or newlines",
+                           hint="give the folder's absolute path")
+    return str(PurePosixPath(path))
 
 
 def path_of(home: Home) -> Path:

@@ -25,32 +25,53 @@ from __future__ import annotations
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import Field
 
-from registry.base.files import write_bytes
+from registry.base.canonical import sha256_hex
 from registry.base.model import Frozen
 from registry.base.safeload import loads_json
-from registry.errors import Refused, RegistryError, Unverifiable, VerificationFailed
-from registry.formats.record import parse_statement
+from registry.errors import RegistryError, Unverifiable
 from registry.signing.commits import parse_commit
-from registry.signing.keyring import Chain, Role, verify_chain
+from registry.signing.failures import KeyringConflict, Malformed, RolledBack, Unrelated
+from registry.signing.keyring import (
+    VERSION_FILE,
+    Chain,
+    Keyring,
+    Pin,
+    compose,
+    file_name,
+    sign_version,
+    verify_chain,
+)
 from registry.signing.keys import Signer
-from registry.signing.signed import SignatureCheck, check_signed
-from registry.store.git import git_args, git_env, read_objects, run_git
-from registry.store.history import History, check_history
+from registry.store import journal
+from registry.store.git import (
+    REMOTE_RECEIVE_PACK,
+    REMOTE_UPLOAD_PACK,
+    read_objects,
+    run_git,
+    try_git,
+)
+from registry.store.history import oversized, read_commits
 from registry.store.home import Home
 from registry.store.index import entry_rows, open_index
 from registry.store.ledger import BRANCH, ENVELOPE, RECORDS, STATEMENT, Ledger
-from registry.store.lock import exclusive
 from registry.store.objects import ObjectStore
+from registry.store.transaction import transaction
 from registry.store.trust import TrustState, advance, keyring_files, load_state, save_state
+from registry.team.incoming import PullRefused, RecordBytes, Trusted, verify_incoming
 from registry.team.remotes import LEDGER, OBJECTS, Remote
-from registry.team.transfer import TransferReport, object_remote
+from registry.team.transfer import TIMEOUT_ENV, TransferReport, object_remote, remote_timeout
 
 QUARANTINE = "refs/registry/incoming"
+CRASH_POINTS = ("pull-fetched", "pull-objects", "pull-replayed", "pull-journal", "pull-branch",
+                "pull-tree", "pull-index", "pull-state", "push-objects", "push-sent")
+"""Every write point of pull and push, in order (REGISTRY_TEST_CRASH_AT=POINT exits
+there: tests/test_team_crash.py kills each in turn)."""
 PROTOCOLS = ("-c", "protocol.allow=never", "-c", "protocol.ssh.allow=always",
              "-c", "protocol.file.allow=always")
 ATTEMPTS = 5
@@ -66,34 +87,21 @@ class SyncReport(Frozen):
     sent: list[str] = Field(default_factory=list, description="records the remote got (push)")
     objects_in: TransferReport = Field(default_factory=TransferReport)
     objects_out: TransferReport = Field(default_factory=TransferReport)
-
-
-class PullRefused(VerificationFailed):
-    """The remote's ledger does not verify: nothing of it was applied."""
-
-    def __init__(self, remote: str, problems: list[str]) -> None:
-        shown = "\n  ".join(problems[:20])
-        more = f"\n  (and {len(problems) - 20} more)" if len(problems) > 20 else ""
-        super().__init__(f"refused: remote {remote!r} does not verify; nothing was applied:\n"
-                         f"  {shown}{more}",
-                         hint="the remote was rewritten or tampered with: tell its owner; "
-                              "your ledger is unchanged")
-        self.problems = problems
+    keyring: list[str] = Field(default_factory=list,
+                               description="keyring versions made here, made again on top")
+    untrusted: dict[str, str] = Field(default_factory=dict,
+                                      description="records pulled but not trusted: why")
 
 
 def pull(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport:
-    with exclusive(home.lock_file):
-        ledger = Ledger(home.ledger)
-        ledger.recover()
+    with transaction(home) as ledger, _discarding(ledger):
         before = ledger.head()
         incoming = fetch(ledger, remote)
         return _integrate(home, ledger, remote, incoming, before, signer)
 
 
 def push(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport:
-    with exclusive(home.lock_file):
-        ledger = Ledger(home.ledger)
-        ledger.recover()
+    with transaction(home) as ledger, _discarding(ledger):
         before = ledger.head()
         for _ in range(ATTEMPTS):
             incoming = fetch(ledger, remote)
@@ -103,30 +111,62 @@ def push(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport
                 return report
             sent = sorted(set(ledger.record_ids()) - set(_ids_at(ledger, incoming)))
             objects = _send_objects(home, ledger, remote, sent)
+            crash_point("push-objects")
             if _git_push(ledger, remote, head):
+                crash_point("push-sent")
                 _remember(home, remote, head)
                 return report.model_copy(update={"sent": sent, "objects_out": objects})
         raise Unverifiable(f"remote {remote.name!r} kept moving: {ATTEMPTS} pushes refused",
                            hint="others are pushing right now: run registry push again")
 
 
+@contextmanager
+def _discarding(ledger: Ledger) -> Iterator[None]:
+    """On a refusal, what the refused fetch (and any replay) wrote into the ledger's
+    git folder is removed: the quarantine ref, the packs it received and every loose
+    object nothing reachable names. Nothing a refused remote sent stays."""
+    packs = _packs(ledger)
+    try:
+        yield
+    except RegistryError:
+        try_git(ledger.path, "update-ref", "-d", QUARANTINE)
+        for path in _packs(ledger) - packs:
+            for suffix in (".pack", ".idx", ".rev", ".keep", ".promisor", ".bitmap"):
+                path.with_suffix(suffix).unlink(missing_ok=True)
+        try_git(ledger.path, "prune", "--expire=now")
+        raise
+
+
+def _packs(ledger: Ledger) -> set[Path]:
+    return set((ledger.path / ".git" / "objects" / "pack").glob("*.pack"))
+
+
 def fetch(ledger: Ledger, remote: Remote) -> str | None:
     """The remote's head, fetched into the quarantine ref; None for an empty remote."""
     run_git(ledger.path, "update-ref", "-d", QUARANTINE)
     done = _git(ledger, remote, "fetch", "-q", "--no-tags", "--no-write-fetch-head",
-                remote.location.ledger_url(), f"+{BRANCH}:{QUARANTINE}")
+                f"--upload-pack={REMOTE_UPLOAD_PACK}", remote.location.ledger_url(),
+                f"+{BRANCH}:{QUARANTINE}")
     if done.returncode != 0:
         why = done.stderr.decode(errors="replace")
         if "couldn't find remote ref" in why:
             return None
         raise Unverifiable(f"remote {remote.name!r}: git fetch failed ({_last(why)})",
                            hint="check the URL and --ssh-command: registry remote list")
+    crash_point("pull-fetched")
     return run_git(ledger.path, "rev-parse", "--verify", QUARANTINE).decode().strip()
 
 
 def _git(ledger: Ledger, remote: Remote, *args: str) -> subprocess.CompletedProcess[bytes]:
-    env = git_env({"GIT_SSH_COMMAND": remote.ssh_command})
-    return subprocess.run(git_args(ledger.path, *PROTOCOLS, *args), capture_output=True, env=env)
+    """A git fetch or push to the remote, within the remote timeout (the caller holds
+    the home lock: a remote that never answers must not keep it)."""
+    try:
+        return try_git(ledger.path, *PROTOCOLS, *args, timeout=remote_timeout(),
+                       env={"GIT_SSH_COMMAND": remote.ssh_command})
+    except subprocess.TimeoutExpired:
+        raise Unverifiable(f"remote {remote.name!r}: git {args[0]} timed out after "
+                           f"{remote_timeout():.0f} s", hint=f"{TIMEOUT_ENV} sets the limit; "
+                           "nothing was applied") from None
 
 
 def _last(text: str) -> str:
@@ -136,7 +176,8 @@ def _last(text: str) -> str:
 
 def _git_push(ledger: Ledger, remote: Remote, head: str) -> bool:
     """Push `head` as the remote's branch, never forced; False when the remote moved."""
-    done = _git(ledger, remote, "push", "-q", "--no-verify", remote.location.ledger_url(),
+    done = _git(ledger, remote, "push", "-q", "--no-verify",
+                f"--receive-pack={REMOTE_RECEIVE_PACK}", remote.location.ledger_url(),
                 f"{head}:{BRANCH}")
     if done.returncode == 0:
         return True
@@ -148,9 +189,7 @@ def _git_push(ledger: Ledger, remote: Remote, head: str) -> bool:
 
 
 def _is_ancestor(ledger: Ledger, a: str, b: str) -> bool:
-    done = subprocess.run(git_args(ledger.path, "merge-base", "--is-ancestor", a, b),
-                          capture_output=True, env=git_env())
-    return done.returncode == 0
+    return try_git(ledger.path, "merge-base", "--is-ancestor", a, b).returncode == 0
 
 
 def _ids_at(ledger: Ledger, ref: str | None) -> list[str]:
@@ -165,7 +204,8 @@ def _remember(home: Home, remote: Remote, head: str) -> None:
 def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
                before: str | None, signer: Signer | None) -> SyncReport:
     """Verify the remote's head and make the local branch contain it (replaying local
-    commits on top); a no-op when the local branch already contains it."""
+    commits on top); a no-op when the local branch already contains it. Everything is
+    verified and parsed (registry.team.incoming) before the branch moves."""
     report = SyncReport(remote=remote.name, before=before, after=ledger.head())
     local = ledger.head()
     _no_rollback(home, ledger, remote, incoming)
@@ -173,34 +213,82 @@ def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
         if incoming is not None:
             _remember(home, remote, incoming)
         return report
+    too_big = oversized(ledger, incoming, local)
+    if too_big:
+        raise PullRefused(remote.name, [p.failure() for p in too_big])
     state = load_state(home)
-    chain, history = _verified(ledger, remote, state, incoming)
-    base = _fork_point(ledger, remote, local, incoming)
+    pin = _pin_for(ledger, state, incoming)
     ours = set(_ids_at(ledger, local))
-    new = sorted(set(history.added) - ours)
-    files = _record_files(ledger, incoming, new)
-    problems = [f"record {rid[:16]}: {check.detail or check.trust.value}"
-                for rid in new if not (check := _check(chain, history, rid, files)).ok]
-    if problems:
-        raise PullRefused(remote.name, problems)
-    objects = _fetch_objects(home, remote, [files[rid][0] for rid in new])
-    replayed: list[str] = []
-    head = incoming
-    if local is not None and base != local:
-        head, replayed = _replay(ledger, incoming, _commits(ledger, base, local),
-                                 signer or _signer(home))
-        chain, history = _verified(ledger, remote, state, head)
-        lost = ours - set(history.added)
+    trusted = _trusted(ledger, remote, pin, state, incoming, lambda ids: sorted(set(ids) - ours))
+    new, untrusted = sorted(trusted.records), trusted.untrusted
+    objects = _fetch_objects(home, remote, [r.digests for r in trusted.records.values()])
+    crash_point("pull-objects")
+    replay: Replay | None = None
+    base = _fork_point(ledger, remote, local, incoming)
+    if local is not None and base != local:  # only a replay signs: a reader needs no key
+        replay = Replay(ledger=ledger, pin=pin, signer=signer or _signer(home),
+                        local=_local_chain(ledger, state))
+        head = replay.run(incoming, _commits(ledger, base, local))
+        crash_point("pull-replayed")
+        applying = {*new, *replay.records}
+        trusted = _trusted(ledger, remote, pin, state, head, lambda ids: sorted(applying))
+        lost = ours - set(trusted.history.added)
         if lost:  # a replay keeps every record: anything else is a bug, not applied
-            raise PullRefused(remote.name, [f"record {r[:16]} would be lost" for r in lost])
-    run_git(ledger.path, "update-ref", BRANCH, head, local or "0" * 40)
-    _checkout(ledger, local, head)
-    _index(home, ledger, chain, history, [*new, *replayed])
-    new_state = advance(home, state, chain, head=head)
+            raise PullRefused(remote.name, [Malformed(f"record {r[:16]} would be lost")
+                                            for r in sorted(lost)])
+    _apply(home, ledger, remote, trusted, state, local, incoming)
+    return report.model_copy(update={
+        "after": trusted.head, "received": [r for r in new if r in trusted.records],
+        "replayed": replay.records if replay else [], "objects_in": objects,
+        "keyring": replay.keyring if replay else [],
+        "untrusted": {**untrusted, **trusted.untrusted}})
+
+
+def _pin_for(ledger: Ledger, state: TrustState, ref: str) -> Pin:
+    """The pin a remote's keyring is verified from: this home's; or, when the remote
+    lacks versions this home made since it last pushed there (to be replayed on top
+    of the remote's), this home's own verified version where the two last agree. A
+    remote whose keyring went back is still caught: its history would not descend
+    from the head this home last verified there."""
+    theirs = {v: sha256_hex(data) for v, data in keyring_files(ledger, ref).items()}
+    local = _local_chain(ledger, state)
+    if local is None or theirs.get(state.pin.version) == state.pin.sha256:
+        return state.pin
+    shared = 0
+    while shared + 1 in theirs and theirs[shared + 1] == local.digests.get(shared + 1):
+        shared += 1
+    ring = local.versions.get(shared)
+    if ring is None:
+        return state.pin
+    return Pin(roots=sorted(ring.roots), threshold=ring.threshold, version=shared,
+               sha256=local.digests[shared])
+
+
+def _local_chain(ledger: Ledger, state: TrustState) -> Chain | None:
+    if ledger.head() is None:
+        return None
+    return verify_chain(keyring_files(ledger), state.pin)
+
+
+def _apply(home: Home, ledger: Ledger, remote: Remote, trusted: Trusted, state: TrustState,
+           local: str | None, incoming: str) -> None:
+    """Move the branch to a verified head, then the working tree, the index and
+    trust.json; a journal written first lets the next command finish it if this
+    process dies anywhere in between (registry/store/journal.py)."""
+    journal.begin(ledger, journal.Journal(before=local, after=trusted.head, remote=remote.name,
+                                          remote_head=incoming))
+    crash_point("pull-journal")
+    run_git(ledger.path, "update-ref", BRANCH, trusted.head, local or "0" * 40)
+    crash_point("pull-branch")
+    ledger.materialize(local, trusted.head)
+    crash_point("pull-tree")
+    _index(home, trusted)
+    crash_point("pull-index")
+    new_state = advance(home, state, trusted.chain, head=trusted.head)
     save_state(home, new_state.model_copy(update={"remotes": {**new_state.remotes,
                                                               remote.name: incoming}}))
-    return report.model_copy(update={"after": head, "received": new, "replayed": replayed,
-                                     "objects_in": objects})
+    crash_point("pull-state")
+    journal.end(ledger)
 
 
 def _no_rollback(home: Home, ledger: Ledger, remote: Remote, incoming: str | None) -> None:
@@ -211,66 +299,41 @@ def _no_rollback(home: Home, ledger: Ledger, remote: Remote, incoming: str | Non
         return
     if incoming is None or not _is_ancestor(ledger, seen, incoming):
         now = incoming[:12] if incoming else "no branch at all"
-        raise PullRefused(remote.name, [
+        raise PullRefused(remote.name, [RolledBack(
             f"history was rewritten: the remote's head is {now}, which does not descend from "
-            f"{seen[:12]}, the remote head this home last verified (commits were removed)"])
+            f"{seen[:12]}, the remote head this home last verified (commits were removed)")])
 
 
-def _verified(ledger: Ledger, remote: Remote, state: TrustState,
-              ref: str) -> tuple[Chain, History]:
-    """The keyring and history at `ref`, refused unless both verify from this home's pin
-    and the remote's last verified head."""
-    try:
-        chain = verify_chain(keyring_files(ledger, ref), state.pin)
-    except RegistryError as e:
-        raise PullRefused(remote.name, [f"keyring: {e.message}"]) from None
-    history = check_history(ledger, chain, state.remotes.get(remote.name), ref=ref)
-    if history.problems:
-        raise PullRefused(remote.name, [p.detail for p in history.problems])
-    return chain, history
+def _trusted(ledger: Ledger, remote: Remote, pin: Pin, state: TrustState, ref: str,
+             wanted: Callable[[list[str]], list[str]]) -> Trusted:
+    """Read what `ref` holds (keyring versions, commits, the bytes of the records
+    `wanted` picks from its tree) and hand it to the pure check."""
+    ids = wanted(ledger.record_ids(ref))
+    return verify_incoming(remote.name, pin, state.remotes.get(remote.name),
+                           keyring_files(ledger, ref), read_commits(ledger, ref),
+                           _record_bytes(ledger, ref, ids))
 
 
 def _fork_point(ledger: Ledger, remote: Remote, local: str | None, incoming: str) -> str | None:
     if local is None:
         return None
-    done = subprocess.run(git_args(ledger.path, "merge-base", local, incoming),
-                          capture_output=True, env=git_env())
+    done = try_git(ledger.path, "merge-base", local, incoming)
     if done.returncode != 0:
-        raise PullRefused(remote.name, [
+        raise PullRefused(remote.name, [Unrelated(
             "this home's ledger and the remote's share no history (this home started a "
             "keyring of its own): a home that joins a team is made with `registry init "
-            "--pin ROOTKEYID` and pulls before it seals"])
+            "--pin ROOTKEYID` and pulls before it seals")])
     return done.stdout.decode().strip()
 
 
-RecordFiles = tuple[list[str], bytes | None, bytes | None]  # (digests, statement, envelope)
-
-
-def _record_files(ledger: Ledger, ref: str, ids: list[str]) -> dict[str, RecordFiles]:
+def _record_bytes(ledger: Ledger, ref: str, ids: list[str]) -> dict[str, RecordBytes]:
+    """rid -> (statement, envelope) bytes at `ref`, in one `git cat-file --batch`."""
     tree = ledger.tree_files(RECORDS, ref)
     paths = {(rid, name): tree.get(f"{RECORDS}/{rid}/{name}") for rid in ids
              for name in (STATEMENT, ENVELOPE)}
     blobs = ledger.blobs([sha for sha in paths.values() if sha])
-    out: dict[str, RecordFiles] = {}
-    for rid in ids:
-        statement, envelope = (blobs.get(paths[(rid, n)] or "") for n in (STATEMENT, ENVELOPE))
-        out[rid] = (_digests(statement), statement, envelope)
-    return out
-
-
-def _digests(statement: bytes | None) -> list[str]:
-    try:
-        return [s["digest"]["sha256"] for s in loads_json(statement or b"")["subject"]]
-    except (ValueError, KeyError, TypeError, RegistryError):
-        return []
-
-
-def _check(chain: Chain, history: History, rid: str,
-           files: dict[str, RecordFiles]) -> SignatureCheck:
-    _, statement, envelope = files[rid]
-    ring = chain.versions.get(history.keyring_at.get(rid) or 0)
-    return check_signed(statement, envelope, expected_id=rid, keyring=chain.current,
-                        keys=ring.with_role(Role.signer) if ring else {})
+    return {rid: (blobs.get(paths[(rid, STATEMENT)] or ""),
+                  blobs.get(paths[(rid, ENVELOPE)] or "")) for rid in ids}
 
 
 def _fetch_objects(home: Home, remote: Remote, digests: Iterable[list[str]]) -> TransferReport:
@@ -279,9 +342,10 @@ def _fetch_objects(home: Home, remote: Remote, digests: Iterable[list[str]]) -> 
     if not wanted:
         return TransferReport()
     report = object_remote(remote).fetch(store, wanted)
-    if report.missing or report.corrupt:
+    if report.missing or report.corrupt or report.refused:
         bad = [*(f"object {d[:16]} is missing from the remote" for d in report.missing),
-               *(f"object {d[:16]} arrived with other bytes" for d in report.corrupt)]
+               *(f"object {d[:16]} arrived with other bytes" for d in report.corrupt),
+               *(f"object {d[:16]} refused: {why}" for d, why in report.refused.items())]
         raise Unverifiable(f"remote {remote.name!r}: pull not applied:\n  " + "\n  ".join(bad[:20]),
                            hint="the pusher's objects did not all arrive: ask them to push "
                                 "again; the objects that did arrive are kept")
@@ -289,8 +353,8 @@ def _fetch_objects(home: Home, remote: Remote, digests: Iterable[list[str]]) -> 
 
 
 def _send_objects(home: Home, ledger: Ledger, remote: Remote, ids: list[str]) -> TransferReport:
-    files = _record_files(ledger, BRANCH, ids)
-    wanted = {d for digests, _, _ in files.values() for d in digests}
+    wanted = {d for statement, _ in _record_bytes(ledger, BRANCH, ids).values()
+              for d in _digests(statement)}
     if not wanted:
         return TransferReport()
     target = object_remote(remote)
@@ -303,9 +367,24 @@ def _send_objects(home: Home, ledger: Ledger, remote: Remote, ids: list[str]) ->
     return report
 
 
+def _digests(statement: bytes | None) -> list[str]:
+    """The artifact digests of one of this home's own statements (read, not modelled:
+    a push of thousands of records reads each once)."""
+    try:
+        return [s["digest"]["sha256"] for s in loads_json(statement or b"")["subject"]]
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
 def _commits(ledger: Ledger, base: str | None, head: str) -> list[str]:
     span = f"{base}..{head}" if base else head
     return run_git(ledger.path, "rev-list", "--reverse", span).decode().split()
+
+
+def crash_point(step: str) -> None:
+    from registry.store.writer import crash_point as exit_at
+
+    exit_at(step)
 
 
 def _signer(home: Home) -> Signer:
@@ -314,38 +393,87 @@ def _signer(home: Home) -> Signer:
     return ready_signer(home)
 
 
-def _replay(ledger: Ledger, base: str, commits: list[str],
-            signer: Signer) -> tuple[str, list[str]]:
-    """Each commit's files re-committed on top of `base`, signed by `signer`; returns
-    the new head and the records it re-committed."""
-    messages = {sha: parse_commit(sha, raw).message for sha, (kind, raw)
-                in read_objects(ledger.path, commits).items() if kind == "commit"}
-    changes = _raw_changes(ledger, commits)
-    replayed: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="registry-replay-") as tmp:
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        for sha in commits:
-            present = ledger.tree_files("", base)
-            files = {path: blob for path, blob in changes.get(sha, {}).items()
-                     if present.get(path) != blob}
-            for path in files:
-                if path.startswith("keyring/") and path in present:
-                    raise Refused(
-                        f"the remote and this home both made {path}: the keyring change "
-                        "made here cannot be replayed", hint="pull, then make the keyring "
-                        "change again (registry keys ...)")
-            mine = {p: b for p, b in files.items()
-                    if not (p.startswith(f"{RECORDS}/") and p in present)}  # theirs kept
-            if not mine:
+class Replay:
+    """Local commits the remote lacks, re-committed on top of its head: the same
+    files in a new commit signed by this home's key (the records' own envelopes are
+    unchanged). A keyring version made here is made again on top of the remote's
+    newest (the same change, re-signed by the local root keys) when the remote made
+    one too."""
+
+    def __init__(self, ledger: Ledger, pin: Pin, signer: Signer, local: Chain | None) -> None:
+        self.ledger, self.pin, self.signer, self.local = ledger, pin, signer, local
+        self.records: list[str] = []
+        self.keyring: list[str] = []
+
+    def run(self, base: str, commits: list[str]) -> str:
+        """The new head, every commit replayed on `base`."""
+        messages = {sha: parse_commit(sha, raw).message for sha, (kind, raw)
+                    in read_objects(self.ledger.path, commits).items() if kind == "commit"}
+        changes = _raw_changes(self.ledger, commits)
+        with tempfile.TemporaryDirectory(prefix="registry-replay-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            for sha in commits:
+                present = self.ledger.tree_files("", base)
+                files = {path: blob for path, blob in changes.get(sha, {}).items()
+                         if present.get(path) != blob
+                         and not (path.startswith(f"{RECORDS}/") and path in present)}
+                if not files:  # theirs kept
+                    continue
+                files, message = self._keyring(base, present, files, messages[sha])
+                run_git(self.ledger.path, "read-tree", base, env=env)
+                entries = "".join(f"100644 {blob}\t{path}\n" for path, blob in files.items())
+                run_git(self.ledger.path, "update-index", "--index-info",
+                        input=entries.encode(), env=env)
+                tree = run_git(self.ledger.path, "write-tree", env=env).decode().strip()
+                base = self.ledger.signed_commit(tree, [base], message, self.signer)
+                self.records += sorted({p.split("/")[1] for p in files
+                                        if p.startswith(f"{RECORDS}/") and p.endswith(STATEMENT)})
+        return base
+
+    def _keyring(self, base: str, present: dict[str, str], files: dict[str, str],
+                 message: str) -> tuple[dict[str, str], str]:
+        """`files` with a keyring version that no longer follows the remote's newest
+        made again on top of it, and the commit message renumbered."""
+        theirs = max((int(m.group(1)) for p in present if (m := VERSION_FILE.match(p))),
+                     default=0)
+        out = dict(files)
+        for path in files:
+            if not (m := VERSION_FILE.match(path)):
                 continue
-            run_git(ledger.path, "read-tree", base, env=env)
-            entries = "".join(f"100644 {blob}\t{path}\n" for path, blob in mine.items())
-            run_git(ledger.path, "update-index", "--index-info", input=entries.encode(), env=env)
-            tree = run_git(ledger.path, "write-tree", env=env).decode().strip()
-            base = ledger.signed_commit(tree, [base], messages[sha], signer)
-            replayed += sorted({p.split("/")[1] for p in mine
-                                if p.startswith(f"{RECORDS}/") and p.endswith(STATEMENT)})
-    return base, replayed
+            version = int(m.group(1))
+            if version == theirs + 1 and path not in present:
+                continue  # made on the version the remote has: replayed as it is
+            made = self._remake(base, version)
+            del out[path]
+            out[file_name(made.version)] = self.ledger.write_blob(self._signed(base, made))
+            self.keyring.append(f"keyring version {version} made here was made again on "
+                                f"top of the remote's version {theirs}, as version "
+                                f"{made.version}")
+            message = message.replace(f"keyring v{version}:", f"keyring v{made.version}:", 1)
+        return out, message
+
+    def _remake(self, base: str, version: int) -> Keyring:
+        if self.local is None or version - 1 not in self.local.versions:
+            raise KeyringConflict(f"keyring version {version} made here cannot be replayed")
+        theirs = verify_chain(keyring_files(self.ledger, base), self.pin).current
+        return compose(theirs, self.local.versions[version - 1], self.local.versions[version])
+
+    def _signed(self, base: str, made: Keyring) -> bytes:
+        from registry.signing.keys import local_signers
+
+        files = keyring_files(self.ledger, base)
+        theirs = verify_chain(files, self.pin).current
+        usable = [s for s in local_signers() if s[0] in {*theirs.roots, *made.roots}]
+        data = sign_version(made, usable) if usable else b""
+        try:
+            verify_chain({**files, made.version: data}, self.pin)
+        except RegistryError as e:
+            raise KeyringConflict(
+                f"the remote's keyring is ahead (version {theirs.version}) and the change made "
+                f"here cannot be signed on top of it: {e.message}",
+                hint="this home's keyring change is not lost: a root holder of the remote's "
+                     "keyring makes it again (registry pull, then registry keys ...)") from None
+        return data
 
 
 def _raw_changes(ledger: Ledger, commits: list[str]) -> dict[str, dict[str, str]]:
@@ -370,47 +498,20 @@ def _raw_changes(ledger: Ledger, commits: list[str]) -> dict[str, dict[str, str]
     return found
 
 
-def _checkout(ledger: Ledger, old: str | None, new: str) -> None:
-    """The working tree and index to `new`: files written from their blobs (no
-    checkout, so no filter or attribute of the repository runs)."""
-    args = ["diff-tree", "-r", "-z", "--no-renames", old, new] if old else \
-        ["ls-tree", "-r", "-z", new]
-    out = run_git(ledger.path, *args)
-    wanted: dict[str, str] = {}
-    tokens = out.split(b"\0")
-    if old:
-        for meta, path in zip(tokens[0::2], tokens[1::2], strict=False):
-            parts = meta.decode().split()
-            if len(parts) == 5 and parts[4] in ("A", "M"):
-                wanted[path.decode("utf-8", "surrogateescape")] = parts[3]
-    else:
-        for entry in filter(None, tokens):
-            meta, _, path = entry.partition(b"\t")
-            wanted[path.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
-    blobs = ledger.blobs(list(wanted.values()))
-    for name, blob in wanted.items():
-        (ledger.path / name).parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(ledger.path / name, blobs[blob])
-    run_git(ledger.path, "read-tree", BRANCH)
-
-
-def _index(home: Home, ledger: Ledger, chain: Chain, history: History, ids: list[str]) -> None:
-    """Index rows for the records the pull brought or re-committed."""
+def _index(home: Home, trusted: Trusted) -> None:
+    """Index rows for the records the pull brought or re-committed, from the
+    statements already parsed and verified."""
     from registry.store.teachers import index_bindings
 
-    if not ids:
+    if not trusted.records:
         return
     index = open_index(home)
     index.create()
-    files = _record_files(ledger, BRANCH, ids)
     entries = []
-    for rid in ids:
-        check = _check(chain, history, rid, files)
-        statement = files[rid][1]
-        if check.ok and statement is not None:
-            rows = entry_rows(rid, parse_statement(statement), check.signer)
-            rows["records"][0]["ledger_commit"] = history.added[rid]
-            entries.append(rows)
+    for record in trusted.records.values():
+        rows = entry_rows(record.id, record.statement, record.signer)
+        rows["records"][0]["ledger_commit"] = record.commit
+        entries.append(rows)
     index.put(entries)
     index_bindings(home)
 

@@ -11,14 +11,24 @@ and one more `sftp` batch moves the objects that hash right into place and remov
 the others. Fetching `get`s into the home's `objects/incoming/<digest>.part` (resumed
 with `get -a`), hashes it here and publishes it only when it hashes to its name.
 Four or two processes per transfer, whatever the number of objects.
+
+A remote's object folder is someone else's input. A folder remote's object is opened
+without following a link (`O_NOFOLLOW`, its shard folder too) and without blocking
+(`O_NONBLOCK`, so a FIFO cannot hang the pull holding the home lock), must be a
+regular file, and is read no further than the size it had when opened (a device such
+as `/dev/zero` is not a regular file): anything else is refused by name, and what it
+left in `incoming/` removed. Every ssh and sftp process has a timeout
+(`REGISTRY_REMOTE_TIMEOUT`, seconds, default 600), so no wait holds the lock for ever.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
 import shlex
+import stat
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
@@ -32,6 +42,16 @@ from registry.team.remotes import Location, Remote
 
 DIGEST = re.compile(r"[0-9a-f]{64}\Z")
 INCOMING = "incoming"
+TIMEOUT_ENV = "REGISTRY_REMOTE_TIMEOUT"
+CHUNK = 1 << 20
+
+
+def remote_timeout() -> float:
+    """Seconds one ssh, sftp or git process talking to a remote may take."""
+    try:
+        return max(1.0, float(os.environ.get(TIMEOUT_ENV, "600")))
+    except ValueError:
+        return 600.0
 
 
 class TransferReport(BaseModel):
@@ -41,6 +61,8 @@ class TransferReport(BaseModel):
     bytes: int = 0
     missing: list[str] = Field(default_factory=list, description="the source lacks these")
     corrupt: list[str] = Field(default_factory=list, description="arrived with other bytes")
+    refused: dict[str, str] = Field(default_factory=dict,
+                                    description="not a regular file on the source: what it is")
 
 
 def object_remote(remote: Remote) -> ObjectRemote:
@@ -89,6 +111,10 @@ def _copy(source: ObjectStore, target: ObjectStore, digests: list[str]) -> Trans
         except FileNotFoundError:
             report.missing.append(digest)
             continue
+        except NotRegular as e:
+            part.unlink(missing_ok=True)
+            report.refused[digest] = str(e)
+            continue
         if again != digest:
             part.unlink()
             report.corrupt.append(digest)
@@ -100,14 +126,54 @@ def _copy(source: ObjectStore, target: ObjectStore, digests: list[str]) -> Trans
     return report
 
 
+class NotRegular(Exception):
+    """An object path on a remote that is not a regular file: says what it is."""
+
+
 def _copy_hashing(src: Path, dst: Path) -> tuple[int, str]:
+    fd, limit = open_object(src)
     h, size = hashlib.sha256(), 0
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
-        while chunk := fin.read(1 << 20):
+    with os.fdopen(fd, "rb") as fin, open(dst, "wb") as fout:
+        while size < limit and (chunk := fin.read(min(CHUNK, limit - size))):
             h.update(chunk)
             fout.write(chunk)
             size += len(chunk)
     return size, h.hexdigest()
+
+
+def open_object(path: Path) -> tuple[int, int]:
+    """(descriptor, size) of a regular file, opened without following a link in its
+    shard folder or its name and without blocking; NotRegular otherwise."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        shard = os.open(path.parent, flags | os.O_DIRECTORY)
+    except OSError as e:
+        raise _refusal(e, path.parent) from None
+    try:
+        fd = os.open(path.name, flags, dir_fd=shard)
+    except OSError as e:
+        raise _refusal(e, path) from None
+    finally:
+        os.close(shard)
+    mode = os.fstat(fd)
+    if not stat.S_ISREG(mode.st_mode):
+        os.close(fd)
+        raise NotRegular(f"{path} is {_what(mode.st_mode)}, not a regular file")
+    return fd, mode.st_size
+
+
+def _refusal(e: OSError, path: Path) -> Exception:
+    if e.errno == errno.ENOENT:
+        return FileNotFoundError(str(path))
+    if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return NotRegular(f"{path} is a symbolic link, not a regular file")
+    return NotRegular(f"{path} cannot be opened ({e.strerror})")
+
+
+def _what(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+             (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a file")
 
 
 def _walk(root: Path) -> Iterable[str]:
@@ -131,7 +197,13 @@ class SshObjects(ObjectRemote):
                      *(["-P", str(loc.port)] if loc.port else []), "-b", "-", loc.destination]
 
     def _run(self, argv: list[str], data: bytes, what: str) -> str:
-        done = subprocess.run(argv, input=data, capture_output=True)
+        try:
+            done = subprocess.run(argv, input=data, capture_output=True,
+                                  timeout=remote_timeout())
+        except subprocess.TimeoutExpired:
+            raise Unverifiable(f"{self.loc.destination}: {what} timed out after "
+                               f"{remote_timeout():.0f} s", hint=f"{TIMEOUT_ENV} sets the "
+                               "limit; an interrupted transfer resumes when run again") from None
         if done.returncode != 0:
             why = done.stderr.decode(errors="replace").strip().splitlines()
             raise Unverifiable(f"{self.loc.destination}: {what} failed "
@@ -149,17 +221,18 @@ class SshObjects(ObjectRemote):
 
     def _listing(self) -> tuple[set[str], dict[str, int]]:
         root = shlex.quote(str(self.root))
+        # NUL-separated, the size before the name: a file name can hold any byte but NUL
         out = self._shell(f"cd {root} 2>/dev/null || exit 0; "
-                          "find sha256 -mindepth 2 -maxdepth 2 -type f -printf '%P\\n'; "
-                          "find tmp -maxdepth 1 -name '*.part' -printf 'part %f %s\\n'; true",
-                          what="listing the remote objects")
+                          "find sha256 -mindepth 2 -maxdepth 2 -type f -printf '%P\\0'; "
+                          "find tmp -maxdepth 1 -type f -name '*.part' -printf 'part %s %f\\0'; "
+                          "true", what="listing the remote objects")
         present, partial = set(), {}
-        for line in out.splitlines():
-            if line.startswith("part "):
-                _, name, size = line.split()
-                if DIGEST.match(digest := name.removesuffix(".part")):
+        for entry in filter(None, out.split("\0")):
+            if entry.startswith("part "):
+                size, _, name = entry[5:].partition(" ")
+                if DIGEST.match(digest := name.removesuffix(".part")) and size.isdigit():
                     partial[digest] = int(size)
-            elif DIGEST.match(digest := line.replace("/", "")):
+            elif DIGEST.match(digest := entry.replace("/", "", 1)):
                 present.add(digest)
         return present, partial
 
