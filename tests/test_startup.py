@@ -24,7 +24,10 @@ READ_PATH = {  # the registry modules every record reader needs
     "registry.signing.keyring", "registry.signing.keys", "registry.signing.signed",
     "registry.store", "registry.store.git", "registry.store.home", "registry.store.ledger",
     "registry.store.query", "registry.store.rows", "registry.store.sqlite_read",
-    "registry.store.tables", "registry.store.trust"}
+    "registry.store.tables", "registry.store.trust",
+    "registry.base.versions",  # a statement's format version, checked before it is shown
+    "registry.signing.failures",  # the kind of a failed signature check
+    "registry.store.lock"}  # the keyring memory in trust.json is written under the lock
 ALLOWED = {
     "list": READ_PATH | {"registry.compare", "registry.compare.table"},  # --where terms
     "show": READ_PATH | {"registry.measure", "registry.measure.display",  # figure text
