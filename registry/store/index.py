@@ -26,7 +26,7 @@ from sqlmodel import Field, SQLModel
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound
-from registry.formats.figures import worst
+from registry.formats.figures import Headline, headline
 from registry.formats.record import Statement, summary_line
 from registry.signing.signed import Trust
 from registry.store.home import Home
@@ -110,6 +110,7 @@ class RecordRow(Frozen):
     ledger_commit: str | None
     trust: Trust | None = None  # set by the reader that checked the signed statement
     trust_detail: str | None = None
+    headline: Headline | None = None  # set with `trust`: from the signed results
 
 
 def value_text(value: Any) -> str | None:
@@ -125,8 +126,8 @@ def entry_rows(record_id: str, statement: Statement, signer: str | None) -> Rows
     """The rows of each table for one record."""
     p = statement.predicate
     v = p.identity.value
-    decode = next((s.metrics["decode_tok_s.median"] for s in p.results
-                   if "decode_tok_s.median" in s.metrics), None)
+    top = headline(p.results)
+    decode = top.metric
     record = {
         "id": record_id, "created_at": p.run.sealed_at, "lane": (p.recipe or {}).get("lane"),
         "recipe": (p.recipe or {}).get("name"), "parent": p.parent,
@@ -135,7 +136,7 @@ def entry_rows(record_id: str, statement: Statement, signer: str | None) -> Rows
         "kv_cache": value_text(v("precision.kv_cache")),
         "decode_tok_s": decode.value if decode else None,
         "decode_ci_low": decode.ci_low if decode else None,
-        "decode_ci_high": decode.ci_high if decode else None, "quality": worst(p.results),
+        "decode_ci_high": decode.ci_high if decode else None, "quality": top.quality,
         "ledger_commit": None,
     }
     fields = [{"record_id": record_id, "name": name, "value": value_text(f.resolved),

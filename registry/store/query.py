@@ -68,6 +68,7 @@ def find_records(home: Home, where: Sequence[str] = (),
 
 
 def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring) -> RecordRow:
+    from registry.formats.figures import headline
     from registry.store.index import RecordRow, entry_differences, entry_rows
 
     statement, envelope = _ledger_files(home, row.id)
@@ -75,12 +76,14 @@ def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring)
     if not check.ok or statement is None:
         return row.model_copy(update={"trust": check.trust, "trust_detail": check.detail,
                                       "signer": None})
-    signed = entry_rows(row.id, parse_statement(statement), check.signer)
+    parsed = parse_statement(statement)
+    signed = entry_rows(row.id, parsed, check.signer)
+    top = headline(parsed.predicate.results)
     differs = entry_differences(indexed, signed)
     if not differs:
-        return row.model_copy(update={"trust": Trust.verified})
+        return row.model_copy(update={"trust": Trust.verified, "headline": top})
     values = {**signed["records"][0], "ledger_commit": row.ledger_commit}
-    return RecordRow(**values, trust=Trust.verified,
+    return RecordRow(**values, trust=Trust.verified, headline=top,
                      trust_detail=f"the index differed in {', '.join(differs)}: shown as "
                                   "signed (registry reindex)")
 
