@@ -38,6 +38,12 @@ class RegistryError(Exception):
         return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
 
 
+class UsageError(RegistryError):
+    """A command line the registry cannot act on (options that exclude each other)."""
+
+    exit_code = ExitCode.USAGE
+
+
 class InvalidInput(RegistryError):
     exit_code = ExitCode.INVALID_INPUT
 

@@ -7,7 +7,11 @@ from typing import Annotated
 
 import typer
 
-from registry.cli.store import Json
+from registry.cli.options import Json
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench-import")(bench_import)
 
 
 def bench_import(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from registry.cli.store import HomeOpt, Json
+from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from registry.compare.table import Comparison, Value
@@ -20,6 +20,10 @@ class Format(StrEnum):
     csv = "csv"
     md = "md"
     json = "json"
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(compare)
 
 
 def compare(
@@ -41,12 +45,11 @@ def compare(
 
     Example: registry compare --where 'decode_tok_s.median>=300' --sort -decode_tok_s.median
     """
-    from registry.cli.store import _home
     from registry.compare.table import DEFAULT_COLUMNS
     from registry.compare.table import compare as run
 
     chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else DEFAULT_COLUMNS
-    result = run(_home(home), records or [], where or [], chosen, sort)
+    result = run(find(home), records or [], where or [], chosen, sort)
     render(result, Format.json if json else fmt)
 
 

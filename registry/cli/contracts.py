@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from registry.cli import new_app
-from registry.cli.store import HomeOpt, Json
+from registry.cli.app import new_app
+from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from registry.contracts.bindings import TeacherBinding
@@ -38,9 +38,8 @@ def set_(
     Example: registry teacher set 3f2a9c --lane tiny-bf16-exact
     """
     from registry.contracts.bindings import set_teacher
-    from registry.store.home import find_home
 
-    _print(set_teacher(find_home(home), record, lane, suite=suite), json)
+    _print(set_teacher(find(home), record, lane, suite=suite), json)
 
 
 @teacher_app.command("import-lab")
@@ -62,9 +61,8 @@ def import_lab(
     Example: registry teacher import-lab DIR --recipe recipes/laguna-s21-b70-exact-short-decode.toml
     """
     from registry.contracts.bindings import import_lab_teacher
-    from registry.store.home import find_home
 
-    binding = import_lab_teacher(find_home(home), capsule, recipe, lane=lane,
+    binding = import_lab_teacher(find(home), capsule, recipe, lane=lane,
                                  axes=_axes(axis or []))
     _print(binding, json)
 
@@ -77,9 +75,8 @@ def show(lane: Annotated[str, typer.Argument(show_default=False, help="Lane.")],
     Example: registry teacher show tiny-bf16-exact --json
     """
     from registry.contracts.bindings import show_teacher
-    from registry.store.home import find_home
 
-    _print(show_teacher(find_home(home), lane), json)
+    _print(show_teacher(find(home), lane), json)
 
 
 def check(
@@ -100,9 +97,8 @@ def check(
     """
     from registry.cli.output import print_json
     from registry.contracts.check import check_record
-    from registry.store.home import find_home
 
-    result = check_record(find_home(home), record, contract=contract, against=against or [])
+    result = check_record(find(home), record, contract=contract, against=against or [])
     if json:
         print_json(result)
     else:

@@ -6,11 +6,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from registry.cli.store import HomeOpt, Json
+from registry.cli.options import HomeOpt, Json
 
 if TYPE_CHECKING:
     from registry.compare.diff import Diff
     from registry.formats.record import PublishedFigure
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(diff)
 
 
 def diff(

@@ -7,13 +7,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from registry.cli.options import Json
+
 if TYPE_CHECKING:
     from registry.checkpoint.kvmath import KVPayload
     from registry.checkpoint.manifest import Manifest
     from registry.checkpoint.models import CheckpointInfo
 
-Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 KIB = 1024
+
+
+def register(app: typer.Typer) -> None:
+    app.command("inspect")(inspect)
+    app.command("kv")(kv)
 
 
 def inspect(

@@ -7,14 +7,18 @@ from typing import Annotated
 
 import typer
 
-from registry.cli import new_app
+from registry.cli.app import new_app
+from registry.cli.options import Json
 
-app = new_app("Validate and show recipes.")
-
-Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+recipe_app = new_app("Validate and show recipes.")
 
 
-@app.command()
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(recipe_app, name="recipe")
+
+
+@recipe_app.command()
 def validate(
     paths: Annotated[list[Path], typer.Argument(help="Recipe files.", show_default=False)],
     json: Json = False,
@@ -50,7 +54,7 @@ def validate(
         raise typer.Exit(int(failures[0].exit_code))
 
 
-@app.command()
+@recipe_app.command()
 def show(
     path: Annotated[Path, typer.Argument(help="Recipe file.", show_default=False)],
     json: Json = False,

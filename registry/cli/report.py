@@ -7,7 +7,11 @@ from typing import Annotated
 
 import typer
 
-from registry.cli.store import HomeOpt, Json
+from registry.cli.options import HomeOpt, Json, find
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(report)
 
 
 def report(
@@ -29,10 +33,9 @@ def report(
     Example: registry report --lane tiny-bf16-exact --out report && open report/index.html
     """
     from registry.cli.output import console, print_json
-    from registry.cli.store import _home
     from registry.report import Selection, build_report
 
-    summary = build_report(_home(home), out, Selection(ids=records or [], where=where or [],
+    summary = build_report(find(home), out, Selection(ids=records or [], where=where or [],
                                                        lane=lane))
     if json:
         print_json(summary)

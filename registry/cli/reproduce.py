@@ -7,11 +7,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from registry.cli.store import HomeOpt, Json
+from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from registry.reproduce import Reproduction
     from registry.reproduce.judge import SuitePerformance
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(reproduce)
 
 
 def reproduce(
@@ -51,9 +55,8 @@ def reproduce(
     from registry.cli.output import print_json
     from registry.cli.run import progress, term_as_interrupt
     from registry.reproduce import reproduce as reproduce_record
-    from registry.store.home import find_home
 
-    found = find_home(home)
+    found = find(home)
     with term_as_interrupt(), progress(json or dry_run) as bars:
         done = reproduce_record(found, record, recipe_path=recipe, models_dir=models,
                                 out_dir=out, allow_env_drift=allow_env_drift,

@@ -7,11 +7,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from registry.cli.options import HomeOpt, Json, find
+
 if TYPE_CHECKING:
     from registry.formats.identity import ResolvedIdentity
 
 STATUS_STYLE = {"confirmed": "green", "mismatch": "bold red", "unresolved": "yellow",
                 "undeclared": "cyan"}
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(resolve)
 
 
 def resolve(
@@ -32,9 +38,8 @@ def resolve(
         "--log", show_default=False,
         help="Engine log, relative to the run directory or a path (default: server.log, else "
              "the one *server*.log, *.stdout.log, *server*.txt or *vllm*.log).")] = None,
-    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    home: Annotated[Path | None, typer.Option(
-        "--home", show_default=False, help="Registry home (for a RECORD).")] = None,
+    json: Json = False,
+    home: HomeOpt = None,
 ) -> None:
     """Resolve a run's identity from its evidence: engine log, checkpoint, metrics.
     Given a RECORD instead, re-run the resolver on the record's own sealed evidence (no
@@ -114,9 +119,8 @@ def _record(prefix: str, home: Path | None, json: bool) -> None:
 
     from registry.cli.output import console, print_json, table
     from registry.review.reresolve import reresolve_record
-    from registry.store.home import find_home
 
-    report = reresolve_record(find_home(home), prefix)
+    report = reresolve_record(find(home), prefix)
     if json:
         print_json({**report.model_dump(mode="json"), "reproduced": report.reproduced})
     else:

@@ -6,9 +6,13 @@ from typing import Annotated
 
 import typer
 
-from registry.cli.store import HomeOpt, Json, _home
+from registry.cli.options import HomeOpt, Json, find
 
 STYLE = {"ok": "green", "reject": "bold red", "needs evidence": "yellow", "note": "dim"}
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(review)
 
 
 def review(
@@ -29,7 +33,7 @@ def review(
     from registry.cli.output import console, print_json, table
     from registry.review import review_record
 
-    report = review_record(_home(home), record)
+    report = review_record(find(home), record)
     if json:
         print_json(report)
     else:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from registry.cli.store import HomeOpt
+from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from registry.formats.rundir import LaunchPlan
     from registry.store.home import Home
     from registry.store.writer import SealedRecord
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(command)
 
 
 def command(
@@ -37,7 +41,7 @@ def command(
     seal: Annotated[bool, typer.Option(
         "--seal/--no-seal", help="Seal the finished run into the registry home.")] = True,
     home: HomeOpt = None,
-    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json: Json = False,
 ) -> None:
     """Run a recipe on the real engine, write its run directory and seal it as a record.
 
@@ -70,11 +74,10 @@ def sealing_home(home: Path | None) -> Home:
     """The home a run will be sealed into, with a trusted signing key: checked before
     the engine starts, so a missing home costs nothing."""
     from registry.errors import NotFound
-    from registry.store.home import find_home
     from registry.store.writer import ready_signer
 
     try:
-        found = find_home(home)
+        found = find(home)
     except NotFound as e:
         raise NotFound(e.message, hint="create one with `registry init` (and a key with "
                                        "`registry keys init`), or run with --no-seal") from None

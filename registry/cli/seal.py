@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from registry.cli.store import HomeOpt, Json, UsageError
+from registry.cli.options import HomeOpt, Json, find
+from registry.errors import UsageError
 
 if TYPE_CHECKING:
     from registry.base.hashing import Progress
@@ -74,11 +75,10 @@ def seal(
     """
     from registry.cli.output import console, print_json
     from registry.seal import seal_run
-    from registry.store.home import find_home
 
     allowed = _allowed(allow_mismatch, reason)
     with hashing(run_dir, json) as progress:
-        sealed = seal_run(run_dir, home=find_home(home), recipe_path=recipe,
+        sealed = seal_run(run_dir, home=find(home), recipe_path=recipe,
                           allow_mismatch=allowed, parent=parent, progress=progress,
                           allow_unproven=allow_unproven)
     if json:
@@ -121,7 +121,6 @@ def import_(
     from registry.cli.output import print_json
     from registry.importer.capsule import Options, import_capsule
     from registry.importer.folder import import_folder
-    from registry.store.home import find_home
 
     options = Options(recipe_path=recipe, allow_mismatch=_allowed(allow_mismatch, reason),
                       log=log, bench=bench, manifest=manifest)
@@ -130,13 +129,13 @@ def import_(
             raise UsageError("--log, --bench and --manifest name one capsule's files",
                              hint="import that capsule on its own")
         with stepping(capsule, json) as step:
-            done = import_folder(capsule, home=find_home(home), options=options, step=step)
+            done = import_folder(capsule, home=find(home), options=options, step=step)
         print_json(done) if json else print_folder(done)
         if done.failed:
             raise typer.Exit(done.failed[0].exit_code)
         return
     with hashing(capsule, json) as progress:
-        records = import_capsule(capsule, home=find_home(home), options=options,
+        records = import_capsule(capsule, home=find(home), options=options,
                                  progress=progress)
     print_json(records) if json else print_records(records)
 

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from registry.cli import new_app
-from registry.cli.store import HomeOpt, Json, _home
+from registry.cli.app import new_app
+from registry.cli.options import HomeOpt, Json, find
 from registry.errors import RegistryError
 
 if TYPE_CHECKING:
@@ -22,9 +22,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(remote_app, name="remote")
     app.command()(push)
     app.command()(pull)
-    from registry.cli.review import review
-
-    app.command()(review)
 
 
 @remote_app.command("add")
@@ -48,7 +45,7 @@ def remote_add(
     from registry.team.remotes import add_remote
     from registry.team.sync import create_remote
 
-    remote = add_remote(_home(home), name, url, ssh_command)
+    remote = add_remote(find(home), name, url, ssh_command)
     if create:
         create_remote(remote)
     console.print(f"remote {name}: {url}" + (" (created)" if create else ""), highlight=False)
@@ -64,7 +61,7 @@ def remote_list(home: HomeOpt = None, json: Json = False) -> None:
     from registry.store.trust import load_state
     from registry.team.remotes import load_remotes
 
-    target = _home(home)
+    target = find(home)
     remotes = load_remotes(target).remotes
     try:
         heads = load_state(target).remotes
@@ -89,7 +86,7 @@ def remote_remove(
     """
     from registry.team.remotes import remove_remote
 
-    remove_remote(_home(home), name)
+    remove_remote(find(home), name)
 
 
 def pull(remote: RemoteArg = None, home: HomeOpt = None, json: Json = False) -> None:
@@ -104,7 +101,7 @@ def pull(remote: RemoteArg = None, home: HomeOpt = None, json: Json = False) -> 
     from registry.team.remotes import get_remote
     from registry.team.sync import pull as run_pull
 
-    target = _home(home)
+    target = find(home)
     _print(run_pull(target, get_remote(target, remote)), json)
 
 
@@ -120,7 +117,7 @@ def push(remote: RemoteArg = None, home: HomeOpt = None, json: Json = False) -> 
     from registry.team.remotes import get_remote
     from registry.team.sync import push as run_push
 
-    target = _home(home)
+    target = find(home)
     _print(run_push(target, get_remote(target, remote)), json)
 
 
