@@ -1,4 +1,4 @@
-"""Rendering for the CLI: JSON for scripts, rich tables for people.
+"""Rendering for the CLI: JSON for scripts, one fitted table system for people.
 
 Text that comes from records, logs, paths or key ids is data, never markup. The
 consoles therefore parse no markup unless a call asks for it (`markup=True`), and
@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from registry.base.canonical import to_jsonable
+from registry.base.text import lines, one_line
 from registry.errors import RegistryError
 
 
@@ -44,17 +45,20 @@ def print_json(value: Any) -> None:
 
 def printable(text: object) -> str:
     """`text` as a str any terminal can take: lone surrogates (from a file name that is
-    not UTF-8) become `\\udcXX` escapes."""
-    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+    not UTF-8) become `\\udcXX` escapes, and every control character but newline and
+    tab is escaped (base/text.py: no record text reaches the terminal as a sequence)."""
+    return lines(str(text).encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def safe(text: object) -> str:
-    """Untrusted text for a markup string: printable, and its `[...]` escaped."""
-    return escape(printable(text))
+    """Untrusted one-line text for a markup string: printable, controls and newlines
+    escaped, and its `[...]` escaped."""
+    return escape(one_line(printable(text)))
 
 
 def print_error(e: RegistryError) -> None:
-    err_console.print(f"[bold red]error:[/] {safe(e.message)}", highlight=False, markup=True)
+    err_console.print(f"[bold red]error:[/] {escape(printable(e.message))}", highlight=False,
+                      markup=True)
     if e.hint:
         err_console.print(f"  hint: {e.hint}", highlight=False)
 
@@ -67,51 +71,94 @@ def print_internal(e: BaseException) -> None:
                       "traceback", highlight=False)
 
 
-def table(title: str | None, columns: list[str], rows: list[list[Any]], *,
-          fold: bool = True) -> Table:
-    """Cells are plain text (never markup); a cell that needs a style is a rich `Text`.
-    `fold=False`: every cell on one line, cut with an ellipsis when the terminal is too
-    narrow (never broken inside a word, an id or a path)."""
-    t = Table(title=title, title_justify="left", header_style="bold")
-    for i, column in enumerate(columns):
-        whole = i == 0 or not fold  # the key column stays whole
-        t.add_column(column, overflow="fold" if fold else "ellipsis", no_wrap=whole)
-    for row in rows:
-        t.add_row(*(v if isinstance(v, Text) else Text("" if v is None else printable(v))
-                    for v in row))
-    return t
+def table(title: str | None, columns: list[str], rows: Sequence[Sequence[Any]], *,
+          keep: Sequence[bool] | None = None) -> Grid:
+    """The one table of the CLI (see Grid). Cells are plain text (never markup); a cell
+    that needs a style is a rich `Text`. `keep`: columns never narrowed (default: the
+    first, the key)."""
+    kept = list(keep) if keep is not None else [i == 0 for i in range(len(columns))]
+    return Grid(title, columns, rows, kept)
 
 
-def print_fitted(headers: list[str], rows: list[list[str]], *, keep: list[bool],
+def print_fitted(headers: list[str], rows: Sequence[Sequence[Any]], *, keep: Sequence[bool],
                  title: str | None = None) -> None:
-    """A borderless table fitted to the terminal: values cut with an ellipsis, never folded
-    over two lines; `keep` columns (ids) are never cut."""
-    if title:
-        console.print(title, style="bold", highlight=False, soft_wrap=True)
-    lines = fit([headers, *rows], keep, console.width)
-    console.print(lines[0], style="bold underline", highlight=False, soft_wrap=True,
-                  markup=False)
-    for line in lines[1:]:
-        console.print(line, highlight=False, soft_wrap=True, markup=False)
+    console.print(table(title, headers, rows, keep=keep))
 
 
-def fit(rows: list[list[str]], keep: list[bool], width: int, gap: int = 2) -> list[str]:
-    """Columns fitted to `width`: the widest column that may shrink loses one character
-    at a time (down to 5); a cut value or header ends in an ellipsis, and an id column is
-    never cut. Nothing is ever broken over two lines."""
+class Grid:
+    """A borderless table fitted to the console's width. A value wider than its column
+    wraps onto the next lines of its row (at a `-`, `_`, `.`, `/` or space where it
+    can), so no character is ever lost; `keep` columns (ids, figures) are never narrowed.
+    Every cell is one line of record text: its controls are escaped (base/text.py)."""
+
+    GAP = 2
+    FLOOR = 8  # a column narrowed further would wrap every word
+
+    def __init__(self, title: str | None, headers: Sequence[str], rows: Sequence[Sequence[Any]],
+                 keep: Sequence[bool]) -> None:
+        self.title = title
+        self.cells = [[_cell(v) for v in row] for row in [list(headers), *rows]]
+        self.keep = list(keep)
+
+    def lines(self, width: int) -> list[Text]:
+        widths = fit_widths([[c.plain for c in row] for row in self.cells], self.keep, width,
+                            self.GAP, self.FLOOR)
+        out = [Text(self.title, style="bold")] if self.title else []
+        for n, row in enumerate(self.cells):
+            parts = [wrap(c.plain, w) for c, w in zip(row, widths, strict=True)]
+            for k in range(max(len(p) for p in parts)):
+                line = Text(style="bold underline" if n == 0 else "")
+                for i, (cell, chunks) in enumerate(zip(row, parts, strict=True)):
+                    if i:
+                        line.append(" " * self.GAP)
+                    line.append((chunks[k] if k < len(chunks) else "").ljust(widths[i]),
+                                style=cell.style)
+                line.rstrip()
+                out.append(line)
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.lines(options.max_width)
+
+
+def _cell(value: Any) -> Text:
+    if isinstance(value, Text):
+        return Text(one_line(value.plain), style=value.style)
+    return Text(one_line(printable("" if value is None else value)))
+
+
+def fit_widths(rows: list[list[str]], keep: list[bool], width: int, gap: int = 2,
+               floor: int = 8) -> list[int]:
+    """Column widths that fit `width`: the widest column that may shrink loses one
+    character at a time, down to `floor` (or its header's longest word); kept columns
+    stay whole. When nothing shrinks further the line is wider than `width`."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(keep))]
-    floor = [w if k else min(w, 5) for w, k in zip(widths, keep, strict=True)]
+    lows = [w if k else min(w, max(floor, *(len(x) for x in rows[0][i].split() or [""])))
+            for i, (w, k) in enumerate(zip(widths, keep, strict=True))]
     while sum(widths) + gap * (len(widths) - 1) > width:
-        i = max(range(len(widths)), key=lambda j: widths[j] - floor[j])
-        if widths[i] <= floor[i]:
-            break  # as narrow as it goes: the terminal scrolls rather than folds
+        i = max(range(len(widths)), key=lambda j: widths[j] - lows[j])
+        if widths[i] <= lows[i]:
+            break
         widths[i] -= 1
-    return [(" " * gap).join(_cut(v, w).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
-            for r in rows]
+    return widths
 
 
-def _cut(value: str, width: int) -> str:
-    return value if len(value) <= width else value[:width - 1] + "…"
+BREAKS = " /-_.,=:+"
+
+
+def wrap(value: str, width: int) -> list[str]:
+    """`value` in pieces of at most `width` characters, broken after the last separator
+    of a piece where it has one; joined again they give `value` exactly (a space at a
+    break stays at the end of its piece)."""
+    if len(value) <= width or width < 1:
+        return [value]
+    out = []
+    while len(value) > width:
+        cut = max((i + 1 for i, c in enumerate(value[:width]) if c in BREAKS), default=0)
+        cut = cut or width
+        out.append(value[:cut])
+        value = value[cut:]
+    return [*out, value] if value else out
 
 
 def shown(value: Any) -> str:

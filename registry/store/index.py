@@ -111,6 +111,7 @@ class RecordRow(Frozen):
     trust: Trust | None = None  # set by the reader that checked the signed statement
     trust_detail: str | None = None
     headline: Headline | None = None  # set with `trust`: from the signed results
+    failed_checks: list[str] = []  # set with `trust`: fields whose cross-check failed
 
 
 def value_text(value: Any) -> str | None:

@@ -69,6 +69,7 @@ def find_records(home: Home, where: Sequence[str] = (),
 
 def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring) -> RecordRow:
     from registry.formats.figures import headline
+    from registry.formats.identity import failed_check
     from registry.store.index import RecordRow, entry_differences, entry_rows
 
     statement, envelope = _ledger_files(home, row.id)
@@ -78,12 +79,13 @@ def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring)
                                       "signer": None})
     parsed = parse_statement(statement)
     signed = entry_rows(row.id, parsed, check.signer)
-    top = headline(parsed.predicate.results)
+    seen = {"headline": headline(parsed.predicate.results), "failed_checks": sorted(
+        n for n, f in parsed.predicate.identity.fields.items() if failed_check(f))}
     differs = entry_differences(indexed, signed)
     if not differs:
-        return row.model_copy(update={"trust": Trust.verified, "headline": top})
-    values = {**signed["records"][0], "ledger_commit": row.ledger_commit}
-    return RecordRow(**values, trust=Trust.verified, headline=top,
+        return row.model_copy(update={"trust": Trust.verified, **seen})
+    values = {**signed["records"][0], "ledger_commit": row.ledger_commit, **seen}
+    return RecordRow(**values, trust=Trust.verified,
                      trust_detail=f"the index differed in {', '.join(differs)}: shown as "
                                   "signed (registry reindex)")
 
