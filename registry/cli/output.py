@@ -130,16 +130,19 @@ def _cell(value: Any) -> Text:
 def fit_widths(rows: list[list[str]], keep: list[bool], width: int, gap: int = 2,
                floor: int = 8) -> list[int]:
     """Column widths that fit `width`: the widest column that may shrink loses one
-    character at a time, down to `floor` (or its header's longest word); kept columns
-    stay whole. When nothing shrinks further the line is wider than `width`."""
+    character at a time, down to `floor` (or its header's longest word), then, if
+    that is not enough, down to 3; kept columns stay whole. When nothing shrinks
+    further the line is wider than `width`."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(keep))]
-    lows = [w if k else min(w, max(floor, *(len(x) for x in rows[0][i].split() or [""])))
-            for i, (w, k) in enumerate(zip(widths, keep, strict=True))]
-    while sum(widths) + gap * (len(widths) - 1) > width:
-        i = max(range(len(widths)), key=lambda j: widths[j] - lows[j])
-        if widths[i] <= lows[i]:
-            break
-        widths[i] -= 1
+    words = [max((len(x) for x in rows[0][i].split()), default=0) for i in range(len(keep))]
+    for low in (floor, 3):
+        lows = [w if k else min(w, max(low, words[i]) if low == floor else low)
+                for i, (w, k) in enumerate(zip(widths, keep, strict=True))]
+        while sum(widths) + gap * (len(widths) - 1) > width:
+            i = max(range(len(widths)), key=lambda j: widths[j] - lows[j])
+            if widths[i] <= lows[i]:
+                break
+            widths[i] -= 1
     return widths
 
 

@@ -88,7 +88,8 @@ records: Table = RecordEntry.__table__  # type: ignore[attr-defined]
 identity: Table = IdentityEntry.__table__  # type: ignore[attr-defined]
 results: Table = ResultEntry.__table__  # type: ignore[attr-defined]
 VISIBLE = records.c.ledger_commit.is_not(None)  # a row shows once its ledger commit exists
-COLUMNS = ("id", "lane", "recipe", "parent", "imported", "signer", "model", "weights", "kv_cache")
+COLUMNS = ("id", "lane", "recipe", "parent", "imported", "signer", "model", "weights", "kv_cache",
+           "quality")
 
 
 class RecordRow(Frozen):
@@ -111,7 +112,7 @@ class RecordRow(Frozen):
     trust: Trust | None = None  # set by the reader that checked the signed statement
     trust_detail: str | None = None
     headline: Headline | None = None  # set with `trust`: from the signed results
-    failed_checks: list[str] = []  # set with `trust`: fields whose cross-check failed
+    failed_checks: tuple[str, ...] = ()  # set with `trust`: fields whose cross-check failed
 
 
 def value_text(value: Any) -> str | None:

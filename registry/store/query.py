@@ -79,8 +79,8 @@ def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring)
                                       "signer": None})
     parsed = parse_statement(statement)
     signed = entry_rows(row.id, parsed, check.signer)
-    seen = {"headline": headline(parsed.predicate.results), "failed_checks": sorted(
-        n for n, f in parsed.predicate.identity.fields.items() if failed_check(f))}
+    seen = {"headline": headline(parsed.predicate.results), "failed_checks": tuple(sorted(
+        n for n, f in parsed.predicate.identity.fields.items() if failed_check(f)))}
     differs = entry_differences(indexed, signed)
     if not differs:
         return row.model_copy(update={"trust": Trust.verified, **seen})
