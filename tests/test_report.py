@@ -283,7 +283,7 @@ def test_history_spec_marks_quality_and_the_teacher_change() -> None:
               {"id": "b", "sealed": "2026-12-01T11:00:00", "rate": 600.0,
                "quality": "degraded", "low": None, "high": None, "href": "b.html"}]
     spec = charts.history(points, [{"at": "2026-12-01T10:30:00", "teacher": "t", "commit": "c"}])
-    interval, line, marks, teacher = spec["layer"]
+    interval, _line, marks, teacher = spec["layer"]
     assert [p["id"] for p in interval["data"]["values"]] == ["a"]  # only a real interval
     assert marks["encoding"]["color"]["field"] == "quality" == marks["encoding"]["shape"]["field"]
     assert teacher["mark"]["strokeDash"]
