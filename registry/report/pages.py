@@ -283,7 +283,7 @@ def _side(field: Any) -> str:
     shown = plain(field.resolved) if field.resolved is not None else f"({field.status.value})"
     if field.declared is not None and field.declared != field.resolved:
         shown += f" [declared {plain(field.declared)}]"
-    return shown
+    return shown + (" (cross-check failed)" if failed_check(field) else "")
 
 
 def _flagged(x: float | None, quality: str | None) -> Html | str:
