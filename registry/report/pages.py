@@ -98,7 +98,9 @@ def _headline_cell(r: RecordData) -> tuple[Any, Html]:
 
 def _quality_word(r: RecordData) -> Html | str:
     quality = r.headline.quality
-    return status(quality.replace(" ", "-")) if quality else ""
+    if not quality:
+        return ""
+    return Html(f'<span class="status s-{esc(quality.replace(" ", "-"))}">{esc(quality)}</span>')
 
 
 def _checked(r: RecordData, name: str) -> Html | str:
@@ -156,8 +158,7 @@ def _quality_line(r: RecordData) -> Html | str:
     h = r.headline
     if h.quality is None:
         return ""
-    return Html(status(h.quality.replace(" ", "-")) + "".join(
-        f"<br>{esc(reason)}" for reason in h.reasons[:10]))
+    return Html(_quality_word(r) + "".join(f"<br>{esc(reason)}" for reason in h.reasons[:10]))
 
 
 def _record_link(rid: str, shown: Collection[str]) -> Html | str:
