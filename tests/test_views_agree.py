@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 from html import unescape
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -175,7 +176,7 @@ def test_list_at_80_columns_shows_every_identity_value_whole(cli, home, monkeypa
     for line in lines[1:]:
         if line.endswith(" records") or not line.strip():
             break
-        pieces = [line[a:b].strip() for a, b in zip(starts, starts[1:], strict=False)]
+        pieces = [line[a:b].strip() for a, b in pairwise(starts)]
         if not line.startswith(" "):
             rows.append(pieces)
         else:  # a wrapped value continues under its column
