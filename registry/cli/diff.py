@@ -101,10 +101,11 @@ def _metrics_table(metrics: list[MetricDiff]) -> None:
 
 
 def render(d: Diff, *, show_all: bool) -> None:
+    from registry.base.text import one_line
     from registry.cli.output import console, shown, table
     from registry.formats.identity import PRECISION_AXES
 
-    console.print(f"a: {d.a}\nb: {d.b}", highlight=False)
+    console.print(f"a: {one_line(d.a)}\nb: {one_line(d.b)}", highlight=False)
     for side, why in sorted(d.unproven.items()):
         console.print(f"{side}: {why}", style="bold red", highlight=False)
     rows = [[("* " if f.changed else "  ") + f.name, f.kind.value, _value(f.a), _value(f.b)]

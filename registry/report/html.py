@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
+from registry.base.text import one_line
+
 ID_DIGITS = 16  # one id prefix length on every page, as on the command line
 
 
@@ -21,9 +23,11 @@ class Html(str):
 
 
 def esc(value: Any) -> Html:
+    """A value as HTML text: escaped, and its control characters shown as escapes (no
+    record text reaches a page, or a copy pasted from it, as a control sequence)."""
     if type(value) is Html:
         return value
-    return Html(escape(value if type(value) is str else plain(value)))
+    return Html(escape(one_line(value if type(value) is str else plain(value))))
 
 
 def plain(value: Any) -> str:
