@@ -106,8 +106,10 @@ def show(
     found = show_record(find(home), record)
     if json:
         print_json(found)
-        return
-    _render(found)
+    else:
+        _render(found)
+    if found.exit_code:  # shown, under its banner, but not as a record that verifies
+        raise typer.Exit(found.exit_code)
 
 
 def _render(record: ShownRecord) -> None:
@@ -127,6 +129,13 @@ def _render(record: ShownRecord) -> None:
         console.print(f"{check.trust.value.upper()}: {check.detail or ''}; nothing below is "
                       f"vouched for (registry verify {record.id[:16]})", style="bold red",
                       highlight=False)
+    elif record.artifacts:
+        word = "INVALID" if record.exit_code == 1 else "UNVERIFIABLE"
+        console.print(f"{word}: {safe(record.artifacts[0])}"
+                      + (f" (and {len(record.artifacts) - 1} more)"
+                         if len(record.artifacts) > 1 else "")
+                      + f"; the figures below may not be what was sealed (registry verify "
+                        f"{record.id[:12]})", style="bold red", highlight=False)
     top = headline(p.results)
     decode = top.metric
     failed = {n: note for n, f in p.identity.fields.items() if (note := failed_check(f))}

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from registry.base.model import Frozen
-from registry.errors import InvalidInput, NotFound
+from registry.errors import ExitCode, InvalidInput, NotFound
 from registry.formats.record import Statement, match_id, parse_statement
 from registry.signing.signed import SignatureCheck, Trust, check_signed
 from registry.store.home import Home
@@ -29,6 +29,16 @@ class ShownRecord(Frozen):
     ledger_commit: str | None
     check: SignatureCheck  # the signer is named only when it is trusted
     statement: Statement
+    artifacts: tuple[str, ...] = ()  # what is wrong with the signed artifacts in the store
+
+    @property
+    def exit_code(self) -> int:
+        """0 when the record is what was sealed; else 1 (it is not) or 3 (unknown)."""
+        if not self.check.ok:
+            return self.check.exit_code
+        if any("no longer hash" in a for a in self.artifacts):
+            return int(ExitCode.FAILED)
+        return int(ExitCode.UNVERIFIABLE) if self.artifacts else int(ExitCode.OK)
 
 
 def parse_where(terms: Sequence[str]) -> list[tuple[str, str]]:
@@ -139,5 +149,24 @@ def sealed_statement(home: Home, prefix: str, committed: Sequence[str] | None = 
 def show_record(home: Home, prefix: str) -> ShownRecord:
     """One record, read from the ledger alone, with whether a trusted key signed it."""
     rid, check, data = checked_statement(home, prefix)
+    statement = parse_statement(data)
     return ShownRecord(id=rid, ledger_commit=adding_commit(home.ledger, rid), check=check,
-                       statement=parse_statement(data))
+                       statement=statement, artifacts=tuple(artifact_problems(home, statement)))
+
+
+def artifact_problems(home: Home, statement: Statement) -> list[str]:
+    """Each signed artifact missing from the store, or whose bytes no longer hash to the
+    digest the record signed (hashes are cached: a second look costs a stat)."""
+    from registry.store.objects import ObjectState, ObjectStore
+
+    store = ObjectStore(home.objects)
+    out = []
+    for subject in statement.subject:
+        state = store.state(subject.sha256)
+        if state is ObjectState.missing:
+            out.append(f"artifact {subject.name}: object {subject.sha256[:16]} is missing "
+                       "from the store")
+        elif state is ObjectState.corrupt:
+            out.append(f"artifact {subject.name}: stored bytes no longer hash to "
+                       f"{subject.sha256[:16]}")
+    return out

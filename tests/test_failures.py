@@ -1,0 +1,63 @@
+"""The failures users hit (issue 24, item 6), each one clear message and a documented
+exit code: a corrupt or missing index is rebuilt by `reindex`; `show` of a record whose
+artifact was changed or lost says so under a banner and exits 1 or 3."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from registry.errors import ExitCode
+from tests.conftest import ROOT
+
+RUN = ROOT / "tests" / "data" / "cpu-runs" / "tiny-fp8-kv"
+
+
+@pytest.fixture
+def sealed(cli, store_home, tmp_path) -> str:
+    run = shutil.copytree(RUN, tmp_path / "run")
+    r = cli("seal", run, "--recipe", ROOT / "recipes" / "tiny-fp8-kv.toml", "--json")
+    assert r.exit_code == 0, r.stderr
+    return str(json.loads(r.stdout)["id"])
+
+
+def test_reindex_rebuilds_a_corrupt_or_missing_index(cli, store_home, sealed,
+                                                     database_url) -> None:
+    if database_url is not None:
+        pytest.skip("a SQLite file's corruption")
+    index = store_home.root / "index.sqlite"
+    for suffix in ("-wal", "-shm"):
+        index.with_name(index.name + suffix).unlink(missing_ok=True)
+    index.unlink()  # a new file: the seal's connections in this process keep the old one
+    index.write_bytes(b"not a database at all\n")
+    r = cli("list")
+    assert r.exit_code == ExitCode.NOT_FOUND and "file is not a database" in r.stderr
+    assert "registry reindex" in r.stderr and "Traceback" not in r.stderr
+    r = cli("reindex")
+    assert r.exit_code == 0 and "indexed 1 records" in r.stdout, r.stderr
+    assert [p.name.split("-")[0] for p in store_home.root.glob("index.sqlite.corrupt-*")] == [
+        "index.sqlite.corrupt"]  # set aside, not deleted
+    assert json.loads(cli("list", "--json").stdout)[0]["id"] == sealed
+    index.unlink()
+    assert cli("reindex").exit_code == 0
+    assert json.loads(cli("list", "--json").stdout)[0]["id"] == sealed
+
+
+def test_show_of_a_record_with_a_changed_or_lost_artifact(cli, store_home, sealed) -> None:
+    shown = json.loads(cli("show", sealed[:12], "--json").stdout)
+    assert shown["artifacts"] == []
+    digest = next(s["digest"]["sha256"] for s in shown["statement"]["subject"]
+                  if s["name"] == "server.log")
+    path = store_home.objects / "sha256" / digest[:2] / digest[2:]
+    path.chmod(0o644)
+    path.write_bytes(path.read_bytes() + b"one more line\n")
+    r = cli("show", sealed[:12])
+    assert r.exit_code == ExitCode.FAILED, r.stderr
+    assert r.stdout.startswith("INVALID: artifact server.log: stored bytes no longer hash")
+    assert cli("show", sealed[:12], "--json").exit_code == ExitCode.FAILED
+    path.unlink()
+    r = cli("show", sealed[:12])
+    assert r.exit_code == ExitCode.UNVERIFIABLE and r.stdout.startswith(
+        "UNVERIFIABLE: artifact server.log: object")
