@@ -1,7 +1,8 @@
 """registry: a declarative recipe and provenance registry for LLM serving runs.
 
-The public Python API is each package's documented functions and models (docs/api.md);
-anything whose name starts with `_` is internal. `LAYERS` is the architecture: a
+The public Python API is the library functions the command line calls and the models
+they take and return, listed in docs/architecture.md ("Python API"); the rest is
+internal. `LAYERS` is the architecture: a
 package imports only packages of its own layer or below (tests/test_architecture.py).
 """
 

@@ -38,6 +38,12 @@ class RegistryError(Exception):
         return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
 
 
+def error_name(e: RegistryError) -> str:
+    """The name of the class of this module that `e` is (a subclass defined elsewhere
+    is named by its base here), for reports that keep an error as data."""
+    return next(c.__name__ for c in type(e).__mro__ if c.__module__ == __name__)
+
+
 class UsageError(RegistryError):
     """A command line the registry cannot act on (options that exclude each other)."""
 

@@ -9,6 +9,7 @@ import typer
 
 from registry import __version__
 from registry.cli import app
+from tests.conftest import ROOT
 
 
 def test_version(cli) -> None:
@@ -17,11 +18,28 @@ def test_version(cli) -> None:
 
 
 def _commands(group, prefix: tuple[str, ...] = ()):
-    for name, command in group.commands.items():
-        if hasattr(command, "commands"):
+    """Every command, through click's own API (the root loads its commands lazily)."""
+    ctx = typer.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if hasattr(command, "list_commands"):
             yield from _commands(command, (*prefix, name))
         else:
             yield (*prefix, name), command
+
+
+def test_each_command_comes_from_the_module_commands_names() -> None:
+    """registry.cli.COMMANDS is the map the lazy root loads from: each module registers
+    exactly the commands it is named for, and every module of a group is named."""
+    from registry.cli import COMMANDS
+    from registry.cli.app import built
+
+    modules = set(COMMANDS.values())
+    for module in modules:
+        assert set(built(module)) == {n for n, m in COMMANDS.items() if m == module}, module
+    helpers = {"__init__", "app", "options", "output", "exits", "importing"}
+    groups = {p.stem for p in (ROOT / "registry" / "cli").glob("*.py")} - helpers
+    assert groups == modules, "a registry/cli module with commands is missing from COMMANDS"
 
 
 def test_every_command_has_help_with_an_example(cli) -> None:

@@ -301,3 +301,28 @@ def test_every_page_carries_a_strict_content_security_policy(site) -> None:
         assert f'<meta http-equiv="Content-Security-Policy" content="{CSP}">' in text, page
         inline = re.findall(r"<script(?![^>]*\bsrc=)([^>]*)>", text)
         assert all('type="application/json"' in attrs for attrs in inline), page
+
+
+def test_the_lane_page_names_each_teacher_change_as_signed(site, env) -> None:
+    """A binding is a DSSE envelope: read through the store's signed reader, the change
+    names its record (reading the envelope as the binding labelled it "unreadable")."""
+    from registry.store.teachers import binding_history
+
+    teacher = f"record {env['bf16'][0][:16]}"
+    [change] = binding_history(env["home"], "tiny-bf16-exact")
+    assert (change.teacher, change.problem) == (teacher, None)
+    page = (site / "lanes" / "tiny-bf16-exact.html").read_text(encoding="utf-8")
+    changes = page.split("teacher changes", 1)[1]
+    assert teacher in changes and change.commit[:12] in changes
+    assert "unreadable" not in page and "not shown" not in page
+
+
+def test_a_binding_no_trusted_key_signed_is_not_shown(env) -> None:
+    from registry.store.teachers import _change
+    from registry.store.trust import current_keyring
+
+    keyring = current_keyring(env["home"]).current
+    plain = json.dumps({"lane": "x", "source": {"kind": "record", "ref": "ab" * 32},
+                        "axes": {}, "rows": []}).encode()  # the binding, but unsigned
+    change = _change("c" * 40, "2026-12-01T00:00:00Z", plain, keyring)
+    assert change.teacher is None and change.problem and "invalid" in change.problem

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Write the module map of docs/architecture.md from the module docstrings, in the
-order of `registry.LAYERS` (`--check`: exit 1 when the file is not what this writes).
+"""Write the module map and the Python API of docs/architecture.md from the code, in
+the order of `registry.LAYERS` (`--check`: exit 1 when the file is not what this writes).
 
 A module's line is the first sentence of its docstring; a package's heading line is
 the first paragraph of its `__init__.py` docstring. So no module goes unmentioned: a
-new one is in the map the next time this runs, and CI runs `--check`."""
+new one is in the map the next time this runs, and CI runs `--check`. The API section
+lists what the command line imports from the library (each name with the first
+sentence of its docstring): the public functions and models."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "registry"
 DOC = ROOT / "docs" / "architecture.md"
 START = "## Module map\n"
+API = "### The public functions and models\n"
 END = "\n## "
 sys.path.insert(0, str(ROOT))
 
@@ -53,10 +56,63 @@ def module_map() -> str:
     return "".join(out)
 
 
-def rewritten(text: str) -> str:
-    before, rest = text.split(START, 1)
+def api_names() -> dict[str, set[str]]:
+    """library module -> the names registry/cli imports from it (at any depth)."""
+    out: dict[str, set[str]] = {}
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                    and node.module.startswith("registry.") \
+                    and not node.module.startswith("registry.cli"):
+                for alias in node.names:  # `from registry.store import home`: a module
+                    if _source(f"{node.module}.{alias.name}").exists():
+                        out.setdefault(f"{node.module}.{alias.name}", set())
+                    else:
+                        out.setdefault(node.module, set()).add(alias.name)
+    return out
+
+
+def _source(module: str) -> Path:
+    base = PACKAGE.parent / module.replace(".", "/")
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
+def defined(module: str, seen: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Top-level function and class names of a module -> their docstrings; a name the
+    module imports from another is followed there (`seen`: modules on the way)."""
+    tree = ast.parse(_source(module).read_text())
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            out[node.name] = ast.get_docstring(node) or ""
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.startswith("registry") and node.module not in seen:
+            found = defined(node.module, seen | {module})
+            out |= {a.asname or a.name: found[a.name] for a in node.names if a.name in found}
+    return out
+
+
+def api() -> str:
+    out = [API, "\nWritten by `tools/architecture.py` from what `registry/cli/` imports.\n"]
+    for module, names in sorted(api_names().items()):
+        docs = defined(module)
+        shown = sorted(n for n in names if n in docs and not n.startswith("_"))
+        if not shown:
+            continue
+        out.append(f"\n`{module}`\n\n")
+        out += [f"- `{n}`" + (f": {first_sentence(docs[n])}" if docs[n] else "") + "\n"
+                for n in shown]
+    return "".join(out)
+
+
+def _section(text: str, start: str, body: str) -> str:
+    before, rest = text.split(start, 1)
     after = rest.split(END, 1)[1] if END in rest else ""
-    return before + module_map() + END + after
+    return before + body + END + after
+
+
+def rewritten(text: str) -> str:
+    return _section(_section(text, START, module_map()), API, api())
 
 
 def main() -> int:

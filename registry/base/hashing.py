@@ -27,11 +27,13 @@ Progress = Callable[[int], None]
 
 
 def sha256_file(path: Path, progress: Progress | None = None) -> str:
-    """Hex sha256 of the file's bytes, read in 4 MiB chunks into one buffer."""
+    """Hex sha256 of the file's bytes, read in chunks of up to 4 MiB into one buffer
+    (no bigger than the file: a 4 MiB buffer zeroed for each of 10,000 small objects
+    was a quarter of `verify --all`)."""
     digest = hashlib.sha256()
-    buffer = bytearray(CHUNK)
-    view = memoryview(buffer)
     with open(path, "rb", buffering=0) as f:
+        buffer = bytearray(min(CHUNK, os.fstat(f.fileno()).st_size + 1))
+        view = memoryview(buffer)
         while n := f.readinto(buffer):
             digest.update(view[:n])
             if progress:

@@ -9,4 +9,4 @@ from pydantic import BaseModel, ConfigDict
 class Frozen(BaseModel):
     """A frozen model that refuses unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)

@@ -69,20 +69,29 @@ def loads_toml(data: bytes, *, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
 def check(value: Any) -> None:
     """Refuse nesting beyond MAX_DEPTH, out-of-range integers, non-finite floats and
     strings that are not Unicode text; iterative, so depth cannot exhaust the stack."""
+    if not isinstance(value, dict | list):
+        _scalar(value)
+        return
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = [*item.keys(), *item.values()]
-        elif isinstance(item, list):
-            children = item
-        else:
-            _scalar(item)
-            continue
         if depth > MAX_DEPTH:
             raise BadDocument(f"nested deeper than {MAX_DEPTH} levels")
-        if not _numbers(children):
-            stack.extend((child, depth + 1) for child in children)
+        if isinstance(item, dict):
+            children: Any = [*item.keys(), *item.values()]
+        elif len(item) > 16 and _numbers(item):  # short lists are cheaper walked
+            continue
+        else:
+            children = item
+        for child in children:  # scalars are checked here, never pushed: most of a file
+            kind = type(child)
+            if kind is str:
+                if not child.isascii() and SURROGATE.search(child):
+                    raise BadDocument("holding an unpaired surrogate (not Unicode text)")
+            elif isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+            else:
+                _scalar(child)
 
 
 def _numbers(items: list[Any]) -> bool:
@@ -105,7 +114,7 @@ def _scalar(item: Any) -> None:
         if not item.isascii() and SURROGATE.search(item):
             raise BadDocument("holding an unpaired surrogate (not Unicode text)")
     elif isinstance(item, float) and not math.isfinite(item):
-        raise BadDocument(f"holding {item} (NaN and infinities are refused)")
+        raise BadDocument(f"holding {item}: NaN or an infinity (they are refused)")
     elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= MAX_INT:
         raise BadDocument(f"holding an integer of more than {MAX_INT_DIGITS} digits")
 

@@ -1,28 +1,29 @@
 """The `registry` command: a thin typer layer over the library.
 
-One module per command group (`registry.cli.<group>`), each with a `register(app)` that
-adds its commands; `GROUPS` lists them in the order `registry --help` shows them. A
-module imports typer and the shared options only: the library is imported inside each
-command, so a command loads only what it uses (tests/test_startup.py).
+One module per command group (`registry/cli/<group>.py`), each with a `register(app)`
+that adds its commands; `COMMANDS` names, for each command, the module that registers
+it, in the order `registry --help` lists them. A new group is a module and its lines
+here (tests/test_cli.py checks that the two agree). A command's module is imported only
+when it runs (registry.cli.app.LazyGroup), and it imports typer and the shared options
+only: the library is imported inside each command, so `registry list` loads only what
+it uses (tests/test_startup.py).
 """
 
 from __future__ import annotations
 
-from importlib import import_module
+from registry.cli.app import LazyGroup, app
 
-from registry.cli.app import app
-
-GROUPS = ("recipe", "inspect", "run", "home", "keys", "verify", "records", "seal", "team",
-          "review", "contracts", "resolve", "diff", "reproduce", "report", "compare", "bench")
-"""The command groups: each is `registry/cli/<group>.py` with a `register(app)`."""
-
-
-def _register() -> None:
-    for group in GROUPS:
-        import_module(f"registry.cli.{group}").register(app)
-
-
-_register()
+COMMANDS: dict[str, str] = {
+    "recipe": "recipe", "inspect": "inspect", "kv": "inspect", "run": "run",
+    "init": "home", "reindex": "home", "keys": "keys", "verify": "verify",
+    "list": "records", "show": "records", "seal": "seal", "import": "seal",
+    "remote": "team", "push": "team", "pull": "team", "review": "review",
+    "teacher": "contracts", "check": "contracts", "resolve": "resolve", "diff": "diff",
+    "reproduce": "reproduce", "report": "report", "compare": "compare",
+    "bench-import": "bench",
+}
+"""command name -> the registry.cli module whose `register(app)` adds it."""
+LazyGroup.modules = COMMANDS
 
 
 def main() -> None:
@@ -38,4 +39,4 @@ def main() -> None:
         sys.exit(130)
 
 
-__all__ = ["GROUPS", "app", "main"]
+__all__ = ["COMMANDS", "app", "main"]

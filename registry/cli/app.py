@@ -10,7 +10,7 @@ a bug: it too is one message (exit 70, never a traceback) unless `REGISTRY_DEBUG
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import typer
 from typer.core import TyperGroup
@@ -74,12 +74,37 @@ def _ours() -> bool:
         handler, "__name__", "") == "_interrupt"
 
 
-def new_app(help: str) -> typer.Typer:
-    return typer.Typer(cls=RegistryGroup, help=help, no_args_is_help=True,
+class LazyGroup(RegistryGroup):
+    """The root command: a command's module is imported, and its click command built,
+    only when that command runs or help lists it (`registry list` loads one module of
+    the CLI, not all of them). `commands` maps each name to its module."""
+
+    modules: ClassVar[dict[str, str]] = {}  # command name -> registry.cli module (registry.cli)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in self.modules if n not in self.commands)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in self.modules:
+            self.commands.update(built(self.modules[cmd_name]))
+        return super().get_command(ctx, cmd_name)
+
+
+def built(module: str) -> dict[str, Any]:
+    """name -> click command of every command the module registers."""
+    from importlib import import_module
+
+    group = new_app("")
+    import_module(f"registry.cli.{module}").register(group)
+    return dict(typer.main.get_group(group).commands)
+
+
+def new_app(help: str, cls: type[TyperGroup] = RegistryGroup) -> typer.Typer:
+    return typer.Typer(cls=cls, help=help, no_args_is_help=True,
                        pretty_exceptions_enable=False, rich_markup_mode=None)
 
 
-app = new_app("Recipes and signed provenance records for LLM serving runs.")
+app = new_app("Recipes and signed provenance records for LLM serving runs.", LazyGroup)
 
 
 def _version(value: bool) -> None:

@@ -95,15 +95,16 @@ def check(
 
     Example: registry check 3f2a9c --contract self-consistency --against 7b01de
     """
+    from registry.cli.exits import checked, leave, with_code
     from registry.cli.output import print_json
     from registry.contracts.check import check_record
 
     result = check_record(find(home), record, contract=contract, against=against or [])
     if json:
-        print_json(result)
+        print_json(with_code(result, checked(result)))
     else:
         _render(result)
-    raise typer.Exit(result.exit_code)
+    leave(checked(result))
 
 
 def _axes(terms: list[str]) -> dict[str, str | None]:

@@ -11,8 +11,8 @@ from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from registry.signing.signed import Trust
-    from registry.store.index import RecordRow
     from registry.store.query import ShownRecord
+    from registry.store.rows import RecordRow
 
 
 def register(app: typer.Typer) -> None:
@@ -32,7 +32,7 @@ def list_records(
 
     Example: registry list --where precision.kv_cache=fp8_e4m3 --where 'parallel.tensor>1'
     """
-    from registry.cli.output import console, print_fitted, print_json
+    from registry.cli.output import print_fitted, print_json, say
     from registry.compare.table import filter_ids, split_where
     from registry.formats.identity import ID_DIGITS, short_dtype
     from registry.formats.record import UNPROVEN
@@ -56,17 +56,16 @@ def list_records(
          _decode_text(r), _quality(r)]
         for r, bad in zip(rows, unproven, strict=True)],
         keep=[True, True, False, False, False, True, True])
-    console.print(f"{len(rows)} records", highlight=False, soft_wrap=True)
+    say(f"{len(rows)} records")
     if any(unproven):
-        console.print("! UNPROVEN: its evidence proves nothing (registry show ID says why)",
-                      style="bold red", highlight=False)
+        say(("! UNPROVEN: its evidence proves nothing (registry show ID says why)", "bold red"))
     for r in rows:
         if r.failed_checks:
-            console.print(f"{r.id[:ID_DIGITS]}! {', '.join(r.failed_checks)}: a cross-check "
-                          "failed (registry show ID says which)", style="red", highlight=False)
+            say((f"{r.id[:ID_DIGITS]}! {', '.join(r.failed_checks)}: a cross-check failed "
+                 "(registry show ID says which)", "red"))
         if r.trust != "verified" or r.trust_detail:
-            console.print(f"{r.id[:ID_DIGITS]} {(r.trust or 'unchecked').upper()}: "
-                          f"{r.trust_detail or ''}", style="red", highlight=False)
+            say((f"{r.id[:ID_DIGITS]} {(r.trust or 'unchecked').upper()}: "
+                 f"{r.trust_detail or ''}", "red"))
 
 
 def _marked_id(rid: str, trust: Trust | None, unproven: bool) -> str:
@@ -100,23 +99,25 @@ def show(
 
     Example: registry show 3f2a9c --json
     """
+    from registry.cli import exits
     from registry.cli.output import print_json
     from registry.store.query import show_record
 
     found = show_record(find(home), record)
+    code = exits.shown(found)  # shown, under its banner, but not as a record that verifies
     if json:
-        print_json(found)
+        print_json(exits.with_code(found, code))
     else:
         _render(found)
-    if found.exit_code:  # shown, under its banner, but not as a record that verifies
-        raise typer.Exit(found.exit_code)
+    exits.leave(code)
 
 
 def _render(record: ShownRecord) -> None:
     """A summary a person reads in one screen, then the details, each row on one line."""
     from collections import Counter
 
-    from registry.cli.output import console, print_fitted, safe, shown
+    from registry.base.text import one_line
+    from registry.cli.output import print_fitted, say, shown
     from registry.formats.figures import headline
     from registry.formats.identity import failed_check
     from registry.formats.record import summary_line
@@ -126,16 +127,14 @@ def _render(record: ShownRecord) -> None:
     p = record.statement.predicate
     check = record.check
     if not check.ok:
-        console.print(f"{check.trust.value.upper()}: {check.detail or ''}; nothing below is "
-                      f"vouched for (registry verify {record.id[:16]})", style="bold red",
-                      highlight=False)
+        say((f"{check.trust.value.upper()}: {check.detail or ''}; nothing below is vouched "
+             f"for (registry verify {record.id[:16]})", "bold red"))
     elif record.artifacts:
-        word = "INVALID" if record.exit_code == 1 else "UNVERIFIABLE"
-        console.print(f"{word}: {safe(record.artifacts[0])}"
-                      + (f" (and {len(record.artifacts) - 1} more)"
-                         if len(record.artifacts) > 1 else "")
-                      + f"; the figures below may not be what was sealed (registry verify "
-                        f"{record.id[:12]})", style="bold red", highlight=False)
+        word = "INVALID" if record.artifacts_changed else "UNVERIFIABLE"
+        say((f"{word}: {one_line(record.artifacts[0])}"
+             + (f" (and {len(record.artifacts) - 1} more)" if len(record.artifacts) > 1 else "")
+             + f"; the figures below may not be what was sealed (registry verify "
+               f"{record.id[:12]})", "bold red"))
     top = headline(p.results)
     decode = top.metric
     failed = {n: note for n, f in p.identity.fields.items() if (note := failed_check(f))}
@@ -160,30 +159,28 @@ def _render(record: ShownRecord) -> None:
              ("overrides", ", ".join(f"{o.field} ({o.reason})" for o in p.overrides))]
     for name, value in facts:
         if value:
-            console.print(f"[bold]{name:9}[/] {safe(value)}", highlight=False, soft_wrap=False,
-                          markup=True)
+            say((f"{name:9}", "bold"), f" {one_line(str(value))}")
     unproven = mark(p.unproven, p.identity)
     if unproven:
-        console.print(unproven, style="bold red", highlight=False)
-    console.print(f"{len(record.statement.subject)} artifacts; details follow "
-                  "(--json for everything)\n", highlight=False)
+        say((unproven, "bold red"))
+    say(f"{len(record.statement.subject)} artifacts; details follow (--json for everything)\n")
     print_fitted(["field", "value", "status", "evidence"], [
         [name, _value(f.declared, f.resolved) + (" (cross-check failed)" if name in failed
                                                   else ""), f.status.value,
          f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else ""]
         for name, f in sorted(p.identity.fields.items())],
         keep=[True, False, True, False], title="identity (value: resolved, else declared)")
-    console.print()
+    say()
     print_fitted(["suite", "metric", "value [95% CI]", "unit", "n"], [
         [s.suite, m.name, value_text(m, s.quality), m.unit, str(m.count)]
         for s in p.results for m in s.metrics.values()],
         keep=[False, True, True, True, True], title="results")
     for line in quality_lines(p.results):
-        console.print(line, highlight=False)
+        say(line)
     formulas = {m.name: m.formula for s in p.results for m in s.metrics.values()}
     for name, formula in formulas.items():  # below the table: a formula is never cut
-        console.print(f"  {name} = {formula}", highlight=False, soft_wrap=False)
-    console.print()
+        say(f"  {name} = {formula}")
+    say()
     print_fitted(["role", "commit", "dirty", "path"], [
         [s.role, (s.commit or "")[:12], shown(s.dirty), s.path] for s in p.sources],
         keep=[True, True, True, False], title="sources")

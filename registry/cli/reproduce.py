@@ -52,6 +52,7 @@ def reproduce(
 
     Example: registry reproduce 3f2a9c --models ~/models
     """
+    from registry.cli.exits import leave, reproduced, with_code
     from registry.cli.output import print_json
     from registry.cli.run import progress, term_as_interrupt
     from registry.reproduce import reproduce as reproduce_record
@@ -64,9 +65,8 @@ def reproduce(
                                 dry_run=dry_run,
                                 hooks=bars.hooks if bars else None,
                                 progress=bars.hashed if bars else None)
-    print_json(done) if json else _print(done)
-    if done.exit_code:
-        raise typer.Exit(done.exit_code)
+    print_json(with_code(done, reproduced(done))) if json else _print(done)
+    leave(reproduced(done))
 
 
 def _print(done: Reproduction) -> None:

@@ -116,12 +116,15 @@ def _text(value: object) -> str:
 def _record(prefix: str, home: Path | None, json: bool) -> None:
     from rich.text import Text
 
+    from registry.cli.exits import leave, reresolved
     from registry.cli.output import console, print_json, table
     from registry.review.reresolve import reresolve_record
 
     report = reresolve_record(find(home), prefix)
     if json:
-        print_json({**report.model_dump(mode="json"), "reproduced": report.reproduced})
+        # null values stay: `again` None says the field re-resolved to nothing
+        print_json({**report.model_dump(mode="json"), "reproduced": report.reproduced,
+                    "exit_code": int(reresolved(report))})
     else:
         console.print(table(f"record {report.id[:16]} re-resolved from its sealed evidence",
                             ["field", "signed", "again", "status", ""], [
@@ -133,4 +136,4 @@ def _record(prefix: str, home: Path | None, json: bool) -> None:
         same = sum(f.same for f in report.fields)
         console.print(f"{same}/{len(report.fields)} fields reproduced", highlight=False,
                       style=None if report.reproduced else "bold red")
-    raise typer.Exit(report.exit_code)
+    leave(reresolved(report))

@@ -30,12 +30,13 @@ def review(
     """
     from rich.text import Text
 
+    from registry.cli.exits import leave, reviewed, with_code
     from registry.cli.output import console, print_json, table
     from registry.review import review_record
 
     report = review_record(find(home), record)
     if json:
-        print_json(report)
+        print_json(with_code(report, reviewed(report)))
     else:
         console.print(table(f"review of {report.id[:16]}", ["part", "status", "detail"], [
             [f.part, Text(f.status.value, style=STYLE[f.status.value]), f.detail]
@@ -43,4 +44,4 @@ def review(
         console.print(f"verdict: {report.verdict.value}", highlight=False,
                       style=STYLE["ok" if report.verdict.value == "accept" else
                                   report.verdict.value])
-    raise typer.Exit(report.exit_code)
+    leave(reviewed(report))

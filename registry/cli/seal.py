@@ -132,7 +132,9 @@ def import_(
             done = import_folder(capsule, home=find(home), options=options, step=step)
         print_json(done) if json else print_folder(done)
         if done.failed:
-            raise typer.Exit(done.failed[0].exit_code)
+            from registry.cli.exits import leave, raised
+
+            leave(raised(done.failed[0]))
         return
     with hashing(capsule, json) as progress:
         records = import_capsule(capsule, home=find(home), options=options,

@@ -46,7 +46,7 @@ def set_teacher(home: Home, prefix: str, lane: str, *, suite: str | None = None)
 
     run = load_sealed(home, prefix)
     report = verify_records(home, run.id)
-    if report.exit_code != 0:
+    if report.worst is not None:
         problem = report.records[0].problems[0]
         raise Refused(f"record {run.id[:16]} does not verify ({problem.part}: {problem.detail})",
                       hint=f"registry verify {run.id[:16]}: a teacher must be intact")

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from registry.base.model import Frozen
-from registry.errors import ExitCode, InvalidInput
+from registry.errors import InvalidInput
 from registry.formats.identity import ResolvedIdentity
 from registry.formats.rundir import Bench, BenchRow
-from registry.formats.verdict import Verdict, VerdictStatus
+from registry.formats.verdict import Verdict
 from registry.recipe.schema import ContractName, Recipe
 from registry.store.home import Home
 
@@ -24,7 +24,6 @@ class CheckResult(Frozen):
     verdict: Verdict | None  # None for contract `none`
     problems: list[str]  # integrity problems with the rows judged
     stored_verdict: Verdict | None  # what the record claims: shown, never trusted
-    exit_code: int
 
 
 def check_record(home: Home, prefix: str, *, contract: str | None = None,
@@ -45,7 +44,7 @@ def check_record(home: Home, prefix: str, *, contract: str | None = None,
     verdict = judge(home, run.recipe, run.bench, run.identity, contract=name,
                     others=[o.bench.rows for o in others])
     return CheckResult(record=run.id, contract=name, verdict=verdict, problems=problems,
-                       stored_verdict=run.stored_verdict, exit_code=_exit(verdict, problems))
+                       stored_verdict=run.stored_verdict)
 
 
 def judge(home: Home, recipe: Recipe, bench: Bench, identity: ResolvedIdentity, *,
@@ -61,10 +60,3 @@ def judge(home: Home, recipe: Recipe, bench: Bench, identity: ResolvedIdentity, 
     return evaluate(recipe, bench.rows, identity, teacher, others=others, suites=bench.suites,
                     contract=name)
 
-
-def _exit(verdict: Verdict | None, problems: list[str]) -> int:
-    if problems or (verdict and verdict.status is VerdictStatus.failed):
-        return ExitCode.FAILED
-    if verdict and verdict.status is VerdictStatus.refused:
-        return ExitCode.REFUSED
-    return ExitCode.OK

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from registry.base.hashing import Progress
 from registry.base.model import Frozen
-from registry.errors import RegistryError
+from registry.errors import RegistryError, error_name
 from registry.importer.capsule import ImportedRecord, Options, import_capsule
 from registry.store.home import Home
 from registry.store.writer import Signer
@@ -17,7 +17,7 @@ from registry.store.writer import Signer
 
 class Problem(Frozen):
     capsule: str
-    exit_code: int
+    error: str  # the registry.errors class it raised: InvalidInput, NotFound, ...
     message: str
 
 
@@ -41,6 +41,6 @@ def import_folder(folder: Path, *, home: Home, options: Options | None = None,
                                       progress=progress)
         except RegistryError as e:
             bucket = skipped if "no run evidence found" in e.message else failed
-            bucket.append(Problem(capsule=capsule.name, exit_code=int(e.exit_code),
+            bucket.append(Problem(capsule=capsule.name, error=error_name(e),
                                   message=e.message))
     return FolderImport(records=records, skipped=skipped, failed=failed)

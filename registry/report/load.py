@@ -20,7 +20,7 @@ from registry.formats.verdict import Verdict
 from registry.measure.metrics import decode_rate
 from registry.recipe.schema import MetricFormula, Recipe
 from registry.store.home import Home
-from registry.store.index import RecordRow
+from registry.store.rows import RecordRow
 
 Teachers = dict[str, "Teacher | RegistryError | None"]  # lane -> teacher, read once
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from collections import defaultdict
@@ -28,7 +27,7 @@ from registry.report.html import short
 from registry.report.load import RecordData, Skipped, load_records
 from registry.report.pages import PATHS, SAFE_NAME
 from registry.store.home import Home
-from registry.store.index import RecordRow
+from registry.store.rows import RecordRow
 
 MARKER = ".registry-report"
 LOG_LIMIT = 64 * 2**20  # a bigger artifact is listed, not rendered
@@ -234,31 +233,16 @@ def _hex64(value: str) -> bool:
 
 
 def teacher_changes(home: Home, members: Sequence[RecordData]) -> list[dict[str, Any]]:
-    """Every ledger commit that set the lane's teacher: when, and which teacher."""
-    import json
-
+    """Every ledger commit that set the lane's teacher: when, and which teacher (as
+    signed, read by the store's own binding reader; a binding no trusted key signed
+    says why it is not shown)."""
     from registry.contracts import teacher_lane
+    from registry.store.teachers import binding_history
 
     recipe = next((r.recipe for r in reversed(members) if r.recipe), None)
     lane = teacher_lane(recipe) if recipe else members[-1].lane
     if not lane or not SAFE_NAME.match(lane):
         return []
-    path = f"teachers/{lane}.json"
-    log = _git(home.ledger, "log", "--format=%H %cI", "--", path)
-    out = []
-    for line in log.splitlines():
-        commit, at = line.split(" ", 1)
-        try:
-            source = json.loads(_git(home.ledger, "show", f"{commit}:{path}"))["source"]
-            teacher = f"{source['kind']} {str(source['ref'])[:16]}"
-        except (ValueError, KeyError, TypeError):
-            teacher = "unreadable"
-        out.append({"at": at, "teacher": teacher, "commit": commit})
-    return sorted(out, key=lambda t: t["at"])
-
-
-def _git(repo: Path, *args: str) -> str:
-    """Read-only git plumbing on the ledger; no hooks or repository config are run."""
-    done = subprocess.run(["git", "-C", str(repo), "-c", "core.fsmonitor=false", *args],
-                          capture_output=True, text=True, check=False)
-    return done.stdout if done.returncode == 0 else ""
+    return [{"at": c.at, "commit": c.commit,
+             "teacher": c.teacher or f"not shown ({c.problem})"}
+            for c in binding_history(home, lane)]

@@ -21,7 +21,7 @@ from pydantic import Field
 from registry.base.confine import inside
 from registry.base.hashing import Progress
 from registry.base.model import Frozen
-from registry.errors import ExitCode, InvalidInput, Refused
+from registry.errors import InvalidInput, Refused
 from registry.formats.record import Override, Statement
 from registry.formats.rundir import BenchRow, LaunchPlan
 from registry.recipe.schema import MetricFormula, Recipe
@@ -57,7 +57,6 @@ class Reproduction(Frozen):
     contract: ContractVerdict | None = None
     performance: PerformanceVerdict | None = None
     passed: bool
-    exit_code: int
 
 
 def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
@@ -82,8 +81,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     env = check_environment(statement.predicate, recipe, launch, allow_env_drift)
     checked = Reproduction(original=original.id, recipe=str(recipe_path or "record"),
                            plan=launch, environment=env, dry_run=dry_run,
-                           passed=not env.refused,
-                           exit_code=ExitCode.REFUSED if env.refused else ExitCode.OK)
+                           passed=not env.refused)
     if env.refused and not dry_run:
         raise Refused(f"environment drift since record {original.id[:16]}: "
                       + "; ".join(_drift_text(env)),
@@ -121,7 +119,7 @@ def _judged(checked: Reproduction, home: Home, statement: Statement, original: S
     passed = identity.passed and contract.passed and performance.passed
     return checked.model_copy(update={
         "identity": identity, "contract": contract, "performance": performance,
-        "passed": passed, "exit_code": ExitCode.OK if passed else ExitCode.FAILED})
+        "passed": passed})
 
 
 def _recipe(rid: str, statement: Statement, recipe_path: Path | None) -> Recipe:

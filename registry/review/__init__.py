@@ -50,7 +50,6 @@ class Review(Frozen):
     id: str
     verdict: Decision
     findings: list[Finding]
-    exit_code: int
 
 
 def review_record(home: Home, prefix: str) -> Review:
@@ -73,12 +72,12 @@ def review_record(home: Home, prefix: str) -> Review:
 def _verdict(rid: str, findings: list[Finding]) -> Review:
     statuses = {f.status for f in findings}
     if Status.reject in statuses:
-        verdict, code = Decision.reject, ExitCode.FAILED
+        verdict = Decision.reject
     elif Status.needs_evidence in statuses:
-        verdict, code = Decision.needs_evidence, ExitCode.UNVERIFIABLE
+        verdict = Decision.needs_evidence
     else:
-        verdict, code = Decision.accept, ExitCode.OK
-    return Review(id=rid, verdict=verdict, findings=findings, exit_code=int(code))
+        verdict = Decision.accept
+    return Review(id=rid, verdict=verdict, findings=findings)
 
 
 Part = Callable[[Home, str, Statement], list[Finding]]

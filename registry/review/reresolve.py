@@ -21,7 +21,7 @@ from typing import Any
 
 from registry.base.hashing import sha256_file
 from registry.base.model import Frozen
-from registry.errors import ExitCode, Unverifiable, VerificationFailed
+from registry.errors import Unverifiable, VerificationFailed
 from registry.formats.identity import ResolvedField, ResolvedIdentity, status_for
 from registry.formats.record import Statement
 from registry.store.home import Home
@@ -48,10 +48,6 @@ class Reresolved(Frozen):
     @property
     def reproduced(self) -> bool:
         return all(f.same for f in self.fields)
-
-    @property
-    def exit_code(self) -> int:
-        return int(ExitCode.OK if self.reproduced else ExitCode.FAILED)
 
 
 def reresolve_record(home: Home, prefix: str) -> Reresolved:

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from registry.base.canonical import sha256_hex
 from registry.base.model import Frozen
-from registry.errors import ExitCode, RegistryError, Unverifiable, VerificationFailed
+from registry.errors import RegistryError, Unverifiable, VerificationFailed
 from registry.signing import dsse
 from registry.signing.keyring import Keyring
 
@@ -44,11 +44,6 @@ class SignatureCheck(Frozen):
         kind = Unverifiable if self.trust is Trust.untrusted else VerificationFailed
         return kind(f"{what} is {self.trust.value}: {self.detail}",
                     hint="registry verify names what is wrong; only verified records are judged")
-
-    @property
-    def exit_code(self) -> int:
-        return int(ExitCode.OK if self.ok else ExitCode.UNVERIFIABLE
-                   if self.trust is Trust.untrusted else ExitCode.FAILED)
 
 
 def check_signed(payload: bytes | None, envelope: bytes | None, *, expected_id: str | None,

@@ -2,7 +2,10 @@
 PostgreSQL when `$REGISTRY_DATABASE_URL` says so. The tables are SQLModel models;
 queries are SQLAlchemy Core over their tables (no ORM session on the read path).
 The index is a cache of the ledger, never a source: `rebuild` recreates it from the
-ledger alone, and readers check every row against its signed statement.
+ledger alone, and readers check every row against its signed statement. These models
+are the one definition of the tables; readers of a SQLite index query it through
+sqlite3 with the names written from them into registry/store/tables.py
+(registry/store/sqlite.py), so `list` and `show` never import SQLAlchemy.
 
 A seal inserts a record's rows in one transaction with `ledger_commit` NULL, then
 sets it once the ledger commit exists. Readers only see rows with a commit, so a
@@ -12,7 +15,6 @@ crash between the two steps leaves an invisible row that the next writer (or
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -24,12 +26,18 @@ from sqlalchemy import Table, Text, create_engine, delete, event, select, update
 from sqlalchemy.exc import DatabaseError, OperationalError, ProgrammingError
 from sqlmodel import Field, SQLModel
 
-from registry.base.model import Frozen
-from registry.errors import InvalidInput, NotFound
-from registry.formats.figures import Headline, headline
-from registry.formats.record import Statement, summary_line
-from registry.signing.signed import Trust
 from registry.store.home import Home
+from registry.store.rows import (  # the entry models, light for readers; named here too
+    COLUMNS,
+    RecordRow,
+    Rows,
+    entry_differences,
+    entry_rows,
+    unreadable,
+    value_text,
+    where_kind,
+    yes,
+)
 
 
 class RecordEntry(SQLModel, table=True):
@@ -88,65 +96,9 @@ records: Table = RecordEntry.__table__  # type: ignore[attr-defined]
 identity: Table = IdentityEntry.__table__  # type: ignore[attr-defined]
 results: Table = ResultEntry.__table__  # type: ignore[attr-defined]
 VISIBLE = records.c.ledger_commit.is_not(None)  # a row shows once its ledger commit exists
-COLUMNS = ("id", "lane", "recipe", "parent", "imported", "signer", "model", "weights", "kv_cache",
-           "quality")
-
-
-class RecordRow(Frozen):
-    id: str
-    created_at: str
-    lane: str | None
-    recipe: str | None
-    parent: str | None
-    imported: bool
-    signer: str | None
-    summary: str
-    model: str | None
-    weights: str | None
-    kv_cache: str | None
-    decode_tok_s: float | None
-    decode_ci_low: float | None = None
-    decode_ci_high: float | None = None
-    quality: str | None = None  # measurement: valid | degraded | not judged
-    ledger_commit: str | None
-    trust: Trust | None = None  # set by the reader that checked the signed statement
-    trust_detail: str | None = None
-    headline: Headline | None = None  # set with `trust`: from the signed results
-    failed_checks: tuple[str, ...] = ()  # set with `trust`: fields whose cross-check failed
-
-
-def value_text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-Rows = dict[str, list[dict[str, Any]]]  # table name -> rows
-
-
-def entry_rows(record_id: str, statement: Statement, signer: str | None) -> Rows:
-    """The rows of each table for one record."""
-    p = statement.predicate
-    v = p.identity.value
-    top = headline(p.results)
-    decode = top.metric
-    record = {
-        "id": record_id, "created_at": p.run.sealed_at, "lane": (p.recipe or {}).get("lane"),
-        "recipe": (p.recipe or {}).get("name"), "parent": p.parent,
-        "imported": p.imported is not None, "signer": signer, "summary": summary_line(p),
-        "model": value_text(v("model.architecture")), "weights": value_text(v("precision.weights")),
-        "kv_cache": value_text(v("precision.kv_cache")),
-        "decode_tok_s": decode.value if decode else None,
-        "decode_ci_low": decode.ci_low if decode else None,
-        "decode_ci_high": decode.ci_high if decode else None, "quality": top.quality,
-        "ledger_commit": None,
-    }
-    fields = [{"record_id": record_id, "name": name, "value": value_text(f.resolved),
-               "status": f.status.value} for name, f in sorted(p.identity.fields.items())]
-    metrics = [{"record_id": record_id, "suite": s.suite, "metric": m.name, "value": m.value,
-                "unit": m.unit, "formula": m.formula, "count": m.count}
-               for s in p.results for m in s.metrics.values()]
-    return {"records": [record], "identity": fields, "results": metrics}
+TABLES = (records, identity, results)
+__all__ = ["COLUMNS", "TABLES", "Index", "RecordRow", "Rows", "entry_differences", "entry_rows",
+           "open_index", "value_text"]
 
 
 class Index:
@@ -202,6 +154,12 @@ class Index:
         query = select(records.c.id, records.c.ledger_commit).where(VISIBLE)
         with self._guard(), self.engine.connect() as db:
             return {r.id: r.ledger_commit for r in db.execute(query)}
+
+    def commit_of(self, record_id: str) -> str | None:
+        """The ledger commit the index holds for a record (a hint: readers confirm it)."""
+        query = select(records.c.ledger_commit).where(records.c.id == record_id)
+        with self._guard(), self.engine.connect() as db:
+            return db.scalar(query)
 
     def matching(self, prefix: str) -> list[str]:
         query = (select(records.c.id).where(records.c.id.startswith(prefix, autoescape=True))
@@ -272,17 +230,14 @@ class Index:
 
 
 def _condition(name: str, value: str) -> Any:
-    if name == "imported":
-        return records.c.imported.is_(value.lower() in ("1", "true", "yes"))
-    if name in COLUMNS:
+    kind = where_kind(name, value)
+    if kind == "imported":
+        return records.c.imported.is_(yes(value))
+    if kind == "column":
         return records.c[name] == value
-    if "." in name:
-        matching = select(identity.c.record_id).where(identity.c.name == name,
-                                                      identity.c.value == value)
-        return records.c.id.in_(matching)
-    raise InvalidInput(f"--where {name}={value}: unknown field",
-                       hint="use an identity field (e.g. precision.kv_cache) or one of "
-                            + ", ".join(COLUMNS))
+    matching = select(identity.c.record_id).where(identity.c.name == name,
+                                                  identity.c.value == value)
+    return records.c.id.in_(matching)
 
 
 @contextmanager
@@ -291,10 +246,7 @@ def _guard(url: str) -> Iterator[None]:
     try:
         yield
     except (OperationalError, ProgrammingError, DatabaseError) as e:
-        where = url.split("@")[-1]
-        raise NotFound(f"index {where}: {str(e.orig).splitlines()[0]}",
-                       hint="check REGISTRY_DATABASE_URL, or rebuild it: registry reindex",
-                       ) from None
+        raise unreadable(url, str(e.orig)) from None
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
@@ -305,22 +257,3 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
 
 def open_index(home: Home) -> Index:
     return Index(home.database_url)
-
-
-def entry_differences(indexed: Rows | None, signed: Rows) -> list[str]:
-    """What an index entry says that the signed statement does not (table.column),
-    the ledger commit aside (history decides that)."""
-    if indexed is None:
-        return ["missing"]
-    found = []
-    keys = {"records": ("id",), "identity": ("name",), "results": ("suite", "metric")}
-    for table, key in keys.items():
-        ours = {tuple(r[k] for k in key): r for r in indexed.get(table, [])}
-        theirs = {tuple(r[k] for k in key): r for r in signed[table]}
-        if ours.keys() != theirs.keys():
-            found.append(f"{table} rows")
-            continue
-        for k, row in theirs.items():
-            found += [f"{table}.{c}" for c, v in row.items()
-                      if c != "ledger_commit" and ours[k].get(c) != v]
-    return sorted(set(found))

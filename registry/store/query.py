@@ -1,19 +1,19 @@
 """Reading records back: `list` from the index, one record from the ledger.
 
-Both stay light (no gitpython, no torch, no vllm): the index answers queries; an id
-prefix is matched against the ledger's committed tree and the statement is read
-straight from the ledger folder. The index is a cache, never a source: every record
-a reader returns was checked against its signed statement and the verified keyring
-(registry/signing/signed.py), and carries the result.
+Both stay light (no SQLAlchemy for a SQLite index, no torch, no vllm): the index
+answers queries; an id prefix is matched against the ledger's committed tree and the
+statement is read straight from the ledger folder. The index is a cache, never a
+source: every record a reader returns was checked against its signed statement and
+the verified keyring (registry/signing/signed.py), and carries the result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from registry.base.model import Frozen
-from registry.errors import ExitCode, InvalidInput, NotFound
+from registry.errors import InvalidInput, NotFound
 from registry.formats.record import Statement, match_id, parse_statement
 from registry.signing.signed import SignatureCheck, Trust, check_signed
 from registry.store.home import Home
@@ -21,7 +21,20 @@ from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, adding_commit, c
 
 if TYPE_CHECKING:
     from registry.signing.keyring import Keyring
-    from registry.store.index import Index, RecordRow, Rows
+    from registry.store.rows import RecordRow, Rows
+
+
+class IndexReader(Protocol):
+    """What readers ask of an index: `Index` (SQLAlchemy) or `SqliteReader` (sqlite3)."""
+
+    def pending(self) -> list[str]: ...
+
+    def commit_of(self, record_id: str) -> str | None: ...
+
+    def rows(self, where: Sequence[tuple[str, str]] = (),
+             limit: int | None = None) -> list[RecordRow]: ...
+
+    def entries(self, ids: Sequence[str] | None = None) -> dict[str, Rows]: ...
 
 
 class ShownRecord(Frozen):
@@ -30,15 +43,7 @@ class ShownRecord(Frozen):
     check: SignatureCheck  # the signer is named only when it is trusted
     statement: Statement
     artifacts: tuple[str, ...] = ()  # what is wrong with the signed artifacts in the store
-
-    @property
-    def exit_code(self) -> int:
-        """0 when the record is what was sealed; else 1 (it is not) or 3 (unknown)."""
-        if not self.check.ok:
-            return self.check.exit_code
-        if any("no longer hash" in a for a in self.artifacts):
-            return int(ExitCode.FAILED)
-        return int(ExitCode.UNVERIFIABLE) if self.artifacts else int(ExitCode.OK)
+    artifacts_changed: bool = False  # an artifact's bytes changed (not merely missing)
 
 
 def parse_where(terms: Sequence[str]) -> list[tuple[str, str]]:
@@ -52,16 +57,25 @@ def parse_where(terms: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def readable_index(home: Home) -> Index:
-    """The index, with any row a crashed seal left settled first."""
-    from registry.store.index import open_index
+def readable_index(home: Home) -> IndexReader:
+    """The index, with any row a crashed seal left settled first: a SQLite index is read
+    through sqlite3 (no SQLAlchemy to import), any other through `Index`."""
+    from registry.store.sqlite_read import SqliteReader, sqlite_path
 
-    index = open_index(home)
-    if index.pending():
+    path = sqlite_path(home.database_url)
+    reader: IndexReader
+    if path is None:
+        from registry.store.index import open_index
+
+        reader = open_index(home)
+    else:
+        reader = SqliteReader(home.database_url, path)
+    if reader.pending():
+        from registry.store.index import open_index
         from registry.store.writer import settle_pending
 
-        settle_pending(home, index)
-    return index
+        settle_pending(home, open_index(home))
+    return reader
 
 
 def find_records(home: Home, where: Sequence[str] = (),
@@ -80,7 +94,7 @@ def find_records(home: Home, where: Sequence[str] = (),
 def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring) -> RecordRow:
     from registry.formats.figures import headline
     from registry.formats.identity import failed_check
-    from registry.store.index import RecordRow, entry_differences, entry_rows
+    from registry.store.rows import RecordRow, entry_differences, entry_rows
 
     statement, envelope = _ledger_files(home, row.id)
     check = check_signed(statement, envelope, expected_id=row.id, keyring=keyring)
@@ -150,13 +164,46 @@ def show_record(home: Home, prefix: str) -> ShownRecord:
     """One record, read from the ledger alone, with whether a trusted key signed it."""
     rid, check, data = checked_statement(home, prefix)
     statement = parse_statement(data)
-    return ShownRecord(id=rid, ledger_commit=adding_commit(home.ledger, rid), check=check,
-                       statement=statement, artifacts=tuple(artifact_problems(home, statement)))
+    problems = artifact_problems(home, statement)
+    return ShownRecord(id=rid, ledger_commit=_adding_commit(home, rid), check=check,
+                       statement=statement, artifacts=tuple(p for _, p in problems),
+                       artifacts_changed=any(changed for changed, _ in problems))
 
 
-def artifact_problems(home: Home, statement: Statement) -> list[str]:
-    """Each signed artifact missing from the store, or whose bytes no longer hash to the
-    digest the record signed (hashes are cached: a second look costs a stat)."""
+def _adding_commit(home: Home, rid: str) -> str | None:
+    """The ledger commit that added the record: the index's word for it when the ledger
+    confirms it (one git call), else found by walking the ledger's history (every
+    commit: seconds on a ledger of 10,000 records). Shown, never trusted: `verify`
+    checks each record's commit against the signed history."""
+    from registry.errors import RegistryError
+
+    try:
+        hint = readable_index(home).commit_of(rid)
+    except RegistryError:
+        hint = None
+    if hint is not None and _adds(home, hint, f"{RECORDS}/{rid}/{STATEMENT}"):
+        return hint
+    return adding_commit(home.ledger, rid)
+
+
+def _adds(home: Home, commit: str, path: str) -> bool:
+    """`commit` holds `path` with the bytes the branch holds, and its parent does not."""
+    from registry.store.git import run_git
+    from registry.store.ledger import BRANCH
+
+    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        return False
+    asked = f"{commit}:{path}\n{commit}^:{path}\n{BRANCH}:{path}\n"
+    here, before, head = run_git(home.ledger, "cat-file", "--batch-check",
+                                 input=asked.encode()).decode().splitlines()
+    return before.endswith("missing") and not here.endswith("missing") and \
+        here.split()[0] == head.split()[0]
+
+
+def artifact_problems(home: Home, statement: Statement) -> list[tuple[bool, str]]:
+    """(changed, what) for each signed artifact missing from the store, or whose bytes no
+    longer hash to the digest the record signed (hashes are cached: a second look
+    costs a stat)."""
     from registry.store.objects import ObjectState, ObjectStore
 
     store = ObjectStore(home.objects)
@@ -164,9 +211,9 @@ def artifact_problems(home: Home, statement: Statement) -> list[str]:
     for subject in statement.subject:
         state = store.state(subject.sha256)
         if state is ObjectState.missing:
-            out.append(f"artifact {subject.name}: object {subject.sha256[:16]} is missing "
-                       "from the store")
+            out.append((False, f"artifact {subject.name}: object {subject.sha256[:16]} is "
+                               "missing from the store"))
         elif state is ObjectState.corrupt:
-            out.append(f"artifact {subject.name}: stored bytes no longer hash to "
-                       f"{subject.sha256[:16]}")
+            out.append((True, f"artifact {subject.name}: stored bytes no longer hash to "
+                              f"{subject.sha256[:16]}"))
     return out

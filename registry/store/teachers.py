@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import Table, Text, delete
@@ -19,12 +20,17 @@ from sqlmodel import Field, SQLModel
 
 from registry.base.canonical import sha256_hex
 from registry.base.model import Frozen
+from registry.base.safeload import BadDocument, loads_json
 from registry.errors import InvalidInput, RegistryError
 from registry.signing import dsse
 from registry.signing.keys import Signer
 from registry.store.home import Home
 from registry.store.ledger import Ledger
 from registry.store.lock import exclusive
+
+if TYPE_CHECKING:
+    from registry.signing.keyring import Keyring
+    from registry.signing.signed import SignatureCheck
 
 TEACHERS = "teachers"
 PAYLOAD_TYPE = "application/vnd.registry.teacher+json"
@@ -60,6 +66,15 @@ class _Summary(BaseModel):
     source: _Source
     axes: dict[str, str | None]
     rows: list[object]
+
+
+class BindingChange(Frozen):
+    """One ledger commit that set a lane's teacher, with the teacher as signed."""
+
+    at: str  # the commit's date, ISO 8601
+    commit: str
+    teacher: str | None  # "record 3f2a9c41..." / "lab ..."; None when not shown
+    problem: str | None = None  # why the teacher is not shown (unsigned, unreadable)
 
 
 class StoredBinding(Frozen):
@@ -103,24 +118,77 @@ def lanes(home: Home) -> list[str]:
 def read_binding(home: Home, lane: str) -> StoredBinding | None:
     """The committed binding of `lane` as a trusted key signed it; None when the lane
     has none; refused when its signature does not verify."""
-    from registry.signing.signed import check_signed
     from registry.store.trust import current_keyring
 
     ledger = Ledger(home.ledger)
     sha = ledger.tree_files(path_of(lane)).get(path_of(lane))
     if sha is None:
         return None
-    envelope = ledger.blob(sha)
-    try:
-        payload = dsse.parse_envelope(envelope).payload_bytes()
-    except RegistryError:
-        payload = None
-    check = check_signed(payload, envelope, expected_id=None, payload_type=PAYLOAD_TYPE,
-                         keyring=current_keyring(home).current)
+    check, payload = _signed(ledger.blob(sha), current_keyring(home).current)
     if not check.ok or payload is None or check.signer is None:
         raise check.error(f"the teacher of lane {lane} ({path_of(lane)})")
     return StoredBinding(lane=lane, sha256=sha256_hex(payload), signer=check.signer,
                          ledger_commit=ledger.last_commit(path_of(lane)), payload=payload)
+
+
+def _signed(envelope: bytes, keyring: Keyring) -> tuple[SignatureCheck, bytes | None]:
+    """A binding envelope's signature check under `keyring`, and its payload."""
+    from registry.signing.signed import check_signed
+
+    try:
+        payload = dsse.parse_envelope(envelope).payload_bytes()
+    except RegistryError:
+        payload = None
+    return check_signed(payload, envelope, expected_id=None, payload_type=PAYLOAD_TYPE,
+                        keyring=keyring), payload
+
+
+def binding_history(home: Home, lane: str) -> list[BindingChange]:
+    """Every commit that set `lane`'s teacher, oldest first, each binding read from the
+    ledger's object store through the hardened git and shown only when a key of the
+    current keyring signed it (a binding is a DSSE envelope, never read as plain JSON)."""
+    from registry.store.git import git_text
+    from registry.store.ledger import BRANCH
+    from registry.store.trust import current_keyring
+
+    ledger = Ledger(home.ledger)
+    if not ledger.head():
+        return []
+    log = git_text(ledger.path, "log", "--reverse", "--no-abbrev", "--raw", "--no-renames",
+                   "--format=commit %H %cI", BRANCH, "--", path_of(lane))
+    changes = _changes(log)
+    blobs = ledger.blobs([blob for _, _, blob in changes if blob])
+    keyring = current_keyring(home).current
+    return [_change(commit, at, blobs.get(blob) if blob else None, keyring)
+            for commit, at, blob in changes]
+
+
+def _changes(log: str) -> list[tuple[str, str, str | None]]:
+    """(commit, date, new blob or None when deleted) from `git log --raw` output."""
+    out: list[tuple[str, str, str | None]] = []
+    for line in log.splitlines():
+        if line.startswith("commit "):
+            _, commit, at = line.split(" ", 2)
+            out.append((commit, at, None))
+        elif line.startswith(":") and out:
+            blob = line.split()[3]  # :mode mode old new status
+            out[-1] = (*out[-1][:2], None if set(blob) == {"0"} else blob)
+    return out
+
+
+def _change(commit: str, at: str, envelope: bytes | None, keyring: Keyring) -> BindingChange:
+    if envelope is None:
+        return BindingChange(at=at, commit=commit, teacher=None, problem="binding removed")
+    check, payload = _signed(envelope, keyring)
+    if not check.ok or payload is None:
+        return BindingChange(at=at, commit=commit, teacher=None,
+                             problem=f"{check.trust.value}: {check.detail}")
+    try:
+        source = _Summary.model_validate(loads_json(payload)).source
+    except (BadDocument, ValidationError) as e:
+        return BindingChange(at=at, commit=commit, teacher=None,
+                             problem=f"not a teacher binding ({str(e).splitlines()[0]})")
+    return BindingChange(at=at, commit=commit, teacher=f"{source.kind} {source.ref[:16]}")
 
 
 def index_bindings(home: Home) -> int:

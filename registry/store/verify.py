@@ -8,7 +8,8 @@ statement's sha256 is its id; the envelope signs it under a key that was a signe
 the keyring in effect when the record was added, and is not revoked since; every
 artifact's object still hashes to its subject digest; the ledger files equal their
 commit; the index row says what the statement says. Problems name the part; each is
-"wrong" (exit 1) or "could not verify" (exit 3: missing object, unknown key).
+`wrong` or `unverifiable` (could not verify: missing object, unknown key); the CLI
+maps them to exit codes 1 and 3.
 
 A clean history moves the home's remembered head forward, so a later rewrite or
 deletion is reported as exactly that.
@@ -16,25 +17,32 @@ deletion is reported as exactly that.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from registry.base.model import Frozen
-from registry.errors import ExitCode, RegistryError
+from registry.errors import RegistryError, Unverifiable
 from registry.formats.record import Statement, Subject, match_id, parse_statement
 from registry.signing.keyring import Chain, Role
-from registry.signing.signed import check_signed
+from registry.signing.signed import Trust, check_signed
 from registry.store.history import History, check_history
 from registry.store.home import Home
-from registry.store.index import Rows, entry_differences, entry_rows
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger, blob_sha
 from registry.store.objects import ObjectState, ObjectStore
+from registry.store.rows import Rows, entry_differences, entry_rows
+
+
+class Failure(StrEnum):
+    """What a problem means: the part is wrong, or it could not be checked at all."""
+
+    wrong = "wrong"
+    unverifiable = "unverifiable"
 
 
 class Problem(Frozen):
     part: str  # statement | envelope | signature | artifact <name> | ledger | index | keyring
     detail: str
-    exit_code: int
+    failure: Failure
 
 
 class RecordCheck(Frozen):
@@ -50,7 +58,14 @@ class VerifyReport(Frozen):
     keyring_version: int | None
     ledger: list[Problem]  # the keyring and the history as a whole
     records: list[RecordCheck]
-    exit_code: int
+
+    @property
+    def worst(self) -> Failure | None:
+        """`wrong` if anything is wrong, else `unverifiable` if anything could not be
+        checked, else None (everything verified)."""
+        found = {p.failure for p in (*self.ledger, *(p for c in self.records
+                                                      for p in c.problems))}
+        return next((f for f in (Failure.wrong, Failure.unverifiable) if f in found), None)
 
 
 @dataclass
@@ -84,9 +99,10 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
         chain = verify_chain(keyring_files(ledger), state.pin)
     except RegistryError as e:
         problem = Problem(part="keyring", detail=e.message.partition(": ")[2] or e.message,
-                          exit_code=int(e.exit_code))
+                          failure=Failure.unverifiable if isinstance(e, Unverifiable)
+                          else Failure.wrong)
         return VerifyReport(head=ledger.head(), keyring_version=None, ledger=[problem],
-                            records=[], exit_code=int(e.exit_code))
+                            records=[])
     history = check_history(ledger, chain, state.head)
     ledger_problems = [_failed("ledger", p.detail) for p in history.problems]
     ids = ledger.record_ids()
@@ -100,9 +116,8 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
     if prefix is None and ctx.index is not None:
         checks += [_absent(rid) for rid in sorted(set(ctx.index) - set(ids))]
     advance(home, state, chain, head=None if history.problems else history.head)
-    worst = _worst([*ledger_problems, *(p for c in checks for p in c.problems)])
     return VerifyReport(head=history.head, keyring_version=max(chain.versions),
-                        ledger=ledger_problems, records=checks, exit_code=worst)
+                        ledger=ledger_problems, records=checks)
 
 
 def _index_entries(home: Home) -> dict[str, Rows] | None:
@@ -114,17 +129,8 @@ def _index_entries(home: Home) -> dict[str, Rows] | None:
         return None
 
 
-def _worst(problems: Iterable[Problem]) -> int:
-    codes = {p.exit_code for p in problems}
-    for code in (ExitCode.FAILED, ExitCode.UNVERIFIABLE):
-        if code in codes:
-            return int(code)
-    return int(ExitCode.OK)
-
-
 def _absent(rid: str) -> RecordCheck:
-    gone = Problem(part="index", detail="in the index but not in the ledger (deleted?)",
-                   exit_code=ExitCode.FAILED)
+    gone = _failed("index", "in the index but not in the ledger (deleted?)")
     return RecordCheck(id=rid, verified=False, signer=None, artifacts=0, problems=[gone])
 
 
@@ -158,7 +164,8 @@ def _check_signature(ctx: _Context, rid: str, statement: bytes | None, envelope:
                          keys=keys)
     if not check.ok:
         problems.append(Problem(part=check.part, detail=check.detail or check.trust.value,
-                                exit_code=check.exit_code))
+                                failure=Failure.unverifiable if check.trust is Trust.untrusted
+                                else Failure.wrong))
     return check.signer
 
 
@@ -184,8 +191,8 @@ def _check_artifacts(ctx: _Context, subjects: list[Subject]) -> list[Problem]:
     for subject in subjects:
         state = ctx.state(subject.sha256)
         if state is ObjectState.missing:
-            out.append(Problem(part=f"artifact {subject.name}", exit_code=ExitCode.UNVERIFIABLE,
-                               detail=f"object {subject.sha256[:16]} is missing from the store"))
+            out.append(_unverifiable(f"artifact {subject.name}",
+                                     f"object {subject.sha256[:16]} is missing from the store"))
         elif state is ObjectState.corrupt:
             out.append(_failed(f"artifact {subject.name}",
                                f"stored bytes no longer hash to {subject.sha256[:16]}"))
@@ -195,13 +202,11 @@ def _check_artifacts(ctx: _Context, subjects: list[Subject]) -> list[Problem]:
 def _check_index(ctx: _Context, rid: str, statement: Statement, signer: str) -> list[Problem]:
     """The index is a cache: its row must say what the signed statement says."""
     if ctx.index is None:
-        return [Problem(part="index", detail="the index cannot be read (registry reindex)",
-                        exit_code=ExitCode.UNVERIFIABLE)]
+        return [_unverifiable("index", "the index cannot be read (registry reindex)")]
     signed = entry_rows(rid, statement, signer)
     indexed = ctx.index.get(rid)
     if indexed is None:
-        return [Problem(part="index", detail="record not in the index (registry reindex)",
-                        exit_code=ExitCode.UNVERIFIABLE)]
+        return [_unverifiable("index", "record not in the index (registry reindex)")]
     differs = entry_differences(indexed, signed)
     commit = indexed["records"][0].get("ledger_commit")
     if commit != ctx.history.added.get(rid):
@@ -213,4 +218,8 @@ def _check_index(ctx: _Context, rid: str, statement: Statement, signer: str) -> 
 
 
 def _failed(part: str, detail: str) -> Problem:
-    return Problem(part=part, detail=detail, exit_code=ExitCode.FAILED)
+    return Problem(part=part, detail=detail, failure=Failure.wrong)
+
+
+def _unverifiable(part: str, detail: str) -> Problem:
+    return Problem(part=part, detail=detail, failure=Failure.unverifiable)

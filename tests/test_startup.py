@@ -1,0 +1,67 @@
+"""Read commands start like git's: `registry list` and `show` import only what they
+use (no SQLAlchemy, numpy, rich, GitPython, torch or vllm, and no package of the
+registry they do not read). A module that joins their import set fails here: make its
+import lazy, or add it to the lists below with the reason."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+THIRD_PARTY = {  # what the commands need: arguments, models, signatures, canonical JSON
+    "typer", "shellingham", "annotated_doc", "pydantic", "pydantic_core", "annotated_types",
+    "typing_extensions", "typing_inspection", "cryptography", "rfc8785"}
+READ_PATH = {  # the registry modules every record reader needs
+    "registry", "registry.errors", "registry.cli", "registry.cli.app", "registry.cli.options",
+    "registry.cli.output", "registry.cli.records", "registry.base", "registry.base.canonical",
+    "registry.base.files", "registry.base.model", "registry.base.safeload", "registry.formats",
+    "registry.formats.figures", "registry.formats.identity", "registry.formats.record",
+    "registry.formats.rundir", "registry.formats.unproven", "registry.formats.verdict",
+    "registry.signing", "registry.signing.commits", "registry.signing.dsse",
+    "registry.signing.keyring", "registry.signing.keys", "registry.signing.signed",
+    "registry.store", "registry.store.git", "registry.store.home", "registry.store.ledger",
+    "registry.store.query", "registry.store.rows", "registry.store.sqlite_read",
+    "registry.store.tables", "registry.store.trust"}
+ALLOWED = {
+    "list": READ_PATH | {"registry.compare", "registry.compare.table"},  # --where terms
+    "show": READ_PATH | {"registry.measure", "registry.measure.display"},  # figure text
+}
+CODE = """
+import json, sys
+from registry.cli import app
+try:
+    app(sys.argv[1:])
+except SystemExit as e:
+    assert not e.code, e.code
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def imported(*args: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, text=True,
+                          check=True)
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_list_and_show_import_only_what_they_use(store_home, make_run, seal_run_dir) -> None:
+    sealed = seal_run_dir(make_run())
+    runs = {"list": [("list",), ("list", "--json"), ("list", "--where", "lane=x")],
+            "show": [("show", sealed.id[:12]), ("show", sealed.id[:12], "--json")]}
+    for command, variants in runs.items():
+        for args in variants:
+            modules = imported(*args)
+            ours = {m for m in modules if m.split(".")[0] == "registry"}
+            assert ours <= ALLOWED[command], (args, sorted(ours - ALLOWED[command]))
+            others = {m.split(".")[0] for m in modules} - set(sys.stdlib_module_names)
+            others = {m for m in others if not m.startswith("_")} - {"registry"}
+            assert others <= THIRD_PARTY, (args, sorted(others - THIRD_PARTY))
+
+
+def test_help_loads_no_library() -> None:
+    ours = {m for m in imported("--help") if m.startswith("registry.")}
+    groups = {m for m in ours if m.split(".")[:2] == ["registry", "cli"]}
+    assert ours - groups == {"registry.errors"}, sorted(ours - groups)
