@@ -24,10 +24,14 @@ READ_PATH = {  # the registry modules every record reader needs
     "registry.signing.keyring", "registry.signing.keys", "registry.signing.signed",
     "registry.store", "registry.store.git", "registry.store.home", "registry.store.ledger",
     "registry.store.query", "registry.store.rows", "registry.store.sqlite_read",
-    "registry.store.tables", "registry.store.trust"}
+    "registry.store.tables", "registry.store.trust",
+    "registry.base.text"}  # record text printed with its controls escaped
 ALLOWED = {
     "list": READ_PATH | {"registry.compare", "registry.compare.table"},  # --where terms
-    "show": READ_PATH | {"registry.measure", "registry.measure.display"},  # figure text
+    "show": READ_PATH | {"registry.measure", "registry.measure.display",  # figure text
+                         # the signed artifacts checked in the store (hashes cached)
+                         "registry.store.objects", "registry.base.hashing",
+                         "registry.cli.exits"},  # its exit code: 1 or 3 when not as sealed
 }
 CODE = """
 import json, sys
