@@ -61,3 +61,26 @@ def test_show_of_a_record_with_a_changed_or_lost_artifact(cli, store_home, seale
     r = cli("show", sealed[:12])
     assert r.exit_code == ExitCode.UNVERIFIABLE and r.stdout.startswith(
         "UNVERIFIABLE: artifact server.log: object")
+
+
+def test_a_missing_run_directory_is_named_as_one(cli, store_home, sealed) -> None:
+    for args in (("diff", "./runs/x", sealed[:12]), ("resolve", "/missing")):
+        r = cli(*args)
+        assert r.exit_code == ExitCode.INVALID_INPUT, (args, r.stderr)  # docs/cli.md: 4
+        assert "no such run directory" in r.stderr and "hexadecimal" not in r.stderr
+
+
+def test_a_lane_that_is_a_recipe_name_says_so(cli, store_home, sealed) -> None:
+    r = cli("list", "--where", "lane=tiny-fp8-kv-recipe-does-not-exist")
+    assert r.exit_code == 0 and "0 records" in r.stdout and "recipe" not in r.stdout.split(
+        "0 records")[1]
+    recipe = json.loads(cli("list", "--json").stdout)[0]["recipe"]
+    r = cli("list", "--where", f"lane={recipe}x")
+    assert "--where recipe" not in r.stdout
+    bf16 = shutil.copytree(ROOT / "tests" / "data" / "cpu-runs" / "tiny-bf16-kv",
+                           store_home.root.parent / "bf16")
+    assert cli("seal", bf16, "--recipe", ROOT / "recipes" / "tiny-bf16-kv.toml").exit_code == 0
+    r = cli("list", "--where", "lane=tiny-bf16-kv")  # the recipe's name; its lane differs
+    assert "0 records" in r.stdout
+    assert "recipe tiny-bf16-kv has records (lane tiny-bf16-exact): --where " \
+           "recipe=tiny-bf16-kv" in r.stdout

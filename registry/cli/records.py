@@ -11,6 +11,7 @@ from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from registry.signing.signed import Trust
+    from registry.store.home import Home
     from registry.store.query import ShownRecord
     from registry.store.rows import RecordRow
 
@@ -57,6 +58,10 @@ def list_records(
         for r, bad in zip(rows, unproven, strict=True)],
         keep=[True, True, False, False, False, True, True])
     say(f"{len(rows)} records")
+    if not rows:
+        hint = _lane_hint(target, where or [])
+        if hint:
+            say((hint, "yellow"))
     if any(unproven):
         say(("! UNPROVEN: its evidence proves nothing (registry show ID says why)", "bold red"))
     for r in rows:
@@ -66,6 +71,20 @@ def list_records(
         if r.trust != "verified" or r.trust_detail:
             say((f"{r.id[:ID_DIGITS]} {(r.trust or 'unchecked').upper()}: "
                  f"{r.trust_detail or ''}", "red"))
+
+
+def _lane_hint(home: Home, where: list[str]) -> str | None:
+    """`--where lane=NAME` where NAME is a recipe's name, not a lane: say so."""
+    from registry.store.query import find_records
+
+    for term in where:
+        name, _, value = term.partition("=")
+        if name.strip() == "lane" and value.strip():
+            found = find_records(home, [f"recipe={value.strip()}"], 1)
+            if found:
+                return (f"no record's lane is {value.strip()}, but recipe {value.strip()} has "
+                        f"records (lane {found[0].lane}): --where recipe={value.strip()}")
+    return None
 
 
 def _marked_id(rid: str, trust: Trust | None, unproven: bool) -> str:

@@ -128,6 +128,9 @@ def _ledger_files(home: Home, rid: str) -> tuple[bytes | None, bytes | None]:
 def resolve_id(home: Home, prefix: str) -> str:
     """The full id of the one committed record starting with `prefix` (the ledger decides,
     as git resolves short hashes; the index is not needed to find one record)."""
+    if "/" in prefix or prefix.startswith(("." , "~")):  # meant as a path, and none is there
+        raise InvalidInput(f"{prefix}: no such run directory (and not a record id)",
+                           hint="check the path; registry list shows the records")
     if not prefix or any(c not in "0123456789abcdef" for c in prefix.lower()):
         raise NotFound(f"no record {prefix!r}: a record id is hexadecimal",
                        hint="registry list shows the records")
