@@ -137,36 +137,11 @@ def _write(site: Path, path: str, text: str) -> None:
 
 
 def _assets(folder: Path) -> None:
-    for name in ("report.css", "report.js"):
+    """The stylesheet, the script and the vendored Vega bundle with its licenses, as the
+    package ships them (tools/vega_bundle.py writes vega.js; nothing is fetched)."""
+    for name in ("report.css", "report.js", "vega.js", "vega.LICENSE.txt"):
         (folder / name).write_bytes(resources.files("registry.report").joinpath(
             "assets", name).read_bytes())
-    (folder / "vega.js").write_bytes(vega_bundle())
-
-
-def vega_bundle() -> bytes:
-    """Vega, Vega-Lite and vega-embed as one offline script, built by vl-convert from the
-    copies inside its wheel (nothing is fetched) and kept per vl-convert version in the
-    user's cache, since building it takes about a second."""
-    from importlib.metadata import version
-
-    import vl_convert
-
-    from registry.base.files import write_bytes
-
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "registry"
-    path = cache / f"vega-bundle-{version('vl-convert-python')}.js"
-    try:
-        return path.read_bytes()
-    except OSError:
-        pass
-    data = vl_convert.javascript_bundle(
-        "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;").encode()
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        write_bytes(path, data)
-    except OSError:
-        pass  # no writable cache: built again next time
-    return data
 
 
 def _pairs(records: Sequence[RecordData],
