@@ -84,3 +84,18 @@ def test_a_lane_that_is_a_recipe_name_says_so(cli, store_home, sealed) -> None:
     assert "0 records" in r.stdout
     assert "recipe tiny-bf16-kv has records (lane tiny-bf16-exact): --where " \
            "recipe=tiny-bf16-kv" in r.stdout
+
+
+def test_sealing_the_same_run_again_returns_its_record(cli, store_home, sealed,
+                                                       tmp_path) -> None:
+    run = tmp_path / "run"  # the fixture's run directory, sealed once already
+    r = cli("seal", run, "--recipe", ROOT / "recipes" / "tiny-fp8-kv.toml")
+    assert r.exit_code == 0 and r.stdout.startswith(sealed)
+    assert "already sealed" in r.stdout and "--again" in r.stdout
+    again = json.loads(cli("seal", run, "--recipe", ROOT / "recipes" / "tiny-fp8-kv.toml",
+                           "--json").stdout)
+    assert (again["id"], again["already"]) == (sealed, True)
+    assert len(json.loads(cli("list", "--json").stdout)) == 1
+    r = cli("seal", run, "--recipe", ROOT / "recipes" / "tiny-fp8-kv.toml", "--again", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["id"] != sealed
+    assert len(json.loads(cli("list", "--json").stdout)) == 2
