@@ -65,7 +65,7 @@ def _up(path: str) -> str:
 # ---- index ----
 
 def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
-               lanes: Sequence[str]) -> str:
+               lanes: Sequence[str], picked: Sequence[tuple[str, str]] = ()) -> str:
     rows = [[(r.row.created_at, link(PATHS.record(r.id), short(r.id))),
              (r.row.created_at, r.row.created_at[:16].replace("T", " ")),
              link(PATHS.lane(r.lane), r.lane) if r.lane else "",
@@ -78,6 +78,10 @@ def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
             table(["id", "sealed", "lane", "model", "weights", "kv cache", "tp",
                    "decode tok/s", "quality", "verdict"], rows, cls="sortable",
                   attrs=' id="records"')]
+    if picked:
+        body.append(section("picked diffs", Html("<ul>" + "".join(
+            f"<li>{link(PATHS.diff(a, b), f'{short(a)} .. {short(b)}')}</li>"
+            for a, b in picked) + "</ul>")))
     if lanes:
         body.append(section("lanes", Html(" · ".join(link(PATHS.lane(x), x) for x in lanes))))
     if skipped:
@@ -121,7 +125,7 @@ def _verdict_word(v: Verdict | None) -> Html | str:
 # ---- record ----
 
 def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str, str]],
-                shown: Collection[str]) -> str:
+                shown: Collection[str], reproductions: Sequence[RecordData] = ()) -> str:
     """`logs`: evidence source -> log page sha256; `related`: (label, diff page path);
     `shown`: the ids the site has a page for (a parent outside it is named, not linked)."""
     p = r.statement.predicate
@@ -143,6 +147,13 @@ def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str
                              chart("rates", charts.distribution(
                                  rates, formula_text(formula, window)))))
     parts.append(section("identity, with the evidence for each value", _identity(r, logs)))
+    if reproductions:
+        parts.append(section("reproductions of this record", table(
+            ["record", "sealed", "decode tok/s", "quality", "verdict", ""],
+            [[link(_up(PATHS.record(c.id)), short(c.id)),
+              c.statement.predicate.run.sealed_at[:16].replace("T", " "), _headline_cell(c),
+              _quality_word(c), _verdict_word(c.verdict),
+              link(_up(PATHS.diff(r.id, c.id)), "diff")] for c in reproductions])))
     if related:
         parts.append(section("compare", Html("<ul>" + "".join(
             f"<li>{link(_up(path), label)}</li>" for label, path in related) + "</ul>")))
