@@ -72,7 +72,7 @@ def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
     if not again:
         from registry.seal.existing import already_sealed
 
-        found = already_sealed(home, run_dir)
+        found = already_sealed(home, run_dir, _parent(home, parent))
         if found is not None:
             return found
     run = run_info(run_dir)

@@ -11,11 +11,11 @@ from registry.store.home import Home
 from registry.store.writer import SealedRecord
 
 
-def already_sealed(home: Home, run_dir: Path) -> SealedRecord | None:
+def already_sealed(home: Home, run_dir: Path, parent: str | None = None) -> SealedRecord | None:
     """The committed record (not an import) that signed this run's `server.log` and
-    `bench.json` digests; each candidate's statement is used only if it still hashes to
-    its id. None when the run has no rows: an engine-only run is sealed as often as
-    asked."""
+    `bench.json` digests with the same parent; each candidate's statement is used only
+    if it still hashes to its id. None when the run has no rows: an engine-only run is
+    sealed as often as asked."""
     from registry.base.hashing import sha256_file
     from registry.formats.record import parse_statement, record_id
     from registry.store.ledger import RECORDS, STATEMENT
@@ -35,7 +35,8 @@ def already_sealed(home: Home, run_dir: Path) -> SealedRecord | None:
             continue
         statement = parse_statement(data)
         digests = {s.name: s.sha256 for s in statement.subject}
-        if all(digests.get(name) == digest for name, digest in wanted.items()):
+        if statement.predicate.parent == parent and all(
+                digests.get(name) == digest for name, digest in wanted.items()):
             return SealedRecord(id=row.id, ledger_commit=row.ledger_commit or "",
                                 summary=row.summary, signer=row.signer or "",
                                 artifacts=len(statement.subject), bytes=0, already=True)
