@@ -176,6 +176,8 @@ def test_index_sorts_filters_and_links(site, env, driver) -> None:
     logs = browser.open_page(driver, site / "index.html")
     assert not browser.errors(logs)
     assert browser.count(driver, "#records tbody tr") == 6
+    # the headline chart: a point per record with a signed figure (laguna's, fp8's)
+    assert browser.count(driver, "#chart-headlines g.mark-symbol.role-mark path") == 2
     box = driver.find_element("css selector", "input[data-filters]")
     box.send_keys("fp8_e4m3")
     shown = driver.execute_script(

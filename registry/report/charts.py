@@ -104,3 +104,34 @@ def history(points: Sequence[dict[str, Any]], teacher_changes: Sequence[dict[str
                  layer=layers)
     del spec["data"]
     return spec
+
+
+def headlines(points: Sequence[dict[str, Any]]) -> Spec:
+    """The index: each record's signed headline figure with its 95% interval, one row per
+    record, coloured by lane and shaped by KV precision; a degraded figure is hollow."""
+    y = {"field": "id", "type": "nominal", "title": None, "sort": {"field": "rate",
+                                                                   "order": "descending"}}
+    lane = {"field": "lane", "type": "nominal", "title": "lane"}
+    values = list(points)
+    spec = _spec("decode tok/s per record (signed median, 95% interval; hollow: degraded)",
+                 [], height=max(80, 18 * len(values)), layer=[{
+                     "data": {"values": [p for p in values if p.get("low") is not None]},
+                     "mark": {"type": "rule"},
+                     "encoding": {"y": y, "x": {"field": "low", "type": "quantitative"},
+                                  "x2": {"field": "high"}, "color": lane}},
+                     {"data": {"values": values},
+                      "mark": {"type": "point", "size": 70},
+                      "encoding": {
+                          "y": y, "x": {"field": "rate", "type": "quantitative",
+                                        "title": "decode tok/s", "scale": {"zero": False}},
+                          "color": lane,
+                          "shape": {"field": "kv", "type": "nominal", "title": "KV cache"},
+                          "fill": {"condition": {"test": "datum.quality === 'valid'",
+                                                 "field": "lane", "type": "nominal"},
+                                   "value": "transparent"},
+                          "href": {"field": "href"},
+                          "tooltip": [{"field": "id"}, {"field": "lane"}, {"field": "kv"},
+                                      {"field": "rate", "format": ".2f"},
+                                      {"field": "quality"}]}}])
+    del spec["data"]
+    return spec

@@ -78,6 +78,13 @@ def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
             table(["id", "sealed", "lane", "model", "weights", "kv cache", "tp",
                    "decode tok/s", "quality", "verdict"], rows, cls="sortable",
                   attrs=' id="records"')]
+    points = [{"id": short(r.id), "lane": r.lane or "-", "kv": plain(r.row.kv_cache) or "?",
+               "rate": r.headline.value, "quality": r.headline.quality or "",
+               "low": r.headline.metric.ci_low if r.headline.metric else None,
+               "high": r.headline.metric.ci_high if r.headline.metric else None,
+               "href": PATHS.record(r.id)} for r in records if r.headline.value is not None]
+    if points:
+        body.insert(0, chart("headlines", charts.headlines(points)))
     if picked:
         body.append(section("picked diffs", Html("<ul>" + "".join(
             f"<li>{link(PATHS.diff(a, b), f'{short(a)} .. {short(b)}')}</li>"
@@ -87,7 +94,7 @@ def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
     if skipped:
         body.append(section("not shown", table(["id", "why"], [
             [short(s.id), s.reason] for s in skipped])))
-    return page("registry report", "\n".join(body), depth=0)
+    return page("registry report", "\n".join(body), depth=0, charts=bool(points))
 
 
 def _headline_cell(r: RecordData) -> tuple[Any, Html]:
