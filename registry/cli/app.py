@@ -77,12 +77,13 @@ def _ours() -> bool:
 class LazyGroup(RegistryGroup):
     """The root command: a command's module is imported, and its click command built,
     only when that command runs or help lists it (`registry list` loads one module of
-    the CLI, not all of them). `commands` maps each name to its module."""
+    the CLI, not all of them). `modules` maps each command's name to its module, in the
+    order help lists them."""
 
     modules: ClassVar[dict[str, str]] = {}  # command name -> registry.cli module (registry.cli)
 
     def list_commands(self, ctx: Any) -> list[str]:
-        return [*super().list_commands(ctx), *(n for n in self.modules if n not in self.commands)]
+        return [*self.modules, *(n for n in super().list_commands(ctx) if n not in self.modules)]
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in self.modules:

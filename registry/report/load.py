@@ -89,11 +89,17 @@ def load_records(home: Home, rows: Sequence[RecordRow]) -> tuple[list[RecordData
 def load_record(home: Home, row: RecordRow, teachers: Teachers,
                 committed: Sequence[str] | None = None) -> RecordData:
     from registry.contracts.sealed import sealed_run
+    from registry.formats.record import parse_statement
     from registry.formats.rundir import BENCH
-    from registry.store.query import sealed_statement
+    from registry.store.query import checked_statement
+    from registry.store.rows import signed_row
 
-    rid, statement = sealed_statement(home, row.id, committed)
-    row = row.model_copy(update={"id": rid})  # the ledger's id names the pages, not the cache's
+    rid, check, signed = checked_statement(home, row.id, committed)
+    if not check.ok:
+        raise check.error(f"record {rid[:16]}")
+    statement = parse_statement(signed)
+    # shown as signed: the index row only chose the record (the ledger's id names its page)
+    row = signed_row(rid, statement, check.signer, row.ledger_commit)
     predicate = statement.predicate
     if statement.subject_named(predicate.artifacts.get(BENCH, BENCH)) is None:
         return RecordData(row=row, statement=statement, recipe=None, bench=None,

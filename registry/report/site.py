@@ -52,9 +52,10 @@ class ReportSummary(Frozen):
 
 def select(home: Home, selection: Selection) -> list[RecordRow]:
     """Index rows of the chosen records, newest first (all records when nothing is chosen);
-    `where` takes the typed conditions of `registry compare`."""
+    `where` takes the typed conditions of `registry compare`. The rows only choose: each
+    record is then read from the ledger and shown as signed (report/load.py)."""
     from registry.compare.table import filter_ids, split_where
-    from registry.store.query import find_records, resolve_id
+    from registry.store.query import index_rows, resolve_id
 
     equal, typed = split_where([*selection.where, *(
         [f"lane={selection.lane}"] if selection.lane else [])])
@@ -62,14 +63,14 @@ def select(home: Home, selection: Selection) -> list[RecordRow]:
         rows: dict[str, RecordRow] = {}
         for prefix in selection.ids:
             rid = resolve_id(home, prefix)
-            rows.update((r.id, r) for r in find_records(home, [*equal, f"id={rid}"]))
+            rows.update((r.id, r) for r in index_rows(home, [*equal, f"id={rid}"]))
         found = sorted(rows.values(), key=lambda r: (r.created_at, r.id), reverse=True)
     else:
-        found = find_records(home, equal)
+        found = index_rows(home, equal)
     kept = set(filter_ids(home, [r.id for r in found], typed))
     picked = {resolve_id(home, ref) for pair in selection.diffs for ref in pair}
     missing = picked - {r.id for r in found}
-    extra = [r for rid in sorted(missing) for r in find_records(home, [f"id={rid}"])]
+    extra = [r for rid in sorted(missing) for r in index_rows(home, [f"id={rid}"])]
     return sorted([*(r for r in found if r.id in kept), *extra],
                   key=lambda r: (r.created_at, r.id), reverse=True)
 
@@ -133,11 +134,13 @@ def _write_site(home: Home, site: Path, records: list[RecordData],
             pairs.setdefault((a, b), ("picked diff with", "picked diff with"))
     logs = _logs(home, site, records)
     related: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    sides: dict[str, Any] = {}  # a record is in up to three diffs: its figures derived once
     for (a, b), (label_a, label_b) in pairs.items():
         path = PATHS.diff(a, b)
         related[a].append((f"{label_a} {short(b)}", path))
         related[b].append((f"{label_b} {short(a)}", path))
-        _write(site, path, pages.diff_page(_diff(by_id[a], by_id[b]), by_id[a], by_id[b]))
+        _write(site, path, pages.diff_page(_diff(by_id[a], by_id[b], sides), by_id[a],
+                                           by_id[b]))
     children: dict[str, list[RecordData]] = defaultdict(list)
     for r in records:
         if r.statement.predicate.parent in by_id:
@@ -181,12 +184,17 @@ def _pairs(records: Sequence[RecordData],
     return out
 
 
-def _diff(a: RecordData, b: RecordData) -> Any:
+def _diff(a: RecordData, b: RecordData, sides: dict[str, Any]) -> Any:
+    """The diff of two records; `sides` keeps each record's side (its figures re-derived
+    from its rows, with bootstrap intervals: most of a report's time) for its next diff."""
     from registry.compare.diff import diff
     from registry.compare.sides import side_from_sealed
 
     def side(r: RecordData) -> Any:
-        return side_from_sealed(r.id, r.statement, r.bench if r.bench_intact else None, r.recipe)
+        if r.id not in sides:
+            sides[r.id] = side_from_sealed(r.id, r.statement,
+                                           r.bench if r.bench_intact else None, r.recipe)
+        return sides[r.id]
 
     return diff(side(a), side(b))
 

@@ -91,10 +91,15 @@ def find_records(home: Home, where: Sequence[str] = (),
     return [_checked(home, row, entries.get(row.id), keyring) for row in rows]
 
 
+def index_rows(home: Home, where: Sequence[str] = (),
+               limit: int | None = None) -> list[RecordRow]:
+    """What the index says, newest first, unchecked: to choose records that a reader
+    then reads from the ledger (as `registry report` does), never to show."""
+    return readable_index(home).rows(parse_where(where), limit)
+
+
 def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring) -> RecordRow:
-    from registry.formats.figures import headline
-    from registry.formats.identity import failed_check
-    from registry.store.rows import RecordRow, entry_differences, entry_rows
+    from registry.store.rows import entry_differences, entry_rows, signed_extras, signed_row
 
     statement, envelope = _ledger_files(home, row.id)
     check = check_signed(statement, envelope, expected_id=row.id, keyring=keyring)
@@ -102,16 +107,13 @@ def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring)
         return row.model_copy(update={"trust": check.trust, "trust_detail": check.detail,
                                       "signer": None})
     parsed = parse_statement(statement)
-    signed = entry_rows(row.id, parsed, check.signer)
-    seen = {"headline": headline(parsed.predicate.results), "failed_checks": tuple(sorted(
-        n for n, f in parsed.predicate.identity.fields.items() if failed_check(f)))}
-    differs = entry_differences(indexed, signed)
+    differs = entry_differences(indexed, entry_rows(row.id, parsed, check.signer))
     if not differs:
-        return row.model_copy(update={"trust": Trust.verified, **seen})
-    values = {**signed["records"][0], "ledger_commit": row.ledger_commit, **seen}
-    return RecordRow(**values, trust=Trust.verified,
-                     trust_detail=f"the index differed in {', '.join(differs)}: shown as "
-                                  "signed (registry reindex)")
+        return row.model_copy(update={"trust": Trust.verified, **signed_extras(parsed)})
+    shown = signed_row(row.id, parsed, check.signer, row.ledger_commit)
+    return shown.model_copy(update={"trust_detail": f"the index differed in "
+                                                    f"{', '.join(differs)}: shown as signed "
+                                                    "(registry reindex)"})
 
 
 def _ledger_files(home: Home, rid: str) -> tuple[bytes | None, bytes | None]:

@@ -102,6 +102,24 @@ def entry_rows(record_id: str, statement: Statement, signer: str | None) -> Rows
     return {"records": [record], "identity": fields, "results": metrics}
 
 
+def signed_row(record_id: str, statement: Statement, signer: str | None,
+               ledger_commit: str | None) -> RecordRow:
+    """A record's row as its signed statement gives it, trusted (its signature checked)."""
+    values = {**entry_rows(record_id, statement, signer)["records"][0],
+              "ledger_commit": ledger_commit, **signed_extras(statement)}
+    return RecordRow(**values, trust=Trust.verified)
+
+
+def signed_extras(statement: Statement) -> dict[str, Any]:
+    """What a shown row carries beyond the index's columns, from the signed statement: the
+    headline figure and the fields whose cross-check failed."""
+    from registry.formats.identity import failed_check
+
+    p = statement.predicate
+    return {"headline": headline(p.results), "failed_checks": tuple(sorted(
+        n for n, f in p.identity.fields.items() if failed_check(f)))}
+
+
 def entry_differences(indexed: Rows | None, signed: Rows) -> list[str]:
     """What an index entry says that the signed statement does not (table.column),
     the ledger commit aside (history decides that)."""
