@@ -67,7 +67,7 @@ def test_a_random_bytes_log_is_refused_and_kept_only_marked(cli, store_home, mak
     assert statement["predicate"]["unproven"]["reason"] == "kept to show the broken logger"
     [row] = listed(cli)
     assert row["summary"].startswith("UNPROVEN ")
-    assert f"{record[:16]}!" in cli("list").stdout
+    assert f"{record[:12]}!" in cli("list").stdout
     diff = cli("diff", record, record)
     assert diff.stdout.count("UNPROVEN") == 2  # both sides marked
     assert set(json.loads(cli("diff", record, record, "--json").stdout)["unproven"]) == {"a", "b"}

@@ -81,15 +81,22 @@ def test_sort_and_formats(compare, env) -> None:
 
 
 @pytest.mark.parametrize("width", [80, 120])
-def test_table_fits_without_folding(compare, env, monkeypatch, width) -> None:
+def test_table_fits_and_wraps_without_losing_a_character(compare, env, monkeypatch,
+                                                         width) -> None:
     monkeypatch.setenv("COLUMNS", str(width))
     r = compare("--columns", "id,sealed,lane,recipe,precision.weights,precision.kv_cache,"
                 "parallel.tensor,decode_tok_s.median,ttft_ms.p50,imported")
     lines = r.stdout.splitlines()
     assert r.exit_code == 0 and lines[-1] == "6 records"
     assert all(len(line) <= width for line in lines), [len(x) for x in lines]
-    ids = {line.split()[0] for line in lines[1:-1]}
-    assert ids == {x[:16] for x in [*env["bf16"], *env["others"], env["laguna"]]}
+    assert "…" not in r.stdout
+    ids = {line.split()[0] for line in lines[1:-1] if not line.startswith(" ")}
+    assert ids == {x[:12] for x in [*env["bf16"], *env["others"], env["laguna"]]}
+    lane = "laguna-s21-exact-short-decode"  # wrapped over lines, never cut
+    column = lines[0].index("lane")
+    pieces = [line[column:].split()[0] for line in lines[1:-1] if len(line) > column
+              and line[column] != " "]
+    assert lane in "".join(pieces)
 
 
 def test_list_takes_the_same_typed_conditions(cli, env) -> None:
@@ -108,10 +115,10 @@ def test_list_takes_the_same_typed_conditions(cli, env) -> None:
 
 
 @pytest.mark.parametrize("width", [80, 120])
-def test_list_fits_without_folding(cli, env, monkeypatch, width) -> None:
+def test_list_fits_and_cuts_nothing(cli, env, monkeypatch, width) -> None:
     monkeypatch.setenv("COLUMNS", str(width))
     lines = cli("list", "--home", env["home"].root).stdout.splitlines()
-    assert all(len(line) <= width for line in lines)
-    assert {line.split()[0] for line in lines[1:-1]} == {
-        x[:16] for x in [*env["bf16"], *env["others"], env["laguna"]]}
+    assert all(len(line) <= width for line in lines) and "…" not in "\n".join(lines)
+    assert {line.split()[0] for line in lines[1:-1] if not line.startswith(" ")} == {
+        x[:12] for x in [*env["bf16"], *env["others"], env["laguna"]]}
     assert "None" not in "\n".join(lines) and "False" not in "\n".join(lines)

@@ -77,7 +77,7 @@ def test_sealed_records_by_id_prefix(ab, store_home, cli) -> None:
     assert round(decode["relative"] * 100, 3) == -4.132
     human = cli("diff", ids[0][:10], ids[1][:10])
     assert human.exit_code == 0
-    assert "-4.132%" in human.stdout and "2.00x" in human.stdout and "REFUSED" in human.stdout
+    assert "-4.13%" in human.stdout and "2.00x" in human.stdout and "REFUSED" in human.stdout
 
 
 def test_unknown_record_is_a_clear_error(store_home, cli) -> None:

@@ -111,6 +111,20 @@ MALFORMED = [
      'values = { n = "1" }\n', "expect.0", "groups the pattern lacks"),
     ("gates-missing", MINIMAL + '\n[quality]\ncontract = "semantic-gates"\n', "quality",
      "at least one"),
+    ("bool-as-text", MINIMAL + '\n[engine.args]\nenable_prefix_caching = "false"\n',
+     "engine.args.enable_prefix_caching", "expected true or false, got 'false'"),
+    ("int-as-words", MINIMAL + '\n[engine.args]\nmax_model_len = "lots"\n',
+     "engine.args.max_model_len", "expected an integer"),
+    ("float-as-text", MINIMAL + '\n[engine.args]\ngpu_memory_utilization = "high"\n',
+     "engine.args.gpu_memory_utilization", "expected a number"),
+    ("bad-choice", MINIMAL + '\n[engine.args]\ndtype = "float8"\n', "engine.args.dtype",
+     "'float8' is not one of auto, bfloat16"),
+    ("bad-json", MINIMAL + '\n[engine.args]\ncompilation_config = "{mode: 3"\n',
+     "engine.args.compilation_config", "expected a table or JSON text"),
+    ("flag-as-number", MINIMAL + '\n[engine.args]\nenforce_eager = 1\n',
+     "engine.args.enforce_eager", "expected true or false"),
+    ("section-key-typo", MINIMAL.replace('kv_cache = "bfloat16"', 'kv_cahce = "bfloat16"'),
+     "precision.kv_cahce", "did you mean 'kv_cache'"),
     ("suite-digest", MINIMAL.replace('path = "suite.jsonl"', 'path = "suite.jsonl"\nsha256 = "'
                                      + "0" * 64 + '"'), "benchmark.suites.0.sha256", "pins"),
 ]
@@ -137,6 +151,18 @@ def test_kv_conflict_names_both_keys(cli, tmp_path) -> None:
     assert "engine.args.kv_cache_dtype" in r.stderr and "precision.kv_cache" in r.stderr
 
 
+def test_typed_engine_args_pass_as_the_engine_types_them(tmp_path) -> None:
+    args = ('\n[engine.args]\nenable_prefix_caching = false\nmax_model_len = "32k"\n'
+            'max_num_seqs = 4\ngpu_memory_utilization = 0.5\ncompilation_config = { mode = 3 }\n'
+            'speculative_config = \'{"method": "ngram"}\'\nserved_model_name = ["a", "b"]\n')
+    recipe = load_recipe(_write(tmp_path, MINIMAL + args))
+    assert recipe.engine.args["enable_prefix_caching"] is False
+    from registry.engines.vllm import render_argv
+
+    argv = render_argv(recipe.engine.args)
+    assert "--no-enable-prefix-caching" in argv and "--enable-prefix-caching" not in argv
+
+
 def test_fp8_alias_agrees_with_e4m3(tmp_path) -> None:
     text = MINIMAL.replace('kv_cache = "bfloat16"', 'kv_cache = "fp8_e4m3"')
     recipe = load_recipe(_write(tmp_path, text + '\n[engine.args]\nkv_cache_dtype = "fp8"\n'))
@@ -159,9 +185,10 @@ def test_identity_document_conflict(tmp_path) -> None:
 
 kv = st.sampled_from(["bfloat16", "float16", "fp8_e4m3", "fp8_e5m2", "checkpoint"])
 names = st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True)
-args = st.dictionaries(
-    st.sampled_from(["max_model_len", "block_size", "max_num_seqs", "seed", "enforce_eager"]),
-    st.integers(1, 1 << 20), max_size=4)
+args = st.builds(lambda ints, flags: {**ints, **flags}, st.dictionaries(
+    st.sampled_from(["max_model_len", "block_size", "max_num_seqs", "seed"]),
+    st.integers(1, 1 << 20), max_size=4), st.dictionaries(
+    st.sampled_from(["enforce_eager"]), st.booleans(), max_size=1))  # typed as vLLM types them
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -169,7 +196,7 @@ args = st.dictionaries(
 def test_normalizing_twice_is_identical(tmp_path, name, kv, tp, args) -> None:
     text = MINIMAL.replace('name = "t"', f'name = "{name}"').replace(
         'kv_cache = "bfloat16"', f'kv_cache = "{kv}"') + f"\n[parallel]\ntensor = {tp}\n"
-    text += "\n[engine.args]\n" + "".join(f"{k} = {v}\n" for k, v in args.items())
+    text += "\n[engine.args]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in args.items())
     path = _write(tmp_path, text)
     first, second = load_recipe(path), load_recipe(path)
     assert canonical_bytes(first) == canonical_bytes(second)

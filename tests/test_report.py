@@ -176,6 +176,8 @@ def test_index_sorts_filters_and_links(site, env, driver) -> None:
     logs = browser.open_page(driver, site / "index.html")
     assert not browser.errors(logs)
     assert browser.count(driver, "#records tbody tr") == 6
+    # the headline chart: a point per record with a signed figure (laguna's, fp8's)
+    assert browser.count(driver, "#chart-headlines g.mark-symbol.role-mark path") == 2
     box = driver.find_element("css selector", "input[data-filters]")
     box.send_keys("fp8_e4m3")
     shown = driver.execute_script(
@@ -190,7 +192,14 @@ def test_index_sorts_filters_and_links(site, env, driver) -> None:
     rates = driver.execute_script(
         "return Array.from(document.querySelectorAll('#records tbody tr'))"
         ".map(r => r.cells[7].dataset.sort).filter(x => x !== '').map(Number)")
-    assert len(rates) == 6 and rates == sorted(rates)
+    from registry.store.query import find_records
+
+    signed = [r.decode_tok_s for r in find_records(env["home"]) if r.decode_tok_s is not None]
+    assert rates == sorted(signed) and len(rates) == 2  # laguna's and fp8's; no re-derivation
+    flagged = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#records tbody tr'))"
+        ".map(r => [r.cells[7].textContent, r.cells[8].textContent])")
+    assert flagged.count(["- (degraded)", "degraded"]) == 4  # no figure left: said so
     header.click()
     again = driver.execute_script(
         "return Array.from(document.querySelectorAll('#records tbody tr'))"
@@ -247,15 +256,53 @@ def test_diff_page_puts_changed_axes_first(site, env, driver) -> None:
     assert next(c for c in d.contracts if c.contract == "bitwise-teacher").comparable is False
 
 
-def test_lane_history_marks_every_record_and_the_teacher_change(site, env, driver) -> None:
+def test_lane_history_lists_every_record_and_draws_only_signed_figures(site, env,
+                                                                        driver) -> None:
+    """The BF16 lane's three captured records have no decode figure left (every row
+    arrived in a burst): the lane draws none of them (the report once drew a naive
+    median of all rows), lists each as degraded, and names the teacher change."""
     logs = browser.open_page(driver, site / "lanes" / "tiny-bf16-exact.html")
     assert not browser.errors(logs), logs
-    assert browser.count(driver, "#chart-history g.mark-symbol path") == 3
-    assert browser.count(driver, "#chart-history g.mark-rule.role-mark line") == 1
-    browser.screenshot(driver, "report-lane")
+    assert "no signed decode figure in this lane" in driver.page_source
+    cells = driver.execute_script(
+        "return Array.from(document.querySelectorAll('tbody tr'))"
+        ".map(r => Array.from(r.cells).map(c => c.textContent))")
+    assert [c[3:5] for c in cells[:3]] == [["- (degraded)", "degraded"]] * 3
     hrefs = driver.execute_script(
         "return Array.from(document.querySelectorAll('tbody a')).map(a => a.href)")
     assert len(hrefs) == 3 + 2  # three records, two diffs with the previous one
+    logs = browser.open_page(driver, site / "lanes" / "tiny-fp8-kv.html")
+    assert not browser.errors(logs), logs
+    assert browser.count(driver, "#chart-history g.mark-symbol.role-mark path") == 1
+    browser.screenshot(driver, "report-lane")
+
+
+def test_history_spec_marks_quality_and_the_teacher_change() -> None:
+    from registry.report import charts
+
+    points = [{"id": "a", "sealed": "2026-12-01T10:00:00", "rate": 500.0, "quality": "valid",
+               "low": 490.0, "high": 510.0, "href": "a.html"},
+              {"id": "b", "sealed": "2026-12-01T11:00:00", "rate": 600.0,
+               "quality": "degraded", "low": None, "high": None, "href": "b.html"}]
+    spec = charts.history(points, [{"at": "2026-12-01T10:30:00", "teacher": "t", "commit": "c"}])
+    interval, _line, marks, teacher = spec["layer"]
+    assert [p["id"] for p in interval["data"]["values"]] == ["a"]  # only a real interval
+    assert marks["encoding"]["color"]["field"] == "quality" == marks["encoding"]["shape"]["field"]
+    assert teacher["mark"]["strokeDash"]
+
+
+def test_every_page_carries_a_strict_content_security_policy(site) -> None:
+    """No inline script runs, nothing is fetched, no eval (the browser tests above draw
+    every chart under this policy)."""
+    from registry.report.html import CSP
+
+    assert "'unsafe-eval'" not in CSP and "'unsafe-inline'" not in CSP
+    assert "default-src 'none'" in CSP and "connect-src 'none'" in CSP
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert f'<meta http-equiv="Content-Security-Policy" content="{CSP}">' in text, page
+        inline = re.findall(r"<script(?![^>]*\bsrc=)([^>]*)>", text)
+        assert all('type="application/json"' in attrs for attrs in inline), page
 
 
 def test_the_lane_page_names_each_teacher_change_as_signed(site, env) -> None:

@@ -118,9 +118,14 @@ def review(cli, rid: str) -> tuple[int, dict]:
 def test_review_accepts_rejects_and_asks_for_evidence(cli, sealed, store_home) -> None:
     rid, _ = sealed
     code, report = review(cli, rid)
-    assert code == 0 and report["verdict"] == "accept", report
+    # every part checks out, but the captured run's rows all arrived in bursts: its
+    # degraded measurement is never accepted silently
+    assert code == ExitCode.UNVERIFIABLE and report["verdict"] == "needs evidence", report
     parts = {f["part"]: f["status"] for f in report["findings"]}
     assert parts["identity"] == parts["figures"] == parts["contract"] == "ok"
+    assert parts["quality"] == "needs evidence"
+    [quality] = [f["detail"] for f in report["findings"] if f["part"] == "quality"]
+    assert "degraded" in quality and "arrived in bursts" in quality
     shown = json.loads(cli("show", rid[:12], "--json").stdout)["statement"]["subject"]
     digests = {s["name"]: s["digest"]["sha256"] for s in shown}
     bench = store_home.objects / "sha256" / digests["bench.json"][:2] / digests["bench.json"][2:]
@@ -140,6 +145,8 @@ def test_review_of_an_imported_capsule_checks_the_published_figures(cli, store_h
     r = cli("import", FIXTURES / "laguna-b70-record", "--json")
     [done] = json.loads(r.stdout)
     code, report = review(cli, done["record"]["id"])
-    assert code == 0, report
+    assert code == 0 and report["verdict"] == "accept", report
+    assert {"part": "quality", "status": "ok"}.items() <= next(
+        f for f in report["findings"] if f["part"] == "quality").items()
     [published] = [f for f in report["findings"] if f["part"] == "published"]
     assert published["status"] == "ok" and "published figures agree" in published["detail"]

@@ -141,7 +141,7 @@ def test_qwen_fp8_weights_never_make_an_fp8_cache(tmp_path: Path) -> None:
     kv = r.fields["precision.kv_cache"]
     assert kv.resolved is None and kv.status is Status.unresolved
     assert "auto" in (kv.rule or "")
-    assert r.value("precision.weights") == "fp8" and r.value("precision.dtype") == "float16"
+    assert r.value("precision.weights") == "fp8-w8a8" and r.value("precision.dtype") == "float16"
     assert r.fields["precision.kv_scales"].status is Status.unresolved
     assert (r.value("parallel.tensor"), r.value("parallel.expert")) == (2, 1)
     assert (r.value("kv.capacity_tokens"), r.value("kv.memory_gib")) == (59904, 2.0)
@@ -179,3 +179,18 @@ def test_engine_version_rule_table(tmp_path: Path, version: str, expected: str,
     kv = resolve_run(run, checkpoint=TARGET).fields["precision.kv_cache"]
     assert kv.resolved == expected
     assert f"vLLM {rule}" in (kv.rule or "")
+
+
+def test_a_quantization_method_is_never_a_weight_precision() -> None:
+    """The captured checkpoint-scheme run logs `quantization=compressed-tensors`, which here
+    carries only the KV-cache scheme: without the checkpoint the weights stay unresolved
+    (never `compressed-tensors`); with its config they are the model dtype."""
+    run = ROOT / "tests" / "data" / "cpu-runs" / "tiny-checkpoint-kv"
+    weights = resolve_run(run).fields["precision.weights"]
+    assert weights.resolved is None and weights.status is Status.unresolved
+    assert "compressed-tensors" in (weights.note or "")
+    host = ROOT / "tests" / "data" / "gpu-runs" / "h200x1-20261201"
+    ck = host / "logs" / "checkpoints" / "llama-3b-kv-fp8" / "config.json"
+    r = resolve_run(host / "runs" / "checkpoint-fp8", checkpoint=ck)
+    assert r.value("precision.weights") == "bfloat16" == r.value("precision.dtype")
+    assert r.value("precision.kv_cache") == "fp8_e4m3"

@@ -62,3 +62,31 @@ def test_what_is_not_modelled_says_why() -> None:
                                                            max_model_len=64), 10, 1.0, [])
     with pytest.raises(NotModelled, match="page sizes"):
         layer_windows(s, shape("g", head_dim=128), "eagle", True)
+
+
+@pytest.mark.parametrize("version, asynchronous, held", [
+    ("0.25.0", True, 2048), ("0.25.0", False, 2048), ("0.32.0", True, 4096),
+    ("0.32.0", False, 2048), ("0.1.dev1267+g6ae34833d", True, 4096)])
+def test_in_flight_tokens_follow_the_engine_versions_allocator(version, asynchronous,
+                                                               held) -> None:
+    from registry.resolve.precision import in_flight_tokens
+
+    assert in_flight_tokens(version, 2048, asynchronous) == held
+
+
+def test_the_h200_sliding_window_run_fits_vllm_025s_allocator() -> None:
+    """vLLM 0.25.0, async scheduling on: 305,889 blocks of 4 layers x 16 tokens; per request
+    2,048 blocks for the full layers and ceil((511 + 2048) / 16) + 1 = 161 for each of 5
+    sliding groups. The engine's 3,512,906 tokens fit that to 0.9999, so the cross-check
+    confirms 2-byte elements and leaves no note (a doubled batch missed by 1.224)."""
+    from registry.resolve import resolve_run
+    from tests.conftest import ROOT
+
+    host = ROOT / "tests" / "data" / "gpu-runs" / "h200x1-20261201"
+    identity = resolve_run(host / "runs" / "hybrid",
+                           checkpoint=host / "logs" / "checkpoints" / "hybrid-2b" / "config.json")
+    kv = identity.fields["precision.kv_cache"]
+    assert kv.resolved == "bfloat16" and kv.note is None, kv.note
+    capacity = next(e.text for e in kv.evidence if e.source == "capacity") or ""
+    assert "305,889 blocks / 2853 per request" in capacity  # 2048 + 5 x 161
+    assert "(reported/predicted 1.000)" in capacity

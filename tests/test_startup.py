@@ -27,12 +27,16 @@ READ_PATH = {  # the registry modules every record reader needs
     "registry.store.tables", "registry.store.trust",
     "registry.base.versions",  # a statement's format version, checked before it is shown
     "registry.signing.failures",  # the kind of a failed signature check
-    "registry.store.lock"}  # the keyring memory in trust.json is written under the lock
+    "registry.store.lock",  # the keyring memory in trust.json is written under the lock
+    "registry.base.text"}  # record text printed with its controls escaped
 ALLOWED = {
     "list": READ_PATH | {"registry.compare", "registry.compare.table"},  # --where terms
     "show": READ_PATH | {"registry.measure", "registry.measure.display",  # figure text
+                         # the signed artifacts checked in the store (hashes cached)
+                         "registry.store.objects", "registry.base.hashing",
+                         "registry.cli.exits",  # its exit code: 1 or 3 when not as sealed
                          "registry.store.shown", "registry.store.verifications",  # its
-                         "registry.store.attestations", "registry.store.lock",  # verifications
+                         "registry.store.attestations",  # verifications
                          "registry.formats.verification"},
 }
 CODE = """

@@ -27,7 +27,16 @@ LazyGroup.modules = COMMANDS
 
 
 def main() -> None:
-    app()
+    """Run the command line (registry/__main__.py installs the Ctrl-C handler first)."""
+    import signal
+    import sys
+
+    try:
+        app()
+    except KeyboardInterrupt:  # one that escaped the command (typer's own parsing)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
 
 
 __all__ = ["COMMANDS", "app", "main"]

@@ -28,15 +28,24 @@ def _shown(caught: list[warnings.WarningMessage]) -> None:
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
+INVOKING = False  # a command is running: Ctrl-C unwinds it (registry/__main__.py)
+
 
 class RegistryGroup(TyperGroup):
     """Turns a `RegistryError` into one message on stderr and its exit code."""
 
     def invoke(self, ctx: Any) -> Any:
+        global INVOKING
+        INVOKING = True
         with warnings.catch_warnings(record=True) as caught:
             try:
                 return self._invoke(ctx)
-            finally:
+            finally:  # the command is over: a late Ctrl-C changes nothing it did or said
+                import signal
+
+                if _ours():
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)
+                INVOKING = False
                 _shown(caught)
 
     def _invoke(self, ctx: Any) -> Any:
@@ -48,6 +57,10 @@ class RegistryGroup(TyperGroup):
             print_error(e)
             raise typer.Exit(int(e.exit_code)) from None
         except KeyboardInterrupt:
+            import signal
+
+            if _ours():  # the message and exit, uninterrupted
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             typer.echo("interrupted", err=True)
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except Exception as e:
@@ -59,6 +72,18 @@ class RegistryGroup(TyperGroup):
 
             print_internal(e)
             raise typer.Exit(int(ExitCode.INTERNAL)) from None
+
+
+def _ours() -> bool:
+    """Is SIGINT handled by the `registry` command's handler (registry/__main__.py)? Never
+    touched otherwise: a program or test that runs the app in-process keeps its own."""
+    import signal
+    import threading
+
+    handler = signal.getsignal(signal.SIGINT)
+    return threading.current_thread() is threading.main_thread() and getattr(
+        handler, "__module__", None) in ("__main__", "registry.__main__") and getattr(
+        handler, "__name__", "") == "_interrupt"
 
 
 class LazyGroup(RegistryGroup):

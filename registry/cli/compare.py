@@ -65,7 +65,7 @@ def render(result: Comparison, fmt: Format) -> None:
     elif fmt is Format.md:
         lines = ["| " + " | ".join(result.columns) + " |",
                  "| " + " | ".join("---" for _ in result.columns) + " |"]
-        lines += ["| " + " | ".join(_shown(c, v).replace("|", "\\|") for c, v in
+        lines += ["| " + " | ".join(_shown(c, v, short=False).replace("|", "\\|") for c, v in
                                     zip(result.columns, row, strict=True)) + " |"
                   for row in result.rows]
         sys.stdout.write("\n".join(lines) + "\n")
@@ -73,31 +73,44 @@ def render(result: Comparison, fmt: Format) -> None:
         print_fitted([LABELS.get(c, c) for c in result.columns],
                      [[_shown(c, v) for c, v in zip(result.columns, row, strict=True)]
                       for row in result.rows],
-                     keep=[c in ("id", "parent") for c in result.columns])
+                     keep=[c in ("id", "parent", "quality") for c in result.columns])
         console.print(f"{len(result.rows)} records", highlight=False, soft_wrap=True)
 
 
 # short headers for the usual columns, so a default table reads at 80 columns
 LABELS = {"precision.weights": "weights", "precision.kv_cache": "kv cache",
           "parallel.tensor": "tp", "decode_tok_s.median": "decode tok/s",
-          "ttft_ms.p50": "ttft ms"}
+          "ttft_ms.p50": "ttft ms", "quality": "quality"}
 
 
-def _shown(column: str, value: Value) -> str:
-    """As a person writes it: ids at 16 digits, the seal time to the minute, else as
-    `shown` writes any value."""
+def _shown(column: str, value: Value, *, short: bool = True) -> str:
+    """As a person writes it: ids at 12 digits, the seal time to the minute, dtypes by
+    their short names (`short`: the table; Markdown keeps them whole), else as `shown`
+    writes any value; one line, its controls escaped."""
+    from registry.base.text import one_line
     from registry.cli.output import shown
+    from registry.formats.figures import HEADLINE
+    from registry.formats.identity import ID_DIGITS, short_dtype
 
     if isinstance(value, str) and column in ("id", "parent"):
-        return value[:16]
+        return value[:ID_DIGITS]
     if isinstance(value, str) and column == "sealed":
         return value[:16].replace("T", " ")
-    return shown(value)
+    if short and column.startswith("precision."):
+        return short_dtype(value)
+    if isinstance(value, float) and column.rpartition(":")[2] == HEADLINE:
+        return f"{value:.2f}"  # as list and show write the headline figure
+    return one_line(shown(value))
 
 
 def _csv(value: Value) -> str:
+    """Numbers as numbers; text as text a spreadsheet never evaluates (base/text.py)."""
+    from registry.base.text import csv_cell
+
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, int | float):
+        return repr(value)
+    return csv_cell(str(value))

@@ -9,7 +9,7 @@ import typer
 from registry.cli.options import HomeOpt, Json
 
 if TYPE_CHECKING:
-    from registry.compare.diff import Diff
+    from registry.compare.diff import Diff, MetricDiff
     from registry.formats.record import PublishedFigure
 
 
@@ -42,17 +42,20 @@ def diff(
 
 
 def _value(field: Any) -> str:
+    from registry.formats.identity import failed_check
+
     if field is None:
         return "-"
     shown = field.resolved if field.resolved is not None else f"({field.status})"
     if field.declared is not None and field.declared != field.resolved:
         shown = f"{shown}  [declared {field.declared}]"
-    return str(shown)
+    return str(shown) + (" (cross-check failed)" if failed_check(field) else "")
 
 
-def _flagged(value: float | None, quality: str | None) -> str:
-    """A figure with its measurement flag unless valid (engine facts carry none)."""
-    flag = "" if quality in (None, "valid") else f" ({quality})"
+def _flagged(value: float | None, quality: str | None, titled: str | None = None) -> str:
+    """A figure with its measurement flag unless valid (engine facts carry none) or
+    already in the suite's title."""
+    flag = "" if quality in (None, "valid", titled) else f" ({quality})"
     return _num(value) + flag
 
 
@@ -67,7 +70,7 @@ def _num(x: float | None) -> str:
 
 
 def _percent(x: float | None) -> str:
-    return "" if x is None else f"{x * 100:+.3f}%"
+    return "" if x is None else f"{x * 100:+.2f}%"
 
 
 def _published(f: PublishedFigure | None) -> str:
@@ -78,11 +81,31 @@ def _published(f: PublishedFigure | None) -> str:
     return f"{f.value:.6g} {'=' if f.agrees else '≠ FINDING'} rows {f.rederived:.6g}"
 
 
+def _metrics_table(metrics: list[MetricDiff]) -> None:
+    """Suite by suite: a suite's quality on each side goes in its title, so a flag is
+    never cut from its figure and the numbers keep their columns at 80."""
+    from registry.cli.output import console, print_fitted
+
+    console.print("metrics (relative: ~ within noise, ! beyond it; 95% intervals)",
+                  style="bold", highlight=False)
+    for suite in dict.fromkeys(m.suite for m in metrics):
+        group = [m for m in metrics if m.suite == suite]
+        qa, qb = group[0].quality_a, group[0].quality_b
+        sides = "" if qa is None and qb is None else \
+            f": a {qa or 'not judged'}, b {qb or 'not judged'}"
+        print_fitted(["metric", "a", "b", "delta", "relative", "ratio"], [
+            [m.name, _flagged(m.a, m.quality_a, qa), _flagged(m.b, m.quality_b, qb),
+             _num(m.delta), _percent(m.relative) + _noise(m.beyond_noise),
+             f"{m.ratio:.2f}x" if m.ratio is not None else ""] for m in group],
+            keep=[False, True, True, True, True, True], title=f"  {suite}{sides}")
+
+
 def render(d: Diff, *, show_all: bool) -> None:
-    from registry.cli.output import console, print_fitted, shown, table
+    from registry.base.text import one_line
+    from registry.cli.output import console, shown, table
     from registry.formats.identity import PRECISION_AXES
 
-    console.print(f"a: {d.a}\nb: {d.b}", highlight=False)
+    console.print(f"a: {one_line(d.a)}\nb: {one_line(d.b)}", highlight=False)
     for side, why in sorted(d.unproven.items()):
         console.print(f"{side}: {why}", style="bold red", highlight=False)
     rows = [[("* " if f.changed else "  ") + f.name, f.kind.value, _value(f.a), _value(f.b)]
@@ -98,12 +121,7 @@ def render(d: Diff, *, show_all: bool) -> None:
                                         "same uncommitted diff"], sources))
     shown_metrics = [m for m in d.metrics if show_all or m.comparable or m.note]
     if shown_metrics:  # delta is b - a, as docs/diff.md defines it; the relative change beside
-        print_fitted(["suite", "metric", "a", "b", "delta", "relative", "ratio"], [
-            [m.suite, m.name, _flagged(m.a, m.quality_a), _flagged(m.b, m.quality_b),
-             _num(m.delta), _percent(m.relative) + _noise(m.beyond_noise),
-             f"{m.ratio:.2f}x" if m.ratio is not None else ""] for m in shown_metrics],
-            keep=[False, False, True, True, True, True, True],
-            title="metrics (relative: ~ within noise, ! beyond it; 95% intervals)")
+        _metrics_table(shown_metrics)
         notes = {m.name: m.note or m.formula_a for m in shown_metrics}
         for name, note in notes.items():  # below the table: never cut
             console.print(f"  {name}: {note}", highlight=False, soft_wrap=False)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from registry.reproduce import Reproduction
     from registry.review import Review
     from registry.review.reresolve import Reresolved
+    from registry.store.shown import ShownRecord
     from registry.store.verify import VerifyReport
 
 
@@ -52,6 +53,17 @@ def reproduced(done: Reproduction) -> ExitCode:
     if done.passed:
         return ExitCode.OK
     return ExitCode.REFUSED if done.environment.refused else ExitCode.FAILED
+
+
+def shown(record: ShownRecord) -> ExitCode:
+    """0 when the record is what was sealed; 1 when it is not (a bad signature, a changed
+    artifact), 3 when that cannot be told (an untrusted signer, a missing artifact)."""
+    if not record.check.ok:
+        return ExitCode.UNVERIFIABLE if record.check.trust.value == "untrusted" \
+            else ExitCode.FAILED
+    if record.artifacts_changed:
+        return ExitCode.FAILED
+    return ExitCode.UNVERIFIABLE if record.artifacts else ExitCode.OK
 
 
 def reresolved(report: Reresolved) -> ExitCode:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from rich.table import Table
+from registry.base.text import one_line
 
+if TYPE_CHECKING:
+    from registry.cli.output import Grid
     from registry.formats.record import Predicate, PublishedFigure
     from registry.importer.capsule import ImportedRecord
     from registry.importer.folder import FolderImport
@@ -28,9 +29,10 @@ def print_records(records: list[ImportedRecord]) -> None:
         console.print(f"manifest {i.manifest or 'none'}: {len(i.verified)} files verified, "
                       f"{len(i.missing)} listed but absent", highlight=False, markup=False)
         for name in i.missing:
-            console.print(f"  absent: {name}", highlight=False, markup=False)
+            console.print(f"  absent: {one_line(name)}", highlight=False, markup=False)
         for name in i.unlisted:
-            console.print(f"  not in the manifest: {name}", highlight=False, markup=False)
+            console.print(f"  not in the manifest: {one_line(name)}", highlight=False,
+                          markup=False)
         for suite in done.results:
             for name in HEADLINE:
                 if name in suite.metrics:
@@ -40,11 +42,12 @@ def print_records(records: list[ImportedRecord]) -> None:
         if done.published:
             console.print(published_table(done.published))
         for finding in done.findings:
-            console.print(f"finding: {finding}", style="bold yellow", highlight=False,
-                          markup=False)
+            # one line each: a capsule file name holding a newline forges no `finding:`
+            console.print(f"finding: {one_line(finding)}", style="bold yellow",
+                          highlight=False, markup=False)
 
 
-def published_table(figures: list[PublishedFigure]) -> Table:
+def published_table(figures: list[PublishedFigure]) -> Grid:
     from registry.cli.output import table
 
     return table("published by the lab / re-derived from the rows",
@@ -65,22 +68,23 @@ def print_imported(p: Predicate) -> None:
     console.print(f"imported from {i.capsule}" + (f", arm {i.arm}" if i.arm else "")
                   + (f" (arms: {', '.join(i.arms)})" if len(i.arms) > 1 else "")
                   + f"; manifest {i.manifest or 'none'}; missing from the capsule: "
-                  f"{', '.join(i.missing) or 'none'}", highlight=False, markup=False)
+                  f"{one_line(', '.join(i.missing)) or 'none'}", highlight=False, markup=False)
     for name, source in sorted(i.declared_by.items()):
-        console.print(f"  declared {name} by {source}", highlight=False, markup=False)
+        console.print(f"  declared {name} by {one_line(source)}", highlight=False, markup=False)
     if p.published:
         console.print(published_table(p.published))
     for finding in findings(p):
-        console.print(f"finding: {finding}", style="bold yellow", highlight=False, markup=False)
+        console.print(f"finding: {one_line(finding)}", style="bold yellow", highlight=False,
+                      markup=False)
 
 
 def print_folder(done: FolderImport) -> None:
     from registry.cli.output import console, table
+    from registry.formats.figures import headline
 
     rows = []
     for r in done.records:
-        decode = next((s.metrics["decode_tok_s.median"].value for s in r.results
-                       if "decode_tok_s.median" in s.metrics), None)
+        decode = headline(r.results).value
         checked = [p for p in r.published if p.agrees is not None]
         rows.append([r.capsule, r.arm or "-", r.record.id[:12] + ("=" if r.already else ""),
                      r.state, "-" if decode is None else f"{decode:.2f}",

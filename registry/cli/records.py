@@ -11,6 +11,7 @@ from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from registry.signing.signed import Trust
+    from registry.store.home import Home
     from registry.store.rows import RecordRow
     from registry.store.shown import ShownRecord
 
@@ -34,6 +35,7 @@ def list_records(
     """
     from registry.cli.output import print_fitted, print_json, say
     from registry.compare.table import filter_ids, split_where
+    from registry.formats.identity import ID_DIGITS, short_dtype
     from registry.formats.record import UNPROVEN
     from registry.store.query import find_records
 
@@ -48,34 +50,63 @@ def list_records(
         return
     unproven = [r.summary.startswith(UNPROVEN) for r in rows]  # summary_line marks them
     # the model is in `show` and `compare --columns model.architecture`: 80 columns fit
-    print_fitted(["id", "sealed", "lane", "weights", "kv cache", "tok/s"], [
+    print_fitted(["id", "sealed", "lane", "weights", "kv cache", "tok/s", "quality"], [
         [_marked_id(r.id, r.trust, bad), r.created_at[:16].replace("T", " "), r.lane or "",
-         r.weights or "", r.kv_cache or "", _decode_text(r) or ""]
+         short_dtype(r.weights or "?"), short_dtype(r.kv_cache or "?")
+         + ("!" if r.failed_checks else ""),
+         _decode_text(r), _quality(r)]
         for r, bad in zip(rows, unproven, strict=True)],
-        keep=[True, True, False, False, False, True])
+        keep=[True, True, False, False, False, True, True])
     say(f"{len(rows)} records")
+    if not rows:
+        hint = _lane_hint(target, where or [])
+        if hint:
+            say((hint, "yellow"))
     if any(unproven):
         say(("! UNPROVEN: its evidence proves nothing (registry show ID says why)", "bold red"))
     for r in rows:
+        if r.failed_checks:
+            say((f"{r.id[:ID_DIGITS]}! {', '.join(r.failed_checks)}: a cross-check failed "
+                 "(registry show ID says which)", "red"))
         if r.trust != "verified" or r.trust_detail:
-            say((f"{r.id[:16]} {(r.trust or 'unchecked').upper()}: {r.trust_detail or ''}",
-                 "red"))
+            say((f"{r.id[:ID_DIGITS]} {(r.trust or 'unchecked').upper()}: "
+                 f"{r.trust_detail or ''}", "red"))
+
+
+def _lane_hint(home: Home, where: list[str]) -> str | None:
+    """`--where lane=NAME` where NAME is a recipe's name, not a lane: say so."""
+    from registry.store.query import find_records
+
+    for term in where:
+        name, _, value = term.partition("=")
+        if name.strip() == "lane" and value.strip():
+            found = find_records(home, [f"recipe={value.strip()}"], 1)
+            if found:
+                return (f"no record's lane is {value.strip()}, but recipe {value.strip()} has "
+                        f"records (lane {found[0].lane}): --where recipe={value.strip()}")
+    return None
 
 
 def _marked_id(rid: str, trust: Trust | None, unproven: bool) -> str:
     """An id as a table cell; a record no trusted key signed, or an unproven one, is
     marked (the lines below the table say why)."""
+    from registry.formats.identity import ID_DIGITS
+
     if trust != "verified":
-        return f"{rid[:16]} {str(trust or '?').upper()}"
-    return f"{rid[:16]}!" if unproven else rid[:16]
+        return f"{rid[:ID_DIGITS]} {str(trust or '?').upper()}"
+    return f"{rid[:ID_DIGITS]}!" if unproven else rid[:ID_DIGITS]
 
 
-def _decode_text(r: RecordRow) -> str | None:
-    """The decode median, flagged unless its measurement is valid."""
-    if r.decode_tok_s is None:
-        return None
-    flag = "" if r.quality == "valid" else f" ({r.quality or 'not judged'})"
-    return f"{r.decode_tok_s:.2f}{flag}"
+def _decode_text(r: RecordRow) -> str:
+    """The signed decode median (`-` when the record has results but not this figure)."""
+    if r.headline is None:  # not checked against its statement: nothing is vouched for
+        return ""
+    return "-" if r.headline.value is None and r.headline.quality else (
+        f"{r.headline.value:.2f}" if r.headline.value is not None else "")
+
+
+def _quality(r: RecordRow) -> str:
+    return (r.headline.quality or "") if r.headline else ""
 
 
 def show(
@@ -87,59 +118,77 @@ def show(
 
     Example: registry show 3f2a9c --json
     """
+    from registry.cli import exits
     from registry.cli.output import print_json
     from registry.store.shown import show_record
 
     found = show_record(find(home), record)
+    code = exits.shown(found)  # shown, under its banner, but not as a record that verifies
     if json:
-        print_json(found)
-        return
-    _render(found)
+        print_json(exits.with_code(found, code))
+    else:
+        _render(found)
+    exits.leave(code)
 
 
 def _render(record: ShownRecord) -> None:
     """A summary a person reads in one screen, then the details, each row on one line."""
     from collections import Counter
 
+    from registry.base.text import one_line
     from registry.cli.output import print_fitted, say, shown
+    from registry.formats.figures import headline
+    from registry.formats.identity import failed_check
     from registry.formats.record import summary_line
     from registry.formats.unproven import mark
-    from registry.measure.display import quality_lines, value_text
+    from registry.measure.display import headline_text, quality_lines, value_text
 
     p = record.statement.predicate
     check = record.check
     if not check.ok:
         say((f"{check.trust.value.upper()}: {check.detail or ''}; nothing below is vouched "
              f"for (registry verify {record.id[:16]})", "bold red"))
-    decode = next((s.metrics["decode_tok_s.median"] for s in p.results
-                   if "decode_tok_s.median" in s.metrics), None)
+    elif record.artifacts:
+        word = "INVALID" if record.artifacts_changed else "UNVERIFIABLE"
+        say((f"{word}: {one_line(record.artifacts[0])}"
+             + (f" (and {len(record.artifacts) - 1} more)" if len(record.artifacts) > 1 else "")
+             + f"; the figures below may not be what was sealed (registry verify "
+               f"{record.id[:12]})", "bold red"))
+    top = headline(p.results)
+    decode = top.metric
+    failed = {n: note for n, f in p.identity.fields.items() if (note := failed_check(f))}
     statuses = Counter(f.status.value for f in p.identity.fields.values())
     flagged = sorted(n for n, f in p.identity.fields.items()
                      if f.status.value in ("mismatch", "unresolved"))
     facts = [("record", record.id), ("what", summary_line(p)),
-             ("sealed", f"{p.run.sealed_at}  by "
-                        f"{check.signer[:16] if check.signer else 'no trusted signer'}  "
-                        f"ledger commit {(record.ledger_commit or '?')[:12]}"),
+             ("sealed", f"{p.run.sealed_at[:19].replace('T', ' ')} by "
+                        f"{check.signer[:16] if check.signer else 'no trusted signer'}"),
+             ("commit", f"ledger commit {(record.ledger_commit or '?')[:12]}"),
              ("recipe", (p.recipe or {}).get("name")), ("parent", p.parent),
              ("imported", p.imported and f"from {p.imported.capsule}; "
                                          f"{len(p.imported.missing)} manifest entries absent"),
-             ("decode", decode and f"{decode.value:.2f} tok/s ({decode.formula}, "
-                                   f"{decode.count} rows)"),
+             ("decode", headline_text(top, interval=True) + (
+                 f" tok/s ({decode.formula}, {decode.count} rows)" if decode else
+                 ": no row left for the decode figures" if top.quality else "")),
+             ("quality", top.quality and top.quality + (
+                 f" ({len(top.reasons)} reasons below the results)" if top.reasons else "")),
              ("identity", ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))),
              ("check", ", ".join(flagged)),
+             ("FAILED", "; ".join(f"{n}: {note}" for n, note in sorted(failed.items()))),
              ("overrides", ", ".join(f"{o.field} ({o.reason})" for o in p.overrides))]
     for name, value in facts:
         if value:
-            say((f"{name:9}", "bold"), f" {value}")
+            say((f"{name:9}", "bold"), f" {one_line(str(value))}")
     unproven = mark(p.unproven, p.identity)
     if unproven:
         say((unproven, "bold red"))
     say(f"{len(record.statement.subject)} artifacts; details follow (--json for everything)\n")
     print_fitted(["field", "value", "status", "evidence"], [
-        [name, _value(f.declared, f.resolved), f.status.value,
+        [name, _value(f.declared, f.resolved) + (" (cross-check failed)" if name in failed
+                                                  else ""), f.status.value,
          f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else ""]
         for name, f in sorted(p.identity.fields.items())],
-        keep=[True, False, True, True], title="identity (value: resolved, else declared)")
+        keep=[True, False, True, False], title="identity (value: resolved, else declared)")
     say()
     print_fitted(["suite", "metric", "value [95% CI]", "unit", "n"], [
         [s.suite, m.name, value_text(m, s.quality), m.unit, str(m.count)]

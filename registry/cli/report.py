@@ -24,6 +24,10 @@ def report(
         "--lane", show_default=False, help="Only the records of this lane.")] = None,
     out: Annotated[Path, typer.Option(
         "--out", help="Folder to write (new, empty, or an earlier report).")] = Path("report"),
+    diff: Annotated[tuple[str, str] | None, typer.Option(
+        "--diff", show_default=False, metavar="A B",
+        help="A diff page of two records you pick (ids or prefixes), linked from the "
+             "index; both records are shown.")] = None,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
@@ -36,7 +40,7 @@ def report(
     from registry.report import Selection, build_report
 
     summary = build_report(find(home), out, Selection(ids=records or [], where=where or [],
-                                                       lane=lane))
+                                                       lane=lane, diffs=[diff] if diff else []))
     if json:
         print_json(summary)
         return
@@ -45,3 +49,4 @@ def report(
                   highlight=False)
     for s in summary.skipped:
         console.print(f"not shown {s.id[:16]}: {s.reason}", highlight=False)
+

@@ -77,10 +77,9 @@ def show(identity: ResolvedIdentity) -> None:
     rows = [[name, _text(f.declared), _text(f.resolved) + (" *" if f.self_reported else ""),
              Text(f.status.value, style=STATUS_STYLE[f.status.value]), f.rule or ""]
             for name, f in identity.fields.items()]
-    fields = table("resolved identity", ["field", "declared", "resolved", "status", "rule"], rows)
-    for column in fields.columns[:1] + fields.columns[3:4]:
-        column.no_wrap = True  # names and statuses stay whole; the rule text wraps
-    console.print(fields)
+    # names and statuses stay whole; values and the rule text wrap
+    console.print(table("resolved identity", ["field", "declared", "resolved", "status", "rule"],
+                        rows, keep=[True, False, False, True, False]))
     console.print("* self-reported: the engine says so about itself", style="dim")
     if identity.expect:
         console.print(table("expect markers", ["marker", "passed", "detail"], [

@@ -66,6 +66,9 @@ def seal(
         "--allow-unproven", metavar="REASON", show_default=False,
         help="Seal a run whose evidence proves nothing (no engine start in the log, every "
              "identity field unresolved), marked unproven with this reason.")] = None,
+    again: Annotated[bool, typer.Option(
+        "--again", help="Seal a run that was sealed before as a new record (default: say "
+                        "so and return that record).")] = False,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
@@ -80,11 +83,16 @@ def seal(
     with hashing(run_dir, json) as progress:
         sealed = seal_run(run_dir, home=find(home), recipe_path=recipe,
                           allow_mismatch=allowed, parent=parent, progress=progress,
-                          allow_unproven=allow_unproven)
+                          allow_unproven=allow_unproven, again=again)
     if json:
         print_json(sealed)
         return
     console.print(sealed.id, highlight=False)
+    if sealed.already:
+        console.print(f"already sealed: this run's engine log and rows are record "
+                      f"{sealed.id[:12]}'s (registry seal --again makes another)",
+                      style="yellow", highlight=False)
+        return
     if allow_unproven is not None:
         console.print(f"marked unproven: {allow_unproven}", style="bold red", highlight=False)
     console.print(f"{sealed.summary}\n{sealed.artifacts} artifacts, {sealed.bytes:,} bytes, "

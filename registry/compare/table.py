@@ -16,13 +16,16 @@ from typing import Any
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput
+from registry.formats.figures import headline
 from registry.formats.identity import FIELDS
 from registry.formats.record import Statement
 from registry.store.home import Home
 
 DEFAULT_COLUMNS = ("id", "lane", "precision.weights", "precision.kv_cache", "parallel.tensor",
-                   "decode_tok_s.median")
-RECORD_COLUMNS = ("id", "sealed", "lane", "recipe", "parent", "imported", "state")
+                   "decode_tok_s.median", "quality")
+# `quality`: the record's measurement quality (valid | degraded | not judged), as
+# registry.formats.figures.headline gives it beside the headline figure
+RECORD_COLUMNS = ("id", "sealed", "lane", "recipe", "parent", "imported", "state", "quality")
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "!=": operator.ne, "<=": operator.le, ">=": operator.ge,
     "=": operator.eq, "<": operator.lt, ">": operator.gt,
@@ -85,7 +88,8 @@ def record_value(rid: str, statement: Statement, name: str) -> Value:
     recipe = p.recipe or {}
     record = {"id": rid, "sealed": p.run.sealed_at, "lane": recipe.get("lane"),
               "recipe": recipe.get("name"), "parent": p.parent,
-              "imported": p.imported is not None, "state": p.run.state}
+              "imported": p.imported is not None, "state": p.run.state,
+              "quality": headline(p.results).quality}
     if name in record:
         return record[name]
     if name in p.identity.fields:

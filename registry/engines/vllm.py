@@ -2,7 +2,8 @@
 
 The argument table is extracted from vLLM 0.32's own parser
 (`vllm.entrypoints.launchers.cli_args.make_arg_parser`) and shipped as data, so
-validating a recipe never imports vLLM.
+validating a recipe never imports vLLM: each argument's name, kind and, where the
+parser converts or restricts it, its type and choices (`arg_problem` checks a value).
 """
 
 from __future__ import annotations
@@ -31,15 +32,71 @@ KV_ALIASES = {"fp8": "fp8_e4m3"}
 
 
 @cache
-def arg_table() -> dict[str, dict[str, str]]:
-    """dest name -> {"option": "--flag-name", "kind": value|bool|flag|list}."""
+def arg_table() -> dict[str, dict[str, Any]]:
+    """dest name -> {"option": "--flag-name", "kind": value|bool|flag|list, and where the
+    parser converts or restricts the value, "type": int|float|str|json|size|size-or-auto
+    and "choices": [...]} (tools/vllm_args.py adds those from vLLM's own parser)."""
     text = resources.files(__package__).joinpath(ARGS_TABLE).read_text()
-    table: dict[str, dict[str, str]] = json.loads(text)["args"]
+    table: dict[str, dict[str, Any]] = json.loads(text)["args"]
     return table
 
 
 def is_known_arg(name: str) -> bool:
     return name in arg_table()
+
+
+SIZE = re.compile(r"^\d+(\.\d+)?[kKmMgGtT]?$")  # vLLM's human-readable ints: 32k, 1.5M
+
+
+def arg_problem(name: str, value: Any) -> str | None:
+    """What is wrong with `value` for argument `name` per vLLM 0.32's argument table
+    (its kind: yes/no, a flag, a list; its type: int, float, str, JSON, a size; its
+    choices), or None. A string where a yes/no belongs is refused: `"false"` would
+    render `--enable-prefix-caching` and turn caching on."""
+    spec = arg_table().get(name)
+    if spec is None:
+        return None  # a patched engine's own argument: its kind is unknown here
+    kind, kind_of = spec["kind"], spec.get("type")
+    if kind in ("bool", "flag"):
+        return None if isinstance(value, bool) else f"expected true or false, got {value!r}"
+    if kind == "list":
+        items = value if isinstance(value, list) else [value]
+        return next((f"item {i}: {p}" for i, v in enumerate(items)
+                     if (p := _value_problem(v, kind_of, spec.get("choices")))), None)
+    return _value_problem(value, kind_of, spec.get("choices"))
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.loads(value)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(value, str)
+
+
+def _value_problem(value: Any, kind: str | None, choices: list[str] | None) -> str | None:
+    if isinstance(value, str) and "${" in value:
+        return None  # expanded at plan time, checked by the engine
+    if kind in ("int", "size", "size-or-auto"):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return None
+        if kind != "int" and isinstance(value, str) and (
+                SIZE.match(value) or (kind == "size-or-auto" and value == "auto")):
+            return None
+        wanted = {"int": "an integer", "size": "an integer (or a size such as 32k)",
+                  "size-or-auto": "an integer, a size such as 32k, or \"auto\""}[kind]
+        return f"expected {wanted}, got {value!r}"
+    if kind == "float":
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return None if ok else f"expected a number, got {value!r}"
+    if kind == "json":
+        return None if isinstance(value, dict | list) or _is_json(value) else \
+            f"expected a table or JSON text, got {value!r}"
+    if kind == "str" and isinstance(value, dict | list | bool):
+        return f"expected a single value, got {value!r}"
+    if choices and str(value) not in choices:
+        return f"{value!r} is not one of {', '.join(choices)}"
+    return None
 
 
 def release(version: str | None) -> tuple[int, int] | None:

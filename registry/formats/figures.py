@@ -1,5 +1,10 @@
-"""The figures a record carries: each metric with its formula and interval, and a
-suite's measurement quality (the rules that judge it are in registry.measure.quality)."""
+"""The figures a record carries: each metric with its formula and interval, a suite's
+measurement quality (the rules that judge it are in registry.measure.quality), and the
+record's headline figure as every view shows it.
+
+`headline` is the one place a view takes a record's headline figure and quality from:
+the signed results, never a re-derivation of its own (list, show, diff, compare, review
+and the report all call it, so they state the same figure and the same quality)."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ if TYPE_CHECKING:
     from registry.formats.record import SuiteResult
 
 NOT_JUDGED = "not judged (sealed before measurement quality was recorded)"
+HEADLINE = "decode_tok_s.median"  # the figure people rank runs by
 
 
 class Metric(Frozen):
@@ -78,3 +84,33 @@ def worst(results: Sequence[SuiteResult]) -> str | None:
         return None
     states = {state(r.quality) for r in results}
     return next((s for s in ("degraded", "not judged") if s in states), "valid")
+
+
+class Headline(Frozen):
+    """A record's headline figure as its statement signed it, with the record's quality."""
+
+    metric: Metric | None = Field(None, description="None: no suite has the figure (e.g. no "
+                                                    "row was left for the decode figures)")
+    suite: str | None = None
+    quality: str | None = Field(None, description="valid | degraded | not judged; None: no "
+                                                  "results at all")
+    reasons: list[str] = Field(default_factory=list, description="why it is degraded")
+
+    @property
+    def value(self) -> float | None:
+        return self.metric.value if self.metric else None
+
+    @property
+    def flagged(self) -> bool:
+        """Anything but a valid measurement: the views mark it beside the figure."""
+        return self.quality is not None and self.quality != "valid"
+
+
+def headline(results: Sequence[SuiteResult]) -> Headline:
+    """The first suite's decode median that has one, and the record's worst quality."""
+    found = next((s for s in results if HEADLINE in s.metrics), None)
+    reasons = [f"{s.suite}: {reason}" for s in results if s.quality
+               for reason in s.quality.reasons]
+    return Headline(metric=found.metrics[HEADLINE] if found else None,
+                    suite=found.suite if found else None, quality=worst(results),
+                    reasons=reasons)

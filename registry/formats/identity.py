@@ -109,6 +109,19 @@ PRECISION_AXES = (
 )
 
 
+# the usual short names of the storage dtypes, for tables that must fit 80 columns; a
+# value not named here is shown as it is (--json always has the full names)
+SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16",
+                "fp8_e4m3": "fp8-e4m3", "fp8_e5m2": "fp8-e5m2", "fp8_inc": "fp8-inc"}
+ID_DIGITS = 12  # an id in a table: 12 hex digits, as git's short hashes (the full id in --json)
+
+
+def short_dtype(value: object) -> str:
+    """`bf16` for bfloat16, `fp8-e4m3` for fp8_e4m3; any other value as it is."""
+    text = "" if value is None else str(value)
+    return SHORT_DTYPES.get(text, text)
+
+
 def kind_of(name: str) -> Kind:
     return FIELDS[name][0] if name in FIELDS else Kind.environment
 
@@ -129,6 +142,16 @@ class ResolvedField(Frozen):
     evidence: list[Evidence] = Field(default_factory=list)
     self_reported: bool = Field(False, description="the engine says so about itself")
     note: str | None = None
+
+
+CHECK_FAILED = "cross-check failed"  # a note saying so: the views show it beside the value
+_FAILED = (CHECK_FAILED, "it fits no single element size")  # the second: older records
+
+
+def failed_check(field: ResolvedField | None) -> str | None:
+    """The note of a cross-check that ran and failed (not one that could not run)."""
+    note = field.note if field else None
+    return note if note and any(m in note for m in _FAILED) else None
 
 
 def status_for(declared: Any, resolved: Any) -> Status:

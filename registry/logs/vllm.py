@@ -19,6 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import signal
 from collections import defaultdict, deque
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
@@ -111,7 +112,10 @@ def _scan_split(scanner: _Scanner, stream: BinaryIO, start: int, workers: int) -
                               for i in range(1, workers))} - {size})
     ranges = list(zip(bounds, [*bounds[1:], None], strict=True))
     context = multiprocessing.get_context("fork")  # the children need only this module
-    with ProcessPoolExecutor(max(len(ranges) - 1, 1), mp_context=context) as pool:
+    # the workers leave Ctrl-C to the parent, which reports it once (no child traceback)
+    with ProcessPoolExecutor(max(len(ranges) - 1, 1), mp_context=context,
+                             initializer=signal.signal,
+                             initargs=(signal.SIGINT, signal.SIG_IGN)) as pool:
         later = [pool.submit(_scan_part, scanner.source, scanner.patterns, *r) for r in ranges[1:]]
         stream.seek(start)
         scanner.follow_tracebacks(stream)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from registry.formats.figures import NOT_JUDGED, state
 
 if TYPE_CHECKING:
-    from registry.formats.figures import Metric, Quality
+    from registry.formats.figures import Headline, Metric, Quality
     from registry.formats.record import SuiteResult
 
 def quality_lines(results: Sequence[SuiteResult]) -> list[str]:
@@ -40,3 +40,14 @@ def value_text(metric: Metric, quality: Quality | None) -> str:
     if quality is None or quality.degraded:
         text += f" ({state(quality)})"
     return text
+
+
+def headline_text(h: Headline, *, interval: bool = False) -> str:
+    """`595.19`, `595.19 [590.1, 600.2]`, `733.75 (degraded)`, `- (degraded)`: the headline
+    figure with its quality beside it unless valid (blank when the record has no results)."""
+    if h.metric is None:
+        return f"- ({h.quality})" if h.quality else ""
+    text = f"{h.metric.value:.2f}"
+    if interval and h.metric.ci_low is not None and h.metric.ci_high is not None:
+        text += f" [{h.metric.ci_low:.4g}, {h.metric.ci_high:.4g}]"
+    return text + (f" ({h.quality})" if h.flagged else "")

@@ -60,7 +60,9 @@ def validate(raw: dict[str, Any], path: Path) -> Recipe:
     try:
         return Recipe.model_validate(raw)
     except ValidationError as e:
-        err = e.errors()[0]
+        # an unknown key is the cause of the missing one it misspells (`kv_cahce`)
+        errors = e.errors()
+        err = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
         key = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
         problem = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
@@ -228,6 +230,11 @@ def _vllm_args(recipe: Recipe, path: Path) -> dict[str, Any]:
                 + (f"; did you mean {close[0]!r}?" if close else ""),
                 hint="a patched engine's own arguments go in engine.custom_args",
             )
+        problem = vllm.arg_problem(name, args[name])
+        if problem:
+            raise InvalidRecipe(path, f"engine.args.{name}", problem,
+                                hint="write it as vLLM 0.32's argument table types it "
+                                     "(true/false, a number, a table)")
     for name, (source, value) in _derived_args(recipe).items():
         if name in args and not _agrees(name, value, args[name]):
             raise InvalidRecipe(

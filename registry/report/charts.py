@@ -58,19 +58,39 @@ def distribution(rates: Sequence[tuple[str, str, float]], formula: str) -> Spec:
                      "tooltip": [{"field": "prompt"}, {"field": "rate", "format": ".2f"}]})
 
 
+QUALITY_COLOURS = {"domain": ["valid", "degraded", "not judged"],
+                   "range": ["#1a7f37", "#cf222e", "#9a6700"]}
+
+
 def history(points: Sequence[dict[str, Any]], teacher_changes: Sequence[dict[str, Any]]) -> Spec:
-    """Median decode rate of each record over time; a rule where the lane's teacher changed."""
+    """Each record's signed headline figure over time, with its 95% interval, coloured and
+    shaped by its measurement quality (a degraded point is never drawn as a clean one);
+    a rule where the lane's teacher changed."""
+    x = {"field": "sealed", "type": "temporal", "title": "sealed"}
+    quality = {"field": "quality", "type": "nominal", "title": "measurement",
+               "scale": QUALITY_COLOURS}
     layers: list[Spec] = [{
+        "data": {"values": [p for p in points if p.get("low") is not None]},
+        "mark": {"type": "rule"},
+        "encoding": {"x": x, "y": {"field": "low", "type": "quantitative"},
+                     "y2": {"field": "high"}, "color": quality},
+    }, {
         "data": {"values": list(points)},
-        "mark": {"type": "line", "point": {"size": 50}},
+        "mark": {"type": "line", "color": "#8c959f"},
+        "encoding": {"x": x, "y": {"field": "rate", "type": "quantitative",
+                                   "title": "decode tok/s (median, signed)",
+                                   "scale": {"zero": False}}},
+    }, {
+        "data": {"values": list(points)},
+        "mark": {"type": "point", "filled": True, "size": 60},
         "encoding": {
-            "x": {"field": "sealed", "type": "temporal", "title": "sealed"},
-            "y": {"field": "rate", "type": "quantitative", "title": "median decode tok/s",
-                  "scale": {"zero": False}},
+            "x": x, "y": {"field": "rate", "type": "quantitative"},
+            "color": quality, "shape": {"field": "quality", "type": "nominal",
+                                        "title": "measurement"},
             "href": {"field": "href"},
             "tooltip": [{"field": "id"}, {"field": "sealed", "type": "temporal",
                                           "format": "%Y-%m-%d %H:%M"},
-                        {"field": "rate", "format": ".2f"}]},
+                        {"field": "rate", "format": ".2f"}, {"field": "quality"}]},
     }]
     if teacher_changes:
         layers.append({
@@ -80,6 +100,38 @@ def history(points: Sequence[dict[str, Any]], teacher_changes: Sequence[dict[str
                          "tooltip": [{"field": "teacher"}, {"field": "at", "type": "temporal",
                                                            "format": "%Y-%m-%d %H:%M"}]},
         })
-    spec = _spec("decode rate over time (dashed: teacher changed)", [], layer=layers)
+    spec = _spec("decode rate over time (bars: 95% interval; dashed: teacher changed)", [],
+                 layer=layers)
+    del spec["data"]
+    return spec
+
+
+def headlines(points: Sequence[dict[str, Any]]) -> Spec:
+    """The index: each record's signed headline figure with its 95% interval, one row per
+    record, coloured by lane and shaped by KV precision; a degraded figure is hollow."""
+    y = {"field": "id", "type": "nominal", "title": None, "sort": {"field": "rate",
+                                                                   "order": "descending"}}
+    lane = {"field": "lane", "type": "nominal", "title": "lane"}
+    values = list(points)
+    spec = _spec("decode tok/s per record (signed median, 95% interval; hollow: degraded)",
+                 [], height=max(80, 18 * len(values)), layer=[{
+                     "data": {"values": [p for p in values if p.get("low") is not None]},
+                     "mark": {"type": "rule"},
+                     "encoding": {"y": y, "x": {"field": "low", "type": "quantitative"},
+                                  "x2": {"field": "high"}, "color": lane}},
+                     {"data": {"values": values},
+                      "mark": {"type": "point", "size": 70},
+                      "encoding": {
+                          "y": y, "x": {"field": "rate", "type": "quantitative",
+                                        "title": "decode tok/s", "scale": {"zero": False}},
+                          "color": lane,
+                          "shape": {"field": "kv", "type": "nominal", "title": "KV cache"},
+                          "fill": {"condition": {"test": "datum.quality === 'valid'",
+                                                 "field": "lane", "type": "nominal"},
+                                   "value": "transparent"},
+                          "href": {"field": "href"},
+                          "tooltip": [{"field": "id"}, {"field": "lane"}, {"field": "kv"},
+                                      {"field": "rate", "format": ".2f"},
+                                      {"field": "quality"}]}}])
     del spec["data"]
     return spec

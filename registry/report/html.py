@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
+from registry.base.text import one_line
+
 ID_DIGITS = 16  # one id prefix length on every page, as on the command line
 
 
@@ -21,9 +23,11 @@ class Html(str):
 
 
 def esc(value: Any) -> Html:
+    """A value as HTML text: escaped, and its control characters shown as escapes (no
+    record text reaches a page, or a copy pasted from it, as a control sequence)."""
     if type(value) is Html:
         return value
-    return Html(escape(value if type(value) is str else plain(value)))
+    return Html(escape(one_line(value if type(value) is str else plain(value))))
 
 
 def plain(value: Any) -> str:
@@ -71,7 +75,8 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Cell]], *, cls: str = 
 def _cell(cell: Cell) -> str:
     if isinstance(cell, tuple):
         key, value = cell
-        return f'<td data-sort="{escape(plain(key))}">{esc(value)}</td>'
+        sort = repr(key) if isinstance(key, float) else plain(key)  # every digit, to sort by
+        return f'<td data-sort="{escape(sort)}">{esc(value)}</td>'
     return f"<td>{esc(cell)}</td>"
 
 
@@ -88,10 +93,19 @@ def section(title: str, *parts: str) -> Html:
     return Html(f"<section><h2>{esc(title)}</h2>\n" + "\n".join(parts) + "</section>")
 
 
+# What a page may load: its own scripts and stylesheet beside it, nothing else; no
+# inline script runs (the chart specs are JSON data, never executed), no eval (vega
+# draws through its expression interpreter: report.js passes `ast: true`), no frame,
+# form or base. A record's text that slipped past escaping could still run nothing.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'")
+
+
 def page(title: str, body: str, *, depth: int, charts: bool = False) -> str:
     up = "../" * depth
     scripts = f'<script src="{up}assets/vega.js"></script>' if charts else ""
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(title)}</title>"
             f'<link rel="stylesheet" href="{up}assets/report.css">{scripts}'

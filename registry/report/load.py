@@ -8,7 +8,6 @@ one bad record never hides the others.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 
 from pydantic import Field
@@ -16,6 +15,7 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.contracts.teacher import Teacher
 from registry.errors import RegistryError
+from registry.formats.figures import Headline, Quality, headline
 from registry.formats.record import Statement
 from registry.formats.rundir import Bench, BenchRow
 from registry.formats.verdict import Verdict
@@ -29,9 +29,13 @@ Teachers = dict[str, "Teacher | RegistryError | None"]  # lane -> teacher, read 
 
 
 class RowRate(Frozen):
+    """One row's decode rate, for the charts only (the figures are the signed ones), with
+    the flags the signed quality gave the row: a flagged row is in no figure."""
+
     suite: str
     prompt_id: str
     rate: float
+    flags: tuple[str, ...] = ()
 
 
 class RecordData(Frozen):
@@ -57,8 +61,9 @@ class RecordData(Frozen):
         return self.row.lane
 
     @property
-    def median_rate(self) -> float | None:
-        return statistics.median(r.rate for r in self.rates) if self.rates else None
+    def headline(self) -> Headline:
+        """The signed headline figure and quality: what every other view states."""
+        return headline(self.statement.predicate.results)
 
     @property
     def formula(self) -> tuple[MetricFormula, int]:
@@ -118,17 +123,30 @@ def load_record(home: Home, row: RecordRow, teachers: Teachers,
                       bench_intact=run.bench_intact, verdict=verdict, verdict_note=note,
                       rates=[])
     formula, window = data.formula
-    return data.model_copy(update={"rates": row_rates(run.bench.rows, formula, window)})
+    flags = signed_flags([s.quality for s in predicate.results], [s.suite for s in
+                                                                 predicate.results])
+    return data.model_copy(update={"rates": row_rates(run.bench.rows, formula, window, flags)})
 
 
-def row_rates(rows: Sequence[BenchRow], formula: MetricFormula, window: int) -> list[RowRate]:
+Flags = dict[tuple[str, int, int], list[str]]  # (suite, row index, round) -> flags
+
+
+def signed_flags(qualities: Sequence[Quality | None], suites: Sequence[str]) -> Flags:
+    return {(suite, q.index, q.round): [f.value for f in q.flags]
+            for suite, quality in zip(suites, qualities, strict=True) if quality
+            for q in quality.rows}
+
+
+def row_rates(rows: Sequence[BenchRow], formula: MetricFormula, window: int,
+              flags: Flags | None = None) -> list[RowRate]:
     out = []
     for r in rows:
         if r.error or not r.token_times_s:
             continue
         rate = decode_rate(r.token_times_s, formula, window)
         if rate is not None:
-            out.append(RowRate(suite=r.suite, prompt_id=r.prompt_id, rate=rate))
+            out.append(RowRate(suite=r.suite, prompt_id=r.prompt_id, rate=rate,
+                               flags=tuple((flags or {}).get((r.suite, r.index, r.round), []))))
     return out
 
 

@@ -12,8 +12,9 @@ from typing import Any
 
 from registry.compare.diff import Diff
 from registry.formats.figures import Metric
-from registry.formats.identity import PRECISION_AXES, Evidence
+from registry.formats.identity import PRECISION_AXES, Evidence, failed_check
 from registry.formats.verdict import Verdict
+from registry.measure.display import headline_text
 from registry.measure.metrics import formula_text
 from registry.report import charts
 from registry.report.html import (
@@ -64,29 +65,64 @@ def _up(path: str) -> str:
 # ---- index ----
 
 def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
-               lanes: Sequence[str]) -> str:
+               lanes: Sequence[str], picked: Sequence[tuple[str, str]] = ()) -> str:
     rows = [[(r.row.created_at, link(PATHS.record(r.id), short(r.id))),
              (r.row.created_at, r.row.created_at[:16].replace("T", " ")),
              link(PATHS.lane(r.lane), r.lane) if r.lane else "",
-             r.row.model, r.row.weights, r.row.kv_cache,
+             r.row.model, _checked(r, "precision.weights"), _checked(r, "precision.kv_cache"),
              r.statement.predicate.identity.value("parallel.tensor"),
-             (r.median_rate if r.median_rate is not None else "", _rate(r.median_rate)),
-             _verdict_word(r.verdict)] for r in records]
+             _headline_cell(r), _quality_word(r), _verdict_word(r.verdict)] for r in records]
     body = [Html(f'<p><input type="search" placeholder="filter: words that must all appear" '
                  f'data-filters="records" data-count="shown" aria-label="filter records"> '
                  f'<span id="shown">{len(records)}</span> of {len(records)} records</p>'),
             table(["id", "sealed", "lane", "model", "weights", "kv cache", "tp",
-                   "decode tok/s", "verdict"], rows, cls="sortable", attrs=' id="records"')]
+                   "decode tok/s", "quality", "verdict"], rows, cls="sortable",
+                  attrs=' id="records"')]
+    points = [{"id": short(r.id), "lane": r.lane or "-", "kv": plain(r.row.kv_cache) or "?",
+               "rate": r.headline.value, "quality": r.headline.quality or "",
+               "low": r.headline.metric.ci_low if r.headline.metric else None,
+               "high": r.headline.metric.ci_high if r.headline.metric else None,
+               "href": PATHS.record(r.id)} for r in records if r.headline.value is not None]
+    if points:
+        body.insert(0, chart("headlines", charts.headlines(points)))
+    if picked:
+        body.append(section("picked diffs", Html("<ul>" + "".join(
+            f"<li>{link(PATHS.diff(a, b), f'{short(a)} .. {short(b)}')}</li>"
+            for a, b in picked) + "</ul>")))
     if lanes:
         body.append(section("lanes", Html(" · ".join(link(PATHS.lane(x), x) for x in lanes))))
     if skipped:
         body.append(section("not shown", table(["id", "why"], [
             [short(s.id), s.reason] for s in skipped])))
-    return page("registry report", "\n".join(body), depth=0)
+    return page("registry report", "\n".join(body), depth=0, charts=bool(points))
 
 
-def _rate(x: float | None) -> str:
-    return "" if x is None else f"{x:.2f}"
+def _headline_cell(r: RecordData) -> tuple[Any, Html]:
+    """The signed headline figure, as `list` writes it, with its quality beside it when
+    it is not valid; sortable by its value."""
+    h = r.headline
+    text = esc(headline_text(h))
+    if h.flagged:
+        text = Html(f'<span class="flagged" data-quality="{esc(h.quality)}">{text}</span>')
+    return ("" if h.value is None else h.value, text)
+
+
+def _quality_word(r: RecordData) -> Html | str:
+    quality = r.headline.quality
+    if not quality:
+        return ""
+    return Html(f'<span class="status s-{esc(quality.replace(" ", "-"))}">{esc(quality)}</span>')
+
+
+def _checked(r: RecordData, name: str) -> Html | str:
+    """An identity value, with its failed cross-check beside it (never a bare value)."""
+    field = r.statement.predicate.identity.fields.get(name)
+    value = field.resolved if field else None
+    failed = failed_check(field)
+    if failed is None:
+        return plain(value)
+    return Html(f'{esc(value)} <span class="status s-failed" title="{esc(failed)}">'
+                f"(cross-check failed)</span>")
 
 
 def _verdict_word(v: Verdict | None) -> Html | str:
@@ -96,7 +132,7 @@ def _verdict_word(v: Verdict | None) -> Html | str:
 # ---- record ----
 
 def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str, str]],
-                shown: Collection[str]) -> str:
+                shown: Collection[str], reproductions: Sequence[RecordData] = ()) -> str:
     """`logs`: evidence source -> log page sha256; `related`: (label, diff page path);
     `shown`: the ids the site has a page for (a parent outside it is named, not linked)."""
     p = r.statement.predicate
@@ -104,13 +140,16 @@ def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str
              "lane": link(_up(PATHS.lane(r.lane)), r.lane) if r.lane else "",
              "recipe": r.row.recipe, "summary": r.row.summary, "sealed": p.run.sealed_at,
              "ran": f"{p.run.started_at or '?'} to {p.run.finished_at or '?'}",
+             "decode": _headline_cell(r)[1], "quality": _quality_line(r),
              "signer": r.row.signer, "ledger commit": r.row.ledger_commit,
              "parent": _record_link(p.parent, shown) if p.parent else "",
              "imported from": p.imported.capsule if p.imported else ""}
     parts = [_facts(facts), _verdict_section(r), section("metrics", _metrics(r))]
     if r.bench is not None and r.bench.rows:
         formula, window = r.formula
-        rates = [(short(r.id), f"{x.suite}/{x.prompt_id}", x.rate) for x in r.rates]
+        rates = [(short(r.id) if not x.flags else f"{short(r.id)} flagged "
+                  f"({', '.join(x.flags)}): in no figure", f"{x.suite}/{x.prompt_id}", x.rate)
+                 for x in r.rates]
         parts.append(section("charts", chart("timeline", charts.timeline(r.bench.rows)),
                              chart("rates", charts.distribution(
                                  rates, formula_text(formula, window)))))
@@ -122,6 +161,13 @@ def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str
               next((k for k, x in v.statement.predicate.records.items() if x == r.id), ""),
               short(v.signer)] for v in r.verifications])))
     parts.append(section("identity, with the evidence for each value", _identity(r, logs)))
+    if reproductions:
+        parts.append(section("reproductions of this record", table(
+            ["record", "sealed", "decode tok/s", "quality", "verdict", ""],
+            [[link(_up(PATHS.record(c.id)), short(c.id)),
+              c.statement.predicate.run.sealed_at[:16].replace("T", " "), _headline_cell(c),
+              _quality_word(c), _verdict_word(c.verdict),
+              link(_up(PATHS.diff(r.id, c.id)), "diff")] for c in reproductions])))
     if related:
         parts.append(section("compare", Html("<ul>" + "".join(
             f"<li>{link(_up(path), label)}</li>" for label, path in related) + "</ul>")))
@@ -131,6 +177,13 @@ def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str
         [s.name, Html(f"<code>{esc(s.sha256)}</code>")] for s in r.statement.subject])))
     return page(f"record {short(r.id)}", "\n".join(parts), depth=1, charts=bool(r.rates or (
         r.bench and r.bench.rows)))
+
+
+def _quality_line(r: RecordData) -> Html | str:
+    h = r.headline
+    if h.quality is None:
+        return ""
+    return Html(_quality_word(r) + "".join(f"<br>{esc(reason)}" for reason in h.reasons[:10]))
 
 
 def _record_link(rid: str, shown: Collection[str]) -> Html | str:
@@ -166,7 +219,7 @@ def _identity(r: RecordData, logs: dict[str, str]) -> Html:
     rows = []
     for name, f in sorted(r.statement.predicate.identity.fields.items()):
         evidence = Html("<br>".join(_evidence(e, logs) for e in f.evidence[:5]))
-        rows.append([Html(f"<code>{esc(name)}</code>"), f.declared, f.resolved,
+        rows.append([Html(f"<code>{esc(name)}</code>"), f.declared, _checked(r, name),
                      status(f.status.value), f.rule, evidence])
     return table(["field", "declared", "resolved", "status", "rule", "evidence"], rows,
                  cls="sortable")
@@ -225,7 +278,8 @@ def diff_page(d: Diff, a: RecordData, b: RecordData) -> str:
         for c in d.contracts])
     metrics = table(["suite", "metric", "a", "b", "delta (b - a)", "relative", "ratio",
                      "formula"], [
-        [m.suite, m.name, _num(m.a), _num(m.b), _num(m.delta),
+        [m.suite, m.name, _flagged(m.a, m.quality_a), _flagged(m.b, m.quality_b),
+         _num(m.delta),
          "" if m.relative is None else f"{m.relative * 100:+.2f}%",
          "" if m.ratio is None else f"{m.ratio:.3f}x", m.note or m.formula_a]
         for m in d.metrics], cls="sortable")
@@ -255,7 +309,14 @@ def _side(field: Any) -> str:
     shown = plain(field.resolved) if field.resolved is not None else f"({field.status.value})"
     if field.declared is not None and field.declared != field.resolved:
         shown += f" [declared {plain(field.declared)}]"
-    return shown
+    return shown + (" (cross-check failed)" if failed_check(field) else "")
+
+
+def _flagged(x: float | None, quality: str | None) -> Html | str:
+    """A figure with its measurement flag unless valid (engine facts carry none)."""
+    if quality in (None, "valid"):
+        return _num(x)
+    return Html(f'<span class="flagged">{esc(_num(x))} ({esc(quality)})</span>')
 
 
 def _num(x: float | None) -> str:
@@ -269,19 +330,22 @@ def _num(x: float | None) -> str:
 def lane_page(lane: str, records: Sequence[RecordData],
               teacher_changes: Sequence[dict[str, Any]]) -> str:
     points = [{"id": short(r.id), "sealed": r.statement.predicate.run.sealed_at,
-               "rate": r.median_rate, "href": _up(PATHS.record(r.id))}
-              for r in records if r.median_rate is not None]
+               "rate": r.headline.value, "quality": r.headline.quality or "",
+               "low": r.headline.metric.ci_low if r.headline.metric else None,
+               "high": r.headline.metric.ci_high if r.headline.metric else None,
+               "href": _up(PATHS.record(r.id))}
+              for r in records if r.headline.value is not None]
     rows = []
     for prev, r in zip([None, *records], records, strict=False):
         rows.append([link(_up(PATHS.record(r.id)), short(r.id)),
                      r.statement.predicate.run.sealed_at[:16].replace("T", " "),
-                     r.row.summary, (r.median_rate or "", _rate(r.median_rate)),
+                     r.row.summary, _headline_cell(r), _quality_word(r),
                      _verdict_word(r.verdict),
                      link(_up(PATHS.diff(prev.id, r.id)), "diff with previous") if prev else ""])
     parts = [chart("history", charts.history(points, teacher_changes)) if points
-             else Html("<p>no decode rates in this lane</p>"),
+             else Html("<p>no signed decode figure in this lane</p>"),
              section("records, oldest first", table(
-                 ["id", "sealed", "summary", "median tok/s", "verdict", ""], rows,
+                 ["id", "sealed", "summary", "decode tok/s", "quality", "verdict", ""], rows,
                  cls="sortable"))]
     if teacher_changes:
         parts.append(section("teacher changes", table(["when", "teacher", "commit"], [

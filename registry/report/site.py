@@ -37,6 +37,8 @@ class Selection(Frozen):
     ids: list[str] = Field(default_factory=list)
     where: list[str] = Field(default_factory=list)
     lane: str | None = None
+    diffs: list[tuple[str, str]] = Field(default_factory=list, description="(a, b) id "
+                                         "prefixes whose diff the user picked: both shown")
 
 
 class ReportSummary(Frozen):
@@ -66,17 +68,22 @@ def select(home: Home, selection: Selection) -> list[RecordRow]:
     else:
         found = index_rows(home, equal)
     kept = set(filter_ids(home, [r.id for r in found], typed))
-    return [r for r in found if r.id in kept]
+    picked = {resolve_id(home, ref) for pair in selection.diffs for ref in pair}
+    missing = picked - {r.id for r in found}
+    extra = [r for rid in sorted(missing) for r in index_rows(home, [f"id={rid}"])]
+    return sorted([*(r for r in found if r.id in kept), *extra],
+                  key=lambda r: (r.created_at, r.id), reverse=True)
 
 
 def build_report(home: Home, out: Path, selection: Selection) -> ReportSummary:
     started = time.perf_counter()
     _check_target(out)
     records, skipped = load_records(home, select(home, selection))
+    picked = _picked(home, selection)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        counts = _write_site(home, staging, records, skipped)
+        counts = _write_site(home, staging, records, skipped, picked)
         (staging / MARKER).write_text("written by registry report\n")
         _replace(staging, out)
     except BaseException:
@@ -104,8 +111,15 @@ def _replace(staging: Path, out: Path) -> None:
         staging.rename(out)
 
 
+def _picked(home: Home, selection: Selection) -> list[tuple[str, str]]:
+    from registry.store.query import resolve_id
+
+    return [(resolve_id(home, a), resolve_id(home, b)) for a, b in selection.diffs]
+
+
 def _write_site(home: Home, site: Path, records: list[RecordData],
-                skipped: Sequence[Skipped]) -> dict[str, int]:
+                skipped: Sequence[Skipped],
+                picked: Sequence[tuple[str, str]] = ()) -> dict[str, int]:
     for folder in ("assets", "records", "diffs", "lanes", "logs"):
         (site / folder).mkdir()
     _assets(site / "assets")
@@ -115,6 +129,9 @@ def _write_site(home: Home, site: Path, records: list[RecordData],
             by_lane[r.lane].append(r)
     by_id = {r.id: r for r in records}
     pairs = _pairs(records, by_lane)
+    for a, b in picked:  # the user's own pairs, whatever their lanes
+        if a in by_id and b in by_id and a != b:
+            pairs.setdefault((a, b), ("picked diff with", "picked diff with"))
     logs = _logs(home, site, records)
     related: dict[str, list[tuple[str, str]]] = defaultdict(list)
     sides: dict[str, Any] = {}  # a record is in up to three diffs: its figures derived once
@@ -124,13 +141,19 @@ def _write_site(home: Home, site: Path, records: list[RecordData],
         related[b].append((f"{label_b} {short(a)}", path))
         _write(site, path, pages.diff_page(_diff(by_id[a], by_id[b], sides), by_id[a],
                                            by_id[b]))
+    children: dict[str, list[RecordData]] = defaultdict(list)
+    for r in records:
+        if r.statement.predicate.parent in by_id:
+            children[str(r.statement.predicate.parent)].append(r)
     for r in records:
         _write(site, PATHS.record(r.id), pages.record_page(r, logs.get(r.id, {}),
-                                                             related[r.id], by_id))
+                                                             related[r.id], by_id,
+                                                             children[r.id]))
     for lane, members in by_lane.items():
         _write(site, PATHS.lane(lane), pages.lane_page(lane, members,
                                                        teacher_changes(home, members)))
-    _write(site, "index.html", pages.index_page(records, skipped, sorted(by_lane)))
+    shown_pairs = [(a, b) for a, b in picked if (a, b) in pairs]
+    _write(site, "index.html", pages.index_page(records, skipped, sorted(by_lane), shown_pairs))
     return {"records": len(records), "diffs": len(pairs), "lanes": len(by_lane),
             "logs": len({sha for m in logs.values() for sha in m.values()}), "index": 1}
 
@@ -140,36 +163,11 @@ def _write(site: Path, path: str, text: str) -> None:
 
 
 def _assets(folder: Path) -> None:
-    for name in ("report.css", "report.js"):
+    """The stylesheet, the script and the vendored Vega bundle with its licenses, as the
+    package ships them (tools/vega_bundle.py writes vega.js; nothing is fetched)."""
+    for name in ("report.css", "report.js", "vega.js", "vega.LICENSE.txt"):
         (folder / name).write_bytes(resources.files("registry.report").joinpath(
             "assets", name).read_bytes())
-    (folder / "vega.js").write_bytes(vega_bundle())
-
-
-def vega_bundle() -> bytes:
-    """Vega, Vega-Lite and vega-embed as one offline script, built by vl-convert from the
-    copies inside its wheel (nothing is fetched) and kept per vl-convert version in the
-    user's cache, since building it takes about a second."""
-    from importlib.metadata import version
-
-    import vl_convert
-
-    from registry.base.files import write_bytes
-
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "registry"
-    path = cache / f"vega-bundle-{version('vl-convert-python')}.js"
-    try:
-        return path.read_bytes()
-    except OSError:
-        pass
-    data = vl_convert.javascript_bundle(
-        "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;").encode()
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        write_bytes(path, data)
-    except OSError:
-        pass  # no writable cache: built again next time
-    return data
 
 
 def _pairs(records: Sequence[RecordData],

@@ -175,10 +175,16 @@ def _int_list(raw: str | None) -> list[int] | None:
     return [int(x) for x in re.findall(r"\d+", raw)]
 
 
+# what an unset `${VAR}` of a recipe path may stand for: path-safe text only, so a logged
+# model path holding ESC, OSC, quotes or `=HYPERLINK(...)` is a mismatch, never confirmed
+PATH_SAFE = r"[A-Za-z0-9._+@%,:~/-]+"
+
+
 def _path_status(declared: str | None, resolved: str | None) -> Status:
-    """Compare a recipe path that may hold an unset `${VAR}` as a wildcard."""
+    """Compare a recipe path that may hold an unset `${VAR}` as a wildcard of path-safe
+    characters."""
     if resolved is None or declared is None:
         return status_for(declared, resolved)
-    pattern = "".join(".+" if part.startswith("${") else re.escape(part)
+    pattern = "".join(PATH_SAFE if part.startswith("${") else re.escape(part)
                       for part in re.split(r"(\$\{\w+\})", os.path.expandvars(declared)))
     return Status.confirmed if re.fullmatch(pattern, resolved) else Status.mismatch

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from registry.checkpoint.kvmath import ELEMENT_BYTES
 from registry.checkpoint.models import CheckpointInfo
 from registry.engines.vllm import canonical_kv_dtype
-from registry.formats.identity import Evidence, ResolvedField, Status, status_for
+from registry.formats.identity import CHECK_FAILED, Evidence, ResolvedField, Status, status_for
 from registry.resolve.capacity import CapacityCheck
 
 RELEASE = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:(?:rc|post)\d+)?(?:\+(?!g[0-9a-f]{6})[\w.]+)?$")
@@ -112,9 +112,10 @@ def decide(kv: KVInputs) -> Decision:
     rules = by_rules(kv)
     cap = kv.capacity
     if cap is None or cap.element_bytes is None:
-        why = kv.capacity_note if cap is None else "it fits no single element size"
+        why = (kv.capacity_note and f"capacity cross-check: {kv.capacity_note}") if cap is None \
+            else f"capacity {CHECK_FAILED}: the reported tokens fit no single element size"
         return Decision(rules.value, rules.rule, rules.evidence + (cap.evidence if cap else []),
-                        note=_join(rules.note, why and f"capacity cross-check: {why}"))
+                        note=_join(rules.note, why))
     size = cap.element_bytes
     evidence = rules.evidence + cap.evidence
     if rules.value is not None and ELEMENT_BYTES.get(rules.value) == size:

@@ -16,6 +16,7 @@ from registry.resolve.fields import Fields
 from registry.resolve.inputs import Checkpoints
 
 DEFAULT_BLOCK = {"cpu": 128}  # vLLM 0.32 platform defaults; every other platform: 16
+ASYNC_DOUBLES_FROM = (0, 32)  # the first release known to reserve two batches (its source)
 
 
 def kv_fields(f: Fields, checkpoints: Checkpoints) -> None:
@@ -99,6 +100,18 @@ def _layout(f: Fields) -> Layout:
         block = DEFAULT_BLOCK.get(str(value("runtime.device")), 16)
     batched, asynchronous = value("runtime.max_num_batched_tokens"), value(
         "runtime.async_scheduling")
-    in_flight = batched * (2 if asynchronous else 1) \
+    in_flight = in_flight_tokens(value("engine.version"), batched, asynchronous) \
         if isinstance(batched, int) and isinstance(asynchronous, bool) else None
     return Layout(tp=tp, block_size=block, max_model_len=mml, in_flight_tokens=in_flight)
+
+
+def in_flight_tokens(version: object, batched: int, asynchronous: bool) -> int:
+    """The tokens a sliding-window group holds beyond its window, per the engine version's
+    allocator. vLLM 0.32 reserves `max_concurrent_batches * max_num_batched_tokens`
+    (`VllmConfig.max_in_flight_tokens`: two batches under async scheduling); vLLM 0.25.0
+    reserves one batch whatever the scheduling (the H200 hybrid run's 3,512,906 tokens
+    fit it to 0.9999, and a doubled batch misses by 1.224). A source build's banner
+    says nothing: it is read as the newer rule."""
+    release = kv.release(str(version)) if isinstance(version, str) else None
+    doubles = asynchronous and (release is None or release >= ASYNC_DOUBLES_FROM)
+    return batched * (2 if doubles else 1)

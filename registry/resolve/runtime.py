@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from registry.formats.identity import Evidence, Status
+from registry.formats.identity import Evidence
 from registry.logs import Fact
 from registry.logs.messages import Kind
 from registry.logs.prometheus import Scrape
@@ -174,28 +174,35 @@ def env_fields(f: Fields) -> None:
           *(f.log.evidence(fact) for fact in facts))
 
 
+# quantization methods whose name alone fixes the weight format, with or without a
+# quantized checkpoint (vLLM's fp8 method: fp8 weights, fp8 activations)
+METHOD_FORMATS = {"fp8": "fp8-w8a8"}
+
+
 def weight_fields(f: Fields, checkpoints: Checkpoints) -> None:
     dtype, dtype_ev = f.log.setting("dtype")
     dtype = convert_value(dtype, str)
     f.put("precision.dtype", dtype, "engine config line dtype", dtype_ev)
     method, ev = f.log.setting("quantization")
     ck = checkpoints.target
-    declared = f.declared.get("precision.weights")
     if ck is not None and (method is None or method == ck.quantization.method):
         summary = ck.quantization.summary
         f.put("precision.weights", ck.quantization.weights,
               f"checkpoint quantization_config: {summary}", ev,
               Evidence(source=ck.path, text=summary))
     elif method is not None and ck is not None and ck.quantization.method is None:
-        f.put("precision.weights", method, f"--quantization {method}: the engine quantizes the "
-              f"unquantized ({ck.quantization.weights}) checkpoint at load", ev)
+        fixed = METHOD_FORMATS.get(method)
+        f.put("precision.weights", fixed, f"--quantization {method}: the engine quantizes the "
+              f"unquantized ({ck.quantization.weights}) checkpoint at load"
+              + ("" if fixed else "; the method does not fix one weight format"), ev)
     elif method is not None:
-        undecided = declared not in (None, method)  # a declared scheme, a logged method
-        f.put("precision.weights", method, "engine config line quantization (the method; its "
-              "scheme needs the checkpoint)", ev,
-              status=Status.unresolved if undecided else None,
-              note=f"the log names the method {method}; the declared scheme needs the "
-                   "checkpoint" if undecided else None)
+        # a method name is not a weight precision: compressed-tensors may carry only a
+        # kv_cache_scheme (bfloat16 weights); gptq's bits are in the checkpoint
+        fixed = METHOD_FORMATS.get(method)
+        f.put("precision.weights", fixed, f"engine config line quantization={method}"
+              + (" (the method fixes the weight format)" if fixed else ""), ev,
+              note=None if fixed else f"the log names the quantization method {method}; "
+                   "which weights it quantizes, and how, needs the checkpoint (--checkpoint)")
     elif ev is not None:
         f.put("precision.weights", dtype, "no quantization: weights run in the model dtype", ev,
               dtype_ev)

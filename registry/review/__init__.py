@@ -6,7 +6,8 @@ the signature and trust (registry/signing/signed.py); the identity re-resolved f
 record's own sealed evidence (registry/review/reresolve.py); the figures re-derived from the
 raw rows and compared with the signed ones, and with the lab's published figures when
 the record carries them; the quality contract judged again on the rows; the
-environment facts; the measurement's own quality (rows, errors). Verdict: `reject`
+environment facts; the measurement's own quality (rows, errors; a degraded headline
+needs evidence, never a silent accept). Verdict: `reject`
 when anything is wrong (exit 1), else `needs evidence` when something could not be
 checked (exit 3), else `accept` (exit 0).
 """
@@ -71,7 +72,8 @@ def review_record(home: Home, prefix: str, *, seal: bool = True) -> Review:
     statement = parse_statement(data)
     findings = [Finding(part="signature", status=Status.ok,
                         detail=f"signed by {check.signer}, a key this home trusts")]
-    for part in (_identity, _figures, _physical, _contract, _environment, _proof):
+    for part in (_identity, _figures, _physical, _quality, _contract, _environment,
+                 _proof):
         findings += _guarded(part, home, rid, statement)
     review = _leveled(home, _verdict(rid, findings), statement, check.signer)
     return _sealed(home, review, statement, seal)
@@ -214,6 +216,27 @@ def _physical(home: Home, rid: str, statement: Statement) -> list[Finding]:
     shown = "; ".join(f"row {r.index} ({r.prompt_id}): {why}" for r, why in bad[:3])
     return [Finding(part="timings", status=Status.reject,
                     detail=f"{len(bad)} row(s) with impossible times: {shown}")]
+
+
+def _quality(home: Home, rid: str, statement: Statement) -> list[Finding]:
+    """The headline figure as every view states it, with its measurement quality: a
+    degraded one is never accepted silently (needs evidence: a clean re-run)."""
+    from registry.formats.figures import headline
+    from registry.measure.display import headline_text
+
+    top = headline(statement.predicate.results)
+    if top.quality is None:
+        return []
+    shown = f"headline {headline_text(top)} tok/s" if top.metric else "no headline figure"
+    if top.quality == "valid":
+        return [Finding(part="quality", status=Status.ok,
+                        detail=f"{shown}: measurement valid")]
+    if top.quality == "degraded":
+        return [Finding(part="quality", status=Status.needs_evidence,
+                        detail=f"{shown}: the measurement is degraded ("
+                               + "; ".join(top.reasons[:4]) + "); re-run it on a quiet host")]
+    return [Finding(part="quality", status=Status.note,
+                    detail=f"{shown}: measurement {top.quality}")]
 
 
 def _close(a: float, b: float | None) -> bool:

@@ -57,16 +57,24 @@ def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
              allow_mismatch: dict[str, str] | None = None, parent: str | None = None,
              imported: Imported | None = None, signer: Signer | None = None,
              progress: Progress | None = None, allowed: Sequence[Override] = (),
-             allow_unproven: str | None = None) -> SealedRecord:
+             allow_unproven: str | None = None, again: bool = True) -> SealedRecord:
     """Resolve, check and seal one run directory; `progress` gets bytes hashed;
     `allowed` records further differences the caller accepted (e.g. environment drift
     allowed by `reproduce --allow-env-drift`); `allow_unproven` is the sealer's reason
-    to keep a run whose evidence proves nothing (registry/seal/proof.py)."""
+    to keep a run whose evidence proves nothing (registry/seal/proof.py). `again=False`
+    returns the record already sealed from this run's log and rows, if there is one
+    (`registry seal` does, unless --again)."""
     from registry.resolve import resolve_run, scan_run_log
     from registry.resolve.inputs import load_run_recipe
 
     rundir.require_run_dir(run_dir)
     regular_files(run_dir)  # refused before anything in it is read
+    if not again:
+        from registry.seal.existing import already_sealed
+
+        found = already_sealed(home, run_dir, _parent(home, parent))
+        if found is not None:
+            return found
     run = run_info(run_dir)
     recipe = load_run_recipe(run_dir, None, recipe_path)
     scan = scan_run_log(run_dir, recipe)

@@ -23,7 +23,7 @@ from sqlalchemy import (
     Index as SqlIndex,
 )
 from sqlalchemy import Table, Text, create_engine, delete, event, select, update
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.exc import DatabaseError, OperationalError, ProgrammingError
 from sqlmodel import Field, SQLModel
 
 from registry.store.home import Home
@@ -99,6 +99,8 @@ VISIBLE = records.c.ledger_commit.is_not(None)  # a row shows once its ledger co
 TABLES = (records, identity, results)
 __all__ = ["COLUMNS", "TABLES", "Index", "RecordRow", "Rows", "entry_differences", "entry_rows",
            "open_index", "value_text"]
+
+
 class Index:
     def __init__(self, url: str) -> None:
         sqlite = url.startswith("sqlite")
@@ -191,7 +193,9 @@ class Index:
 
     def rebuild(self, entries: list[Rows]) -> None:
         """Replace the tables and every row in one transaction: the index is a cache, so
-        tables made by an older registry (other columns) are dropped, not migrated."""
+        tables made by an older registry (other columns) are dropped, not migrated, and
+        a SQLite file that is no database at all is set aside and made anew."""
+        self._set_aside_if_corrupt()
         tables = [identity, results, records]
         with self._guard(), self.engine.begin() as db:
             metadata.drop_all(db, tables=tables)
@@ -203,6 +207,26 @@ class Index:
 
     def _guard(self) -> AbstractContextManager[None]:
         return _guard(self.url)
+
+    def _set_aside_if_corrupt(self) -> None:
+        """A corrupt SQLite index (a crash of the disk, not of a seal: the WAL protects
+        those) is renamed `index.sqlite.corrupt-<time>`, kept for whoever looks into it."""
+        import time
+        from pathlib import Path
+
+        if not self.url.startswith("sqlite:///"):
+            return
+        try:
+            with self.engine.connect() as db:
+                db.exec_driver_sql("PRAGMA schema_version")
+            return
+        except DatabaseError:
+            pass
+        self.engine.dispose()
+        path = Path(self.url.removeprefix("sqlite:///"))
+        for suffix in ("-wal", "-shm"):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+        path.rename(path.with_name(f"{path.name}.corrupt-{int(time.time())}"))
 
 
 def _condition(name: str, value: str) -> Any:
@@ -221,7 +245,7 @@ def _guard(url: str) -> Iterator[None]:
     """A missing table or an unreachable database becomes one clear error."""
     try:
         yield
-    except (OperationalError, ProgrammingError) as e:
+    except (OperationalError, ProgrammingError, DatabaseError) as e:
         raise unreadable(url, str(e.orig)) from None
 
 

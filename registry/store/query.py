@@ -89,7 +89,7 @@ def index_rows(home: Home, where: Sequence[str] = (),
 
 
 def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring) -> RecordRow:
-    from registry.store.rows import entry_differences, entry_rows, signed_row
+    from registry.store.rows import entry_differences, entry_rows, signed_extras, signed_row
 
     statement, envelope = _ledger_files(home, row.id)
     check = check_signed(statement, envelope, expected_id=row.id, keyring=keyring)
@@ -99,7 +99,7 @@ def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring)
     parsed = parse_statement(statement)
     differs = entry_differences(indexed, entry_rows(row.id, parsed, check.signer))
     if not differs:
-        return row.model_copy(update={"trust": Trust.verified})
+        return row.model_copy(update={"trust": Trust.verified, **signed_extras(parsed)})
     shown = signed_row(row.id, parsed, check.signer, row.ledger_commit)
     return shown.model_copy(update={"trust_detail": f"the index differed in "
                                                     f"{', '.join(differs)}: shown as signed "
@@ -120,6 +120,9 @@ def _ledger_files(home: Home, rid: str) -> tuple[bytes | None, bytes | None]:
 def resolve_id(home: Home, prefix: str) -> str:
     """The full id of the one committed record starting with `prefix` (the ledger decides,
     as git resolves short hashes; the index is not needed to find one record)."""
+    if "/" in prefix or prefix.startswith(("." , "~")):  # meant as a path, and none is there
+        raise InvalidInput(f"{prefix}: no such run directory (and not a record id)",
+                           hint="check the path; registry list shows the records")
     if not prefix or any(c not in "0123456789abcdef" for c in prefix.lower()):
         raise NotFound(f"no record {prefix!r}: a record id is hexadecimal",
                        hint="registry list shows the records")

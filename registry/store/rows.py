@@ -13,11 +13,12 @@ from typing import Any, Literal
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound
-from registry.formats.figures import worst
+from registry.formats.figures import Headline, headline
 from registry.formats.record import Statement, summary_line
 from registry.signing.signed import Trust
 
-COLUMNS = ("id", "lane", "recipe", "parent", "imported", "signer", "model", "weights", "kv_cache")
+COLUMNS = ("id", "lane", "recipe", "parent", "imported", "signer", "model", "weights", "kv_cache",
+           "quality")
 
 
 class RecordRow(Frozen):
@@ -39,6 +40,8 @@ class RecordRow(Frozen):
     ledger_commit: str | None
     trust: Trust | None = None  # set by the reader that checked the signed statement
     trust_detail: str | None = None
+    headline: Headline | None = None  # set with `trust`: from the signed results
+    failed_checks: tuple[str, ...] = ()  # set with `trust`: fields whose cross-check failed
 
 
 def where_kind(name: str, value: str) -> Literal["imported", "column", "identity"]:
@@ -78,8 +81,8 @@ def entry_rows(record_id: str, statement: Statement, signer: str | None) -> Rows
     """The rows of each table for one record."""
     p = statement.predicate
     v = p.identity.value
-    decode = next((s.metrics["decode_tok_s.median"] for s in p.results
-                   if "decode_tok_s.median" in s.metrics), None)
+    top = headline(p.results)
+    decode = top.metric
     record = {
         "id": record_id, "created_at": p.run.sealed_at, "lane": (p.recipe or {}).get("lane"),
         "recipe": (p.recipe or {}).get("name"), "parent": p.parent,
@@ -88,7 +91,7 @@ def entry_rows(record_id: str, statement: Statement, signer: str | None) -> Rows
         "kv_cache": value_text(v("precision.kv_cache")),
         "decode_tok_s": decode.value if decode else None,
         "decode_ci_low": decode.ci_low if decode else None,
-        "decode_ci_high": decode.ci_high if decode else None, "quality": worst(p.results),
+        "decode_ci_high": decode.ci_high if decode else None, "quality": top.quality,
         "ledger_commit": None,
     }
     fields = [{"record_id": record_id, "name": name, "value": value_text(f.resolved),
@@ -103,8 +106,18 @@ def signed_row(record_id: str, statement: Statement, signer: str | None,
                ledger_commit: str | None) -> RecordRow:
     """A record's row as its signed statement gives it, trusted (its signature checked)."""
     values = {**entry_rows(record_id, statement, signer)["records"][0],
-              "ledger_commit": ledger_commit}
+              "ledger_commit": ledger_commit, **signed_extras(statement)}
     return RecordRow(**values, trust=Trust.verified)
+
+
+def signed_extras(statement: Statement) -> dict[str, Any]:
+    """What a shown row carries beyond the index's columns, from the signed statement: the
+    headline figure and the fields whose cross-check failed."""
+    from registry.formats.identity import failed_check
+
+    p = statement.predicate
+    return {"headline": headline(p.results), "failed_checks": tuple(sorted(
+        n for n, f in p.identity.fields.items() if failed_check(f)))}
 
 
 def entry_differences(indexed: Rows | None, signed: Rows) -> list[str]:

@@ -19,15 +19,22 @@ class ShownRecord(Frozen):
     ledger_commit: str | None
     check: SignatureCheck  # the signer is named only when it is trusted
     statement: Statement
+    artifacts: tuple[str, ...] = ()  # what is wrong with the signed artifacts in the store
+    artifacts_changed: bool = False  # an artifact's bytes changed (not merely missing)
     verifications: list[StoredVerification] = Field(
         default_factory=list, description="trusted attestations that judged this record")
 
 
 def show_record(home: Home, prefix: str) -> ShownRecord:
-    """One record, read from the ledger alone, with whether a trusted key signed it."""
+    """One record, read from the ledger alone, with whether a trusted key signed it, what
+    is wrong with its artifacts in the store, and its verifications."""
     rid, check, data = checked_statement(home, prefix)
+    statement = parse_statement(data)
+    problems = artifact_problems(home, statement)
     return ShownRecord(id=rid, ledger_commit=_adding_commit(home, rid), check=check,
-                       statement=parse_statement(data), verifications=verifications_of(home, rid))
+                       statement=statement, artifacts=tuple(p for _, p in problems),
+                       artifacts_changed=any(changed for changed, _ in problems),
+                       verifications=verifications_of(home, rid))
 
 
 def _adding_commit(home: Home, rid: str) -> str | None:
@@ -58,3 +65,22 @@ def _adds(home: Home, commit: str, path: str) -> bool:
                                  input=asked.encode()).decode().splitlines()
     return before.endswith("missing") and not here.endswith("missing") and \
         here.split()[0] == head.split()[0]
+
+
+def artifact_problems(home: Home, statement: Statement) -> list[tuple[bool, str]]:
+    """(changed, what) for each signed artifact missing from the store, or whose bytes no
+    longer hash to the digest the record signed (hashes are cached: a second look
+    costs a stat)."""
+    from registry.store.objects import ObjectState, ObjectStore
+
+    store = ObjectStore(home.objects)
+    out = []
+    for subject in statement.subject:
+        state = store.state(subject.sha256)
+        if state is ObjectState.missing:
+            out.append((False, f"artifact {subject.name}: object {subject.sha256[:16]} is "
+                               "missing from the store"))
+        elif state is ObjectState.corrupt:
+            out.append((True, f"artifact {subject.name}: stored bytes no longer hash to "
+                              f"{subject.sha256[:16]}"))
+    return out

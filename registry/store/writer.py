@@ -67,6 +67,8 @@ class SealedRecord(Frozen):
     artifacts: int
     bytes: int
     measurement: list[str] = Field(default_factory=list, description="per suite: quality")
+    already: bool = Field(False, description="sealed before: this is that record "
+                                             "(registry/seal/existing.py)")
 
 
 def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,

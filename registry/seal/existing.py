@@ -1,0 +1,43 @@
+"""A run directory sealed before: the record whose signed engine log and benchmark rows
+are byte for byte this run's, so sealing the same run again returns that record
+rather than a second one (`registry seal --again` makes another deliberately)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from registry.formats import rundir
+from registry.store.home import Home
+from registry.store.writer import SealedRecord
+
+
+def already_sealed(home: Home, run_dir: Path, parent: str | None = None) -> SealedRecord | None:
+    """The committed record (not an import) that signed this run's `server.log` and
+    `bench.json` digests with the same parent; each candidate's statement is used only
+    if it still hashes to its id. None when the run has no rows: an engine-only run is
+    sealed as often as asked."""
+    from registry.base.hashing import sha256_file
+    from registry.formats.record import parse_statement, record_id
+    from registry.store.ledger import RECORDS, STATEMENT
+    from registry.store.query import find_records
+
+    if not (run_dir / rundir.BENCH).is_file():
+        return None
+    wanted = {rundir.SERVER_LOG: sha256_file(run_dir / rundir.SERVER_LOG),
+              rundir.BENCH: sha256_file(run_dir / rundir.BENCH)}
+    needle = wanted[rundir.BENCH].encode()
+    for row in find_records(home, ["imported=false"]):
+        try:
+            data = (home.ledger / RECORDS / row.id / STATEMENT).read_bytes()
+        except OSError:
+            continue
+        if needle not in data or record_id(data) != row.id:
+            continue
+        statement = parse_statement(data)
+        digests = {s.name: s.sha256 for s in statement.subject}
+        if statement.predicate.parent == parent and all(
+                digests.get(name) == digest for name, digest in wanted.items()):
+            return SealedRecord(id=row.id, ledger_commit=row.ledger_commit or "",
+                                summary=row.summary, signer=row.signer or "",
+                                artifacts=len(statement.subject), bytes=0, already=True)
+    return None

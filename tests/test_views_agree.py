@@ -1,0 +1,189 @@
+"""Every view states a record's headline figure and quality as its signed statement does:
+every captured run in tests/data/ (CPU runs, GPU runs, degraded ones too) sealed, every
+lab capsule imported, then `list`, `show`, `compare`, `review` and the report's index,
+record and lane pages read back and compared with the figure taken here from the
+statement's own JSON (the first suite's `decode_tok_s.median`, the worst suite quality).
+
+Also: `COLUMNS=80 registry list` shows every lane, weight and KV value whole."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from html import unescape
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+
+DATA = ROOT / "tests" / "data"
+RECIPES = ROOT / "recipes"
+SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "fp8_e4m3": "fp8-e4m3",
+         "fp8_e5m2": "fp8-e5m2"}
+
+
+def complete_runs() -> list[Path]:
+    runs = [*sorted((DATA / "cpu-runs").glob("*/")),
+            *sorted(DATA.glob("gpu-runs/*/runs/*/"))]
+    return [r for r in runs if (r / "status.json").is_file() and json.loads(
+        (r / "status.json").read_text()).get("state") == "complete"]
+
+
+def capsules() -> list[Path]:
+    return [*sorted(p for p in (DATA / "lab").iterdir() if p.is_dir()),
+            FIXTURES / "laguna-b70-record"]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    """Every captured run sealed (a CPU run with its recipe), every capsule imported."""
+    from registry.errors import RegistryError
+    from registry.importer.capsule import import_capsule
+    from registry.seal import seal_run
+    from registry.signing.keys import create_key, signing_key
+    from registry.store.create import init_home
+    from registry.store.trust import genesis
+
+    base = tmp_path_factory.mktemp("views")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("REGISTRY_KEYS_DIR", str(base / "keys"))
+        mp.setenv("REGISTRY_HASH_CACHE", str(base / "hashes.sqlite"))
+        mp.delenv("REGISTRY_DATABASE_URL", raising=False)
+        create_key(base / "keys")
+        created = init_home(base / ".registry")
+        genesis(created, signing_key(base / "keys"))
+        mp.setenv("REGISTRY_HOME", str(created.root))
+        for n, run in enumerate(complete_runs()):
+            copy = shutil.copytree(run, base / "runs" / f"{n:03d}-{run.name}")
+            recipe = RECIPES / f"{run.name}.toml"
+            seal_run(copy, home=created, recipe_path=recipe if run.parent.name == "cpu-runs"
+                     and recipe.is_file() else None)
+        for capsule in capsules():
+            try:
+                import_capsule(capsule, home=created)
+            except RegistryError as e:  # a capsule with no run evidence is not a record
+                assert "no run evidence" in e.message, e.message
+        yield created, base
+
+
+def signed_headline(statement: dict) -> tuple[float | None, str | None]:
+    """The headline as the statement's JSON has it, read without the registry's helper."""
+    results = statement["predicate"]["results"]
+    value = next((s["metrics"]["decode_tok_s.median"]["value"] for s in results
+                  if "decode_tok_s.median" in s["metrics"]), None)
+    states = {(s.get("quality") or {}).get("state", "not judged") for s in results}
+    quality = None if not results else next(
+        (q for q in ("degraded", "not judged") if q in states), "valid")
+    return value, quality
+
+
+def text(value: float | None, quality: str | None) -> str:
+    if value is None:
+        return f"- ({quality})" if quality else ""
+    return f"{value:.2f}" + (f" ({quality})" if quality not in (None, "valid") else "")
+
+
+@pytest.fixture(scope="module")
+def truth(home) -> dict[str, tuple[float | None, str | None]]:
+    from registry.store.ledger import RECORDS
+
+    created, _ = home
+    out = {}
+    for folder in sorted((created.ledger / RECORDS).iterdir()):
+        statement = json.loads((folder / "statement.json").read_text())
+        out[folder.name] = signed_headline(statement)
+    assert len(out) >= len(complete_runs())
+    assert {q for _, q in out.values()} >= {"valid", "degraded"}
+    return out
+
+
+def test_list_show_compare_and_review_state_the_signed_figure(cli, home, truth) -> None:
+    created, _ = home
+    listed = json.loads(cli("list", "--json", "--limit", "0", "--home", created.root).stdout)
+    assert {r["id"]: (r.get("decode_tok_s"), r.get("quality")) for r in listed} == truth
+    compared = json.loads(cli("compare", "--json", "--home", created.root).stdout)
+    assert {r["id"]: (r.get("decode_tok_s.median"), r.get("quality")) for r in compared} == truth
+    for rid, (value, quality) in truth.items():
+        shown = cli("show", rid[:12], "--home", created.root).stdout
+        decode = [line for line in shown.splitlines() if line.startswith("decode ")]
+        if not text(value, quality):  # no results at all
+            assert not decode, rid
+        else:
+            stated = re.sub(r" \[[^\]]*\]", "", decode[0].split(None, 1)[1])  # the interval
+            assert stated.startswith(text(value, quality)), (rid, decode)
+        if quality is None:  # no results at all: nothing to judge
+            assert not re.search(r"^quality ", shown, re.M), rid
+        else:
+            assert re.search(rf"^quality\s+{quality}\b", shown, re.M), rid
+    for rid, (value, quality) in list(truth.items())[::4]:  # review re-derives: a sample
+        review = json.loads(cli("review", rid[:12], "--json", "--home", created.root).stdout)
+        found = [f for f in review["findings"] if f["part"] == "quality"]
+        if quality is None:
+            assert not found
+            continue
+        [finding] = found
+        assert (finding["status"] == "needs evidence") == (quality == "degraded"), finding
+        wanted = "no headline figure" if value is None else f"headline {value:.2f}"
+        assert wanted in finding["detail"] and quality in finding["detail"], finding
+        if quality == "degraded":
+            assert review["verdict"] != "accept"
+
+
+def test_the_reports_pages_state_the_signed_figure(home, truth) -> None:
+    from registry.report import Selection, build_report
+
+    created, base = home
+    site = base / "site"
+    summary = build_report(created, site, Selection())
+    assert summary.records == len(truth) and not summary.skipped
+    index = (site / "index.html").read_text(encoding="utf-8")
+    for row in re.findall(r"<tr>(.*?)</tr>", index, re.S)[1:]:
+        cells = [unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>",
+                                                                         row, re.S)]
+        [rid] = [r for r in truth if r.startswith(cells[0])]
+        value, quality = truth[rid]
+        assert cells[7] == text(value, quality) and cells[8] == (quality or ""), (rid, cells)
+    for rid, (value, quality) in truth.items():
+        page = unescape(re.sub(r"<[^>]+>", " ", (site / "records" / f"{rid}.html").read_text(
+            encoding="utf-8")))
+        if text(value, quality):
+            assert f"decode {text(value, quality)}" in re.sub(r"\s+", " ", page), rid
+    for lane in site.glob("lanes/*.html"):
+        html = lane.read_text(encoding="utf-8")
+        for row in re.findall(r"<tr>(.*?)</tr>", html, re.S)[1:]:
+            cells = [unescape(re.sub(r"<[^>]+>", "", c))
+                     for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            matches = [r for r in truth if r.startswith(cells[0])]
+            if len(matches) != 1:
+                continue  # the teacher-change table
+            value, quality = truth[matches[0]]
+            assert cells[3:5] == [text(value, quality), quality or ""], (lane.name, cells)
+
+
+def test_list_at_80_columns_shows_every_identity_value_whole(cli, home, monkeypatch) -> None:
+    created, _ = home
+    monkeypatch.setenv("COLUMNS", "80")
+    listed = json.loads(cli("list", "--json", "--limit", "0", "--home", created.root).stdout)
+    out = cli("list", "--limit", "0", "--home", created.root).stdout
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines) and "…" not in out
+    header = lines[0]
+    starts = [header.index(h) for h in ("lane", "weights", "kv cache", "tok/s")]
+    rows: list[list[str]] = []
+    for line in lines[1:]:
+        if line.endswith(" records") or not line.strip():
+            break
+        pieces = [line[a:b].strip() for a, b in pairwise(starts)]
+        if not line.startswith(" "):
+            rows.append(pieces)
+        else:  # a wrapped value continues under its column
+            rows[-1] = [x + y for x, y in zip(rows[-1], pieces, strict=True)]
+    assert len(rows) == len(listed)
+    for row, record in zip(rows, listed, strict=True):
+        weights, kv = record.get("weights") or "?", record.get("kv_cache") or "?"
+        assert row[0] == record.get("lane", "")
+        assert row[1] == SHORT.get(weights, weights)
+        assert row[2].rstrip("!") == SHORT.get(kv, kv)
