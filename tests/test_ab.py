@@ -3,11 +3,15 @@ order, the boost and its interval, on synthetic figures and on captured real run
 
 from __future__ import annotations
 
+import math
+import statistics
+
 import pytest
 
 from registry.ab.comparable import compare_fields, side_fields
 from registry.errors import InvalidInput
 from registry.recipe import load_recipe
+from registry.recipe.schema import MetricFormula
 from tests.conftest import ROOT
 
 RECIPES = ROOT / "recipes"
@@ -63,3 +67,107 @@ def test_topology_and_workload_differences_are_refused_by_axis() -> None:
 def test_a_delta_that_names_nothing_is_bad_input() -> None:
     with pytest.raises(InvalidInput, match=r"--delta precision\.kv: not an axis"):
         compare_fields({}, {}, ["precision.kv"])
+
+
+# ---- statistics over starts ----
+
+def test_t_quantiles_match_the_tables() -> None:
+    from registry.measure.starts import t_quantile
+
+    for df, expected in ((1, 12.706), (2, 4.303), (4, 2.776), (10, 2.228), (100, 1.984)):
+        assert t_quantile(0.975, df) == pytest.approx(expected, abs=2e-3)
+
+
+def test_the_abba_order() -> None:
+    from registry.measure.starts import alternating
+
+    assert "".join(alternating(3)) == "ABBAAB"
+    assert alternating(2, "record", "control") == ["record", "control", "control", "record"]
+
+
+def synthetic(ratio: float, pairs: int, spread: float, seed: int, drift: float = 0.0) -> list:
+    """Start figures of A (500 tok/s) and B (ratio x A) in ABBA order, each start off by a
+    lognormal `spread`, the host slowing by `drift` per start."""
+    import random
+
+    from registry.measure.starts import StartFigure, alternating
+
+    rng = random.Random(seed)
+    order = alternating(pairs)
+    return [StartFigure(start=i, side=s, rows=8, value=500 * (ratio if s == "B" else 1)
+                        * math.exp(rng.gauss(0, spread)) * (1 - drift * i))
+            for i, s in enumerate(order)]
+
+
+def test_the_interval_covers_the_spread_between_starts() -> None:
+    from registry.measure.starts import boost_verdict, pair_logs, paired_interval
+
+    covered = inconclusive = 0
+    for seed in range(300):
+        iv = paired_interval(pair_logs(synthetic(1.0, 3, 0.08, seed)))
+        assert iv is not None and iv.low is not None and iv.high is not None
+        covered += iv.low <= 1.0 <= iv.high
+        inconclusive += boost_verdict(iv) == "inconclusive"
+    assert covered / 300 == pytest.approx(0.95, abs=0.04)  # t is exact for normal ln figures
+    assert inconclusive > 250  # three starts of 8% spread cannot call a difference
+
+
+def test_a_real_boost_is_found_through_a_drifting_host() -> None:
+    from registry.measure.starts import boost_verdict, pair_logs, paired_interval
+
+    figures = synthetic(1.15, 5, 0.03, 7, drift=0.02)  # the host 2% slower each start
+    iv = paired_interval(pair_logs(figures))
+    assert iv is not None and iv.low is not None
+    assert iv.ratio == pytest.approx(1.15, rel=0.05) and iv.low > 1.05
+    assert boost_verdict(iv) == "faster"
+    same = paired_interval(pair_logs(synthetic(1.0, 6, 0.005, 3)))
+    assert boost_verdict(same) == "no difference"
+    one = paired_interval(pair_logs(synthetic(1.0, 1, 0.05, 3)))
+    assert one is not None and one.low is None and boost_verdict(one) == "inconclusive"
+
+
+def test_a_control_cancels_a_host_that_is_slower_today() -> None:
+    from registry.measure.starts import log_spread, pair_logs, paired_interval
+
+    # sealed: the record and its control at 500 and 400 tok/s, three starts each
+    record, control = [500.0, 510.0, 490.0], [400.0, 405.0, 396.0]
+    sealed = math.log(statistics.geometric_mean(record) / statistics.geometric_mean(control))
+    spreads = [s for s in (log_spread(record), log_spread(control)) if s]
+    for extra, passes in ((1.0, True), (0.85, False)):
+        # today the host is 20% slower: the control (A) at 320; the record (B) at 1.25 x
+        # that, or 15% slower still
+        now = [f.model_copy(update={"value": f.value * 320 / 500})
+               for f in synthetic(1.25 * extra, 2, 0.01, 5)]
+        iv = paired_interval(pair_logs(now), sealed=sealed, sealed_weight=(1 / 3 + 1 / 3) / 2,
+                             start_spreads=spreads)
+        assert iv is not None and iv.low is not None and iv.high is not None
+        assert (iv.low >= 0.95) is passes and (iv.high < 0.95) is not passes
+
+
+def test_captured_h200_starts_of_one_record_show_no_difference_against_themselves() -> None:
+    """Eleven engine starts of one BF16 recipe on two H200s, split A B B A ...: the boost's
+    interval contains 0 and the figures come from the raw rows."""
+    from registry.formats import rundir
+    from registry.formats.rundir import Bench, read_model
+    from registry.measure.starts import (
+        StartFigure,
+        alternating,
+        boost_verdict,
+        pair_logs,
+        paired_interval,
+        start_figure,
+    )
+
+    runs = ROOT / "tests/data/gpu-runs/h200x2-20261130/runs"
+    names = ["bf16", *(f"bf16-again-{i}" for i in range(1, 10))]
+    order = alternating(5)
+    figures = []
+    for i, (name, side) in enumerate(zip(names, order, strict=True)):
+        rows = read_model(runs / name / rundir.BENCH, Bench).timed_rows
+        value, used = start_figure(rows, MetricFormula.intervals_99, 100)
+        figures.append(StartFigure(start=i, side=side, value=value, rows=used))
+    assert all(f.value and 300 < f.value < 600 for f in figures)
+    iv = paired_interval(pair_logs(figures))
+    assert iv is not None and iv.low is not None and iv.high is not None
+    assert iv.low < 1.0 < iv.high and iv.high / iv.low < 1.05  # a steady host: narrow
+    assert boost_verdict(iv) in {"no difference", "inconclusive"}
