@@ -3,6 +3,7 @@ order, the boost and its interval, on synthetic figures and on captured real run
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 
@@ -171,3 +172,84 @@ def test_captured_h200_starts_of_one_record_show_no_difference_against_themselve
     assert iv is not None and iv.low is not None and iv.high is not None
     assert iv.low < 1.0 < iv.high and iv.high / iv.low < 1.05  # a steady host: narrow
     assert boost_verdict(iv) in {"no difference", "inconclusive"}
+
+
+# ---- registry ab with the scripted engine ----
+
+SCRIPT = ROOT / "tests/scripted_engine.py"
+LOG = ROOT / "tests/data/cpu-runs/tiny-bf16-kv/server.log"
+
+
+def scripted_launcher(gaps: list[float] | None = None):
+    """The scripted engine replaying a real CPU engine's log; each start streams at the gap
+    its recipe's engine env names (SCRIPTED_GAP_S), or the next of `gaps`."""
+    from registry.executor.engine import Engine
+
+    started: list[str] = []
+
+    def launch(plan, log):
+        gap = float(plan.env.get("SCRIPTED_GAP_S", "0.003"))
+        if gaps:
+            gap = gaps[len(started) % len(gaps)]
+        started.append(plan.env.get("SCRIPTED_GAP_S", "-"))
+        argv = ["python", str(SCRIPT), "--port", str(plan.port),
+                json.dumps({"gap_s": gap, "log_file": str(LOG)})]
+        return Engine(plan.model_copy(update={"argv": argv}), log)
+
+    launch.started = started  # type: ignore[attr-defined]
+    return launch
+
+
+def recipe_pair(tmp_path, b_gap: str) -> tuple[str, str, object]:
+    """tiny-bf16-kv as side A, and the same with SCRIPTED_GAP_S in its engine env as B;
+    the tiny checkpoint's files (no weights needed: the engine is scripted)."""
+    import shutil
+
+    from tests.checkpoints import build, llama_config, weights
+
+    models = tmp_path / "models"
+    build(models / "tiny-llama", llama_config(), weights())
+    shutil.copytree(RECIPES / "suites", tmp_path / "suites")
+    text = (RECIPES / "tiny-bf16-kv.toml").read_text()
+    (tmp_path / "a.toml").write_text(text)
+    (tmp_path / "b.toml").write_text(text.replace(
+        "[hardware]", f'[engine.env]\nSCRIPTED_GAP_S = "{b_gap}"\n\n[hardware]'))
+    return str(tmp_path / "a.toml"), str(tmp_path / "b.toml"), models
+
+
+SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
+
+@SQLITE
+def test_ab_runs_abba_seals_every_start_and_finds_a_faster_side(store_home, tmp_path) -> None:
+    from registry.ab.runner import ab
+    from registry.store.query import find_records
+
+    a, b, models = recipe_pair(tmp_path, "0.0015")
+    launch = scripted_launcher()
+    result = ab(store_home, a, b, deltas=["engine.env"], starts=2, models_dir=models,
+                out_dir=tmp_path / "runs", launcher=launch)
+    assert launch.started == ["-", "0.0015", "0.0015", "-"]  # A B B A
+    assert [s.side for s in result.starts] == ["A", "B", "B", "A"]
+    assert len({s.record for s in result.starts}) == 4
+    assert {r.id for r in find_records(store_home)} >= {s.record for s in result.starts}
+    [suite] = result.suites
+    assert suite.a and suite.b and suite.b > 1.3 * suite.a
+    assert suite.boost_pct == pytest.approx(100 * (suite.ratio - 1))
+    assert result.outcome is not None and result.outcome.comparable  # same tokens
+    assert suite.verdict in {"faster", "inconclusive"} and suite.boost_pct > 30
+
+
+@SQLITE
+def test_ab_refuses_before_anything_runs(store_home, tmp_path, cli) -> None:
+    a, b, models = recipe_pair(tmp_path, "0.002")
+    r = cli("ab", a, b, "--models", str(models), "--out", str(tmp_path / "runs"))
+    output = r.stdout + r.stderr
+    assert r.exit_code == 4 and "not comparable: runtime-base differ" in output
+    assert "engine.env" in output and not (tmp_path / "runs").exists()
+    dry = cli("ab", a, b, "--models", str(models), "--dry-run", "--delta", "engine.env")
+    assert dry.exit_code == 0 and "plan: A B B A A B" in dry.stdout
+    refused = cli("ab", a, b, "--models", str(models), "--dry-run", "--json")
+    assert refused.exit_code == 4
+    assert json.loads(refused.stdout)["comparability"]["refused_axes"] == ["runtime-base"]
+    assert cli("ab", a, a, "--starts", "1").exit_code == 4

@@ -153,7 +153,7 @@ def _named(field: str, deltas: Sequence[str]) -> bool:
     # a named quality class lets its quality outcome differ: another KV precision gives
     # other tokens, and is judged by another contract
     return (axis_of(field) == "quality-outcome"
-            and any(axis_of(d) == "quality-class" for d in deltas))
+            and any("quality-class" in (d, axis_of(d)) for d in deltas))
 
 
 def _short(value: Any) -> str:

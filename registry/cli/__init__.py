@@ -93,6 +93,9 @@ def _register() -> None:
     from registry.cli import reproduce
 
     app.command("reproduce")(reproduce.reproduce)
+    from registry.cli import ab
+
+    app.command("ab")(ab.ab)
     from registry.cli import report
 
     app.command("report")(report.report)
