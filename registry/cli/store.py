@@ -317,9 +317,12 @@ def verify(
                           style=None if check.verified else "red")
             for p in check.problems:
                 console.print(f"       {p.part}: {p.detail}", highlight=False)
+        for p in report.attestation_problems:
+            console.print(f"FAILED {p.part}: {p.detail}", style="red", highlight=False)
         history = "history ok" if not report.ledger else "history FAILED"
         console.print(f"{sum(c.verified for c in report.records)}/{len(report.records)} records "
-                      f"verified; keyring v{report.keyring_version or '?'}; {history}",
+                      f"verified; {report.verifications} verifications; keyring "
+                      f"v{report.keyring_version or '?'}; {history}",
                       highlight=False, style=None if report.exit_code == 0 else "red")
     raise typer.Exit(report.exit_code)
 
@@ -466,6 +469,24 @@ def _render(record: ShownRecord) -> None:
         from registry.cli.importing import print_imported
 
         print_imported(p)
+    _print_verifications(record)
+
+
+def _print_verifications(record: ShownRecord) -> None:
+    """Every trusted verification that judged the record, one line each."""
+    from registry.cli.output import console, print_fitted
+
+    if not record.verifications:
+        console.print("verifications: none", highlight=False)
+        return
+    console.print()
+    print_fitted(["verification", "time", "policy", "result", "signer", "as"], [
+        [v.id[:16], v.statement.predicate.time_verified, v.statement.predicate.policy.name,
+         v.statement.predicate.result.value, v.signer[:16],
+         next((role for role, rid in v.statement.predicate.records.items()
+               if rid == record.id), "")]
+        for v in record.verifications],
+        keep=[True, True, True, True, False, True], title="verifications")
 
 
 def _value(declared: object, resolved: object) -> str:

@@ -56,6 +56,7 @@ class Reproduction(Frozen):
     identity: IdentityVerdict | None = None
     contract: ContractVerdict | None = None
     performance: PerformanceVerdict | None = None
+    verification: str | None = Field(None, description="the signed attestation of the verdict")
     passed: bool
     exit_code: int
 
@@ -110,8 +111,23 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     new = load_sealed(home, sealed.id)
     performance = performance_verdict(original, new, formula, window, min_performance,
                                       max_rounds)
-    return _judged(checked.model_copy(update={"run_dir": str(run_dir), "record": new.id}),
+    done = _judged(checked.model_copy(update={"run_dir": str(run_dir), "record": new.id}),
                    home, statement, original, new, recipe, performance)
+    return attest(home, done)
+
+
+def attest(home: Home, done: Reproduction) -> Reproduction:
+    """Seal a judged reproduction's verdict as a signed verification attestation."""
+    from registry.reproduce.attest import reproduction_statement
+    from registry.store.query import sealed_statement
+    from registry.store.verifications import seal_verification
+    from registry.store.writer import ready_signer
+
+    assert done.record is not None
+    signer = ready_signer(home)
+    _, new = sealed_statement(home, done.record)
+    stored = seal_verification(home, reproduction_statement(done, new, signer[0]), signer)
+    return done.model_copy(update={"verification": stored.id})
 
 
 def _judged(checked: Reproduction, home: Home, statement: Statement, original: SealedRun,
