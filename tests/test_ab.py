@@ -14,6 +14,7 @@ from registry.errors import InvalidInput
 from registry.recipe import load_recipe
 from registry.recipe.schema import MetricFormula
 from tests.conftest import ROOT
+from tests.test_team import team  # noqa: F401  (the push/pull fixture)
 
 RECIPES = ROOT / "recipes"
 
@@ -220,24 +221,44 @@ def recipe_pair(tmp_path, b_gap: str) -> tuple[str, str, object]:
 SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
-@SQLITE
-def test_ab_runs_abba_seals_every_start_and_finds_a_faster_side(store_home, tmp_path) -> None:
+def test_ab_runs_abba_seals_every_start_and_its_attestation_travels(
+        cli, team, tmp_path, monkeypatch) -> None:  # noqa: F811
     from registry.ab.runner import ab
+    from registry.store.home import home_at
     from registry.store.query import find_records
+    from registry.store.verifications import verifications_of
+    from tests.test_team import add_remote, verify_all
 
+    alice, bob = team
+    url = str(tmp_path / "remote")
+    add_remote(cli, monkeypatch, alice, url, None, create=True)
+    home = home_at(alice.home)
     a, b, models = recipe_pair(tmp_path, "0.0015")
     launch = scripted_launcher()
-    result = ab(store_home, a, b, deltas=["engine.env"], starts=2, models_dir=models,
+    result = ab(home, a, b, deltas=["engine.env"], starts=2, models_dir=models,
                 out_dir=tmp_path / "runs", launcher=launch)
     assert launch.started == ["-", "0.0015", "0.0015", "-"]  # A B B A
     assert [s.side for s in result.starts] == ["A", "B", "B", "A"]
     assert len({s.record for s in result.starts}) == 4
-    assert {r.id for r in find_records(store_home)} >= {s.record for s in result.starts}
+    assert {r.id for r in find_records(home)} >= {s.record for s in result.starts}
     [suite] = result.suites
     assert suite.a and suite.b and suite.b > 1.3 * suite.a
     assert suite.boost_pct == pytest.approx(100 * (suite.ratio - 1))
     assert result.outcome is not None and result.outcome.comparable  # same tokens
     assert suite.verdict in {"faster", "inconclusive"} and suite.boost_pct > 30
+    # the comparison attestation names every start and verifies on another home
+    [v] = verifications_of(home, result.starts[0].record)
+    assert v.id == result.verification
+    assert sorted(v.statement.judged()) == sorted(s.record for s in result.starts)
+    [boost] = [c for c in v.statement.predicate.checks if c.name.startswith("boost/")]
+    assert boost.figures[-1].value == pytest.approx(suite.boost_pct)
+    assert cli("push").exit_code == 0
+    add_remote(cli, monkeypatch, bob, url, None)
+    assert cli("pull").exit_code == 0
+    shown = json.loads(cli("show", result.starts[2].record, "--json").stdout)
+    assert [x["id"] for x in shown["verifications"]] == [result.verification]
+    report = verify_all(cli, bob)
+    assert report["code"] == 0 and report["verifications"] == 1, report
 
 
 @SQLITE

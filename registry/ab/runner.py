@@ -92,6 +92,7 @@ class AbResult(Frozen):
     suites: list[SuiteBoost] = Field(default_factory=list)
     verdict: str = Field("planned", description="the suites' verdict when they agree, else "
                                                 "inconclusive; `not comparable`; `planned`")
+    verification: str | None = Field(None, description="the signed comparison attestation")
     exit_code: int = 0
 
 
@@ -125,7 +126,18 @@ def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 
     out = out_dir or Path("runs") / f"ab-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     done = [_start(home, i, sides[side], out, models_dir, hooks, launcher, on_start,
                    len(result.order)) for i, side in enumerate(result.order)]
-    return judge(home, result, done, sides["A"].recipe)
+    return attest(home, judge(home, result, done, sides["A"].recipe))
+
+
+def attest(home: Home, done: AbResult) -> AbResult:
+    """Seal a finished A/B as a signed verification attestation naming every start."""
+    from registry.ab.attest import ab_statement
+    from registry.store.verifications import seal_verification
+    from registry.store.writer import ready_signer
+
+    signer = ready_signer(home)
+    stored = seal_verification(home, ab_statement(done, signer[0]), signer)
+    return done.model_copy(update={"verification": stored.id})
 
 
 def _refused(verdict: Comparability) -> NotComparable:

@@ -90,6 +90,9 @@ def _print(done: AbResult) -> None:
     for suite in done.suites:
         _print_suite(done, suite)
     console.print(f"verdict: {done.verdict.upper()}", highlight=False)
+    if done.verification:
+        console.print(f"verification {done.verification[:16]} signed and committed",
+                      highlight=False)
 
 
 def _print_suite(done: AbResult, s: SuiteBoost) -> None:
