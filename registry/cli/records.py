@@ -162,6 +162,24 @@ def _render(record: ShownRecord) -> None:
         from registry.cli.importing import print_imported
 
         print_imported(p)
+    _print_verifications(record)
+
+
+def _print_verifications(record: ShownRecord) -> None:
+    """Every trusted verification that judged the record, one line each."""
+    from registry.cli.output import console, print_fitted
+
+    if not record.verifications:
+        console.print("verifications: none", highlight=False)
+        return
+    console.print()
+    print_fitted(["verification", "time", "policy", "result", "signer", "as"], [
+        [v.id[:16], v.statement.predicate.time_verified, v.statement.predicate.policy.name,
+         v.statement.predicate.result.value, v.signer[:16],
+         next((role for role, rid in v.statement.predicate.records.items()
+               if rid == record.id), "")]
+        for v in record.verifications],
+        keep=[True, True, True, True, False, True], title="verifications")
 
 
 def _value(declared: object, resolved: object) -> str:

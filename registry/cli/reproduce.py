@@ -112,6 +112,8 @@ def _verdict_lines(done: Reproduction) -> list[str]:
               f"{s.rows_original} sealed unflagged rows"
               + ("; SLOWER" if s.slower else "") + _flags(s) + ")" for s in p.suites]
     lines.append("REPRODUCED" if done.passed else "NOT REPRODUCED")
+    if done.verification:
+        lines.append(f"verification {done.verification[:16]} signed and committed")
     return lines
 
 

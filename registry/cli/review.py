@@ -17,6 +17,8 @@ def register(app: typer.Typer) -> None:
 
 def review(
     record: Annotated[str, typer.Argument(show_default=False, help="Record id or prefix.")],
+    no_seal: Annotated[bool, typer.Option(
+        "--no-seal", help="Do not sign and commit the verdict as a verification.")] = False,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
@@ -24,7 +26,8 @@ def review(
     identity re-resolved from its sealed evidence, figures re-derived from its rows (and
     against the lab's published figures), contract judged again, environment,
     measurement. One verdict: accept (exit 0), reject with reasons (exit 1), needs
-    evidence (exit 3).
+    evidence (exit 3). The verdict is sealed as a signed verification attestation
+    (`registry show` lists it) unless --no-seal or this home's key may not sign.
 
     Example: registry review 3f2a9c --json
     """
@@ -33,7 +36,7 @@ def review(
     from registry.cli.output import console, print_json, table
     from registry.review import review_record
 
-    report = review_record(find(home), record)
+    report = review_record(find(home), record, seal=not no_seal)
     if json:
         print_json(report)
     else:
@@ -43,4 +46,9 @@ def review(
         console.print(f"verdict: {report.verdict.value}", highlight=False,
                       style=STYLE["ok" if report.verdict.value == "accept" else
                                   report.verdict.value])
+        if report.verification:
+            console.print(f"verification {report.verification[:16]} signed and committed",
+                          highlight=False)
+        elif report.not_sealed:
+            console.print(f"not sealed: {report.not_sealed}", highlight=False, style="yellow")
     raise typer.Exit(report.exit_code)

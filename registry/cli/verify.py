@@ -47,8 +47,11 @@ def verify(
                           style=None if check.verified else "red")
             for p in check.problems:
                 console.print(f"       {p.part}: {p.detail}", highlight=False)
+        for p in report.attestation_problems:
+            console.print(f"FAILED {p.part}: {p.detail}", style="red", highlight=False)
         history = "history ok" if not report.ledger else "history FAILED"
         console.print(f"{sum(c.verified for c in report.records)}/{len(report.records)} records "
-                      f"verified; keyring v{report.keyring_version or '?'}; {history}",
+                      f"verified; {report.verifications} verifications; keyring "
+                      f"v{report.keyring_version or '?'}; {history}",
                       highlight=False, style=None if report.exit_code == 0 else "red")
     raise typer.Exit(report.exit_code)

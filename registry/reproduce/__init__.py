@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from registry.executor.run import Hooks
     from registry.store.writer import SealedRecord
 
-__all__ = ["Reproduction", "reproduce"]
+__all__ = ["Reproduction", "reproduce", "stored_suites", "suite_folder"]
 
 
 class Reproduction(Frozen):
@@ -56,6 +56,7 @@ class Reproduction(Frozen):
     identity: IdentityVerdict | None = None
     contract: ContractVerdict | None = None
     performance: PerformanceVerdict | None = None
+    verification: str | None = Field(None, description="the signed attestation of the verdict")
     passed: bool
     exit_code: int
 
@@ -89,7 +90,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
                       + "; ".join(_drift_text(env)),
                       hint="restore the environment, or run anyway with --allow-env-drift "
                            "(recorded in the new record)")
-    suites = _stored_suites(home, recipe) if recipe_path is None else []
+    suites = stored_suites(home, recipe) if recipe_path is None else []
     if dry_run:
         return checked
     run_dir = out_dir or Path("runs") / (f"{recipe.name}-reproduce-{original.id[:12]}-"
@@ -103,15 +104,30 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
                              min_performance, max_rounds)
         return verdict.status == "undecided"
 
-    with _suite_folder(suites, recipe_path) as recipe_dir:
+    with suite_folder(suites, recipe_path) as recipe_dir:
         run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
             models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more))
     sealed = _seal(home, run_dir, recipe_path, original.id, env, progress)
     new = load_sealed(home, sealed.id)
     performance = performance_verdict(original, new, formula, window, min_performance,
                                       max_rounds)
-    return _judged(checked.model_copy(update={"run_dir": str(run_dir), "record": new.id}),
+    done = _judged(checked.model_copy(update={"run_dir": str(run_dir), "record": new.id}),
                    home, statement, original, new, recipe, performance)
+    return attest(home, done)
+
+
+def attest(home: Home, done: Reproduction) -> Reproduction:
+    """Seal a judged reproduction's verdict as a signed verification attestation."""
+    from registry.reproduce.attest import reproduction_statement
+    from registry.store.query import sealed_statement
+    from registry.store.verifications import seal_verification
+    from registry.store.writer import ready_signer
+
+    assert done.record is not None
+    signer = ready_signer(home)
+    _, new = sealed_statement(home, done.record)
+    stored = seal_verification(home, reproduction_statement(done, new, signer[0]), signer)
+    return done.model_copy(update={"verification": stored.id})
 
 
 def _judged(checked: Reproduction, home: Home, statement: Statement, original: SealedRun,
@@ -135,7 +151,7 @@ def _recipe(rid: str, statement: Statement, recipe_path: Path | None) -> Recipe:
     return Recipe.model_validate(statement.predicate.recipe)
 
 
-def _stored_suites(home: Home, recipe: Recipe) -> list[tuple[str, Path]]:
+def stored_suites(home: Home, recipe: Recipe) -> list[tuple[str, Path]]:
     """(relative path, stored object) of each suite the record sealed, found in the
     object store by its pinned digest; one clear error when one is not there."""
     from registry.store.objects import ObjectStore
@@ -155,7 +171,7 @@ def _stored_suites(home: Home, recipe: Recipe) -> list[tuple[str, Path]]:
 
 
 @contextmanager
-def _suite_folder(suites: list[tuple[str, Path]], recipe_path: Path | None) -> Iterator[Path]:
+def suite_folder(suites: list[tuple[str, Path]], recipe_path: Path | None) -> Iterator[Path]:
     """Where the run reads its suites: beside `--recipe`, else a temp folder holding the
     suites the record sealed."""
     if recipe_path is not None:

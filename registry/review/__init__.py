@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 
+from pydantic import Field
+
 from registry.base.model import Frozen
 from registry.errors import ExitCode, RegistryError
 from registry.formats.record import Statement
@@ -50,9 +52,13 @@ class Review(Frozen):
     verdict: Decision
     findings: list[Finding]
     exit_code: int
+    verification: str | None = Field(None, description="the signed attestation of the verdict")
+    not_sealed: str | None = Field(None, description="why the verdict was not sealed")
 
 
-def review_record(home: Home, prefix: str) -> Review:
+def review_record(home: Home, prefix: str, *, seal: bool = True) -> Review:
+    """Review a record; with `seal`, sign the verdict as a verification attestation
+    (when this home's key may sign; otherwise `not_sealed` says why)."""
     from registry.formats.record import parse_statement
     from registry.store.query import checked_statement
 
@@ -60,13 +66,28 @@ def review_record(home: Home, prefix: str) -> Review:
     if not check.ok:
         finding = Finding(part="signature", status=Status.reject,
                           detail=f"{check.trust.value}: {check.detail}")
-        return _verdict(rid, [finding])
+        return _sealed(home, _verdict(rid, [finding]), None, seal)
     statement = parse_statement(data)
     findings = [Finding(part="signature", status=Status.ok,
                         detail=f"signed by {check.signer}, a key this home trusts")]
     for part in (_identity, _figures, _contract, _environment, _proof):
         findings += _guarded(part, home, rid, statement)
-    return _verdict(rid, findings)
+    return _sealed(home, _verdict(rid, findings), statement, seal)
+
+
+def _sealed(home: Home, review: Review, statement: Statement | None, seal: bool) -> Review:
+    from registry.review.attest import review_statement
+    from registry.store.verifications import seal_verification
+    from registry.store.writer import ready_signer
+
+    if not seal:
+        return review
+    try:
+        signer = ready_signer(home)
+    except RegistryError as e:  # a reader may review without being a signer
+        return review.model_copy(update={"not_sealed": e.message})
+    stored = seal_verification(home, review_statement(review, statement, signer[0]), signer)
+    return review.model_copy(update={"verification": stored.id})
 
 
 def _verdict(rid: str, findings: list[Finding]) -> Review:

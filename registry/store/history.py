@@ -5,8 +5,10 @@ One `git rev-list`, one `git cat-file --batch` and one `git diff-tree --stdin` r
 every commit; signatures are checked in process. Each commit must be signed by a key
 active in the keyring in effect at that commit (the version its parent had, or, for a
 commit adding a keyring version, that version's keys), and may only add records, add
-keyring versions and set teacher bindings. Records and keyring versions are never
-changed or deleted; a merge is refused (the history of a ledger is a line).
+keyring versions, set teacher bindings and add verification attestations and claim
+events (registry/store/attestations.py). Records, keyring versions, attestations and
+claim events are never changed or deleted; a merge is refused (the history of a ledger
+is a line).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ TEACHERS = "teachers"
 _SHA = re.compile(rb"[0-9a-f]{40}\Z")
 _RECORD_FILE = re.compile(rf"{RECORDS}/([0-9a-f]{{64}})/({STATEMENT}|{ENVELOPE})\Z")
 _TEACHER_FILE = re.compile(rf"{TEACHERS}/[^/]+\.json\Z")
+# --- added only, never changed (registry/store/attestations.py; kept apart for merges) ---
+_APPEND_ONLY = re.compile(r"(verifications/[0-9a-f]{64}|claims/[a-z0-9][a-z0-9._-]{0,127}"
+                          r"/[0-9a-f]{64})\.json\Z")
 
 
 class HistoryProblem(Frozen):
@@ -162,6 +167,11 @@ class _Walk:
         elif _TEACHER_FILE.match(path):
             if status == "D":
                 self.problem(sha, f"{path} deleted by commit {short}")
+        elif _APPEND_ONLY.match(path):  # attestations and claim events: only ever added
+            if status != "A":
+                what = "deleted" if status == "D" else "changed"
+                self.problem(sha, f"{path} {what} by commit {short}: attestations and claim "
+                                  "events are only ever added")
         else:
             self.problem(sha, f"commit {short} {'adds' if status == 'A' else 'touches'} "
                               f"{path!r}, which is not a ledger file")

@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pydantic import Field
+
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound
 from registry.formats.record import Statement, match_id, parse_statement
 from registry.signing.signed import SignatureCheck, Trust, check_signed
 from registry.store.home import Home
 from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, adding_commit, committed_ids
+from registry.store.verifications import StoredVerification
 
 if TYPE_CHECKING:
     from registry.signing.keyring import Keyring
@@ -29,6 +32,8 @@ class ShownRecord(Frozen):
     ledger_commit: str | None
     check: SignatureCheck  # the signer is named only when it is trusted
     statement: Statement
+    verifications: list[StoredVerification] = Field(
+        default_factory=list, description="trusted attestations that judged this record")
 
 
 def parse_where(terms: Sequence[str]) -> list[tuple[str, str]]:
@@ -133,6 +138,8 @@ def sealed_statement(home: Home, prefix: str, committed: Sequence[str] | None = 
 
 def show_record(home: Home, prefix: str) -> ShownRecord:
     """One record, read from the ledger alone, with whether a trusted key signed it."""
+    from registry.store.verifications import verifications_of
+
     rid, check, data = checked_statement(home, prefix)
     return ShownRecord(id=rid, ledger_commit=adding_commit(home.ledger, rid), check=check,
-                       statement=parse_statement(data))
+                       statement=parse_statement(data), verifications=verifications_of(home, rid))

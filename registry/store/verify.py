@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pydantic import Field
+
 from registry.base.model import Frozen
 from registry.errors import ExitCode, RegistryError
 from registry.formats.record import Statement, Subject, match_id, parse_statement
@@ -50,6 +52,8 @@ class VerifyReport(Frozen):
     keyring_version: int | None
     ledger: list[Problem]  # the keyring and the history as a whole
     records: list[RecordCheck]
+    verifications: int = 0  # attestations a trusted key signed, judging committed records
+    attestation_problems: list[Problem] = Field(default_factory=list)  # those that do not count
     exit_code: int
 
 
@@ -100,9 +104,20 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
     if prefix is None and ctx.index is not None:
         checks += [_absent(rid) for rid in sorted(set(ctx.index) - set(ids))]
     advance(home, state, chain, head=None if history.problems else history.head)
-    worst = _worst([*ledger_problems, *(p for c in checks for p in c.problems)])
+    good, bad = _attestations(home)
+    worst = _worst([*ledger_problems, *(p for c in checks for p in c.problems), *bad])
     return VerifyReport(head=history.head, keyring_version=max(chain.versions),
-                        ledger=ledger_problems, records=checks, exit_code=worst)
+                        ledger=ledger_problems, records=checks, verifications=good,
+                        attestation_problems=bad, exit_code=worst)
+
+
+def _attestations(home: Home) -> tuple[int, list[Problem]]:
+    """How many verification attestations count, and a problem for each that does not."""
+    from registry.store.verifications import all_verifications
+
+    good, bad = all_verifications(home)
+    return len(good), [Problem(part=f"verification {b.id[:16]}", detail=b.detail,
+                               exit_code=b.exit_code) for b in bad]
 
 
 def _index_entries(home: Home) -> dict[str, Rows] | None:

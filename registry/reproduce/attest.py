@@ -1,0 +1,69 @@
+"""A reproduction's verdict as a verification attestation: the original and the new
+record as its subjects, the three verdicts as its checks, the new run's decode figures
+(with their intervals) as what it measured.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from registry import __version__
+from registry.formats.verification import (
+    Check,
+    Figure,
+    Policy,
+    Result,
+    VerificationStatement,
+    Verifier,
+    verification,
+)
+
+if TYPE_CHECKING:
+    from registry.formats.record import Statement
+    from registry.reproduce import Reproduction
+    from registry.reproduce.judge import PerformanceVerdict
+
+POLICY_URI = "docs/reproduce.md"
+
+
+def reproduction_statement(done: Reproduction, new: Statement, keyid: str
+                           ) -> VerificationStatement:
+    """The attestation of a judged reproduction (`done.record` set)."""
+    assert done.record and done.identity and done.contract and done.performance
+    i, c, p = done.identity, done.contract, done.performance
+    identity = Check(name="identity", result=_result(i.passed),
+                     detail=f"{i.compared} fields compared"
+                            + "".join(f"; {d.name}: {d.original!r} -> {d.new!r}"
+                                      for d in i.differences))
+    contract = Check(name="contract", result=_result(c.passed),
+                     detail=c.contract + "".join(
+                         f"; {v.status.value} vs {v.reference}: {v.rows_passed}/{v.rows_total} "
+                         "rows" for v in c.verdicts) + "".join(f"; {x}" for x in c.problems))
+    performance = Check(name="performance", result=_performance(p),
+                        detail="; ".join(f"{s.suite}: {s.status}: {s.detail}" for s in p.suites),
+                        figures=_figures(done.record, new))
+    policy = Policy(name="reproduce", uri=POLICY_URI, parameters={
+        "min_performance": p.min_ratio, "max_rounds": p.max_rounds, "rounds": p.rounds,
+        "environment_drift": list(done.environment.drift)})
+    return verification({"original": done.original, "reproduction": done.record},
+                        [identity, contract, performance], policy=policy,
+                        verifier=Verifier(id="registry/reproduce",
+                                          version={"registry": __version__}, key=keyid))
+
+
+def _result(passed: bool) -> Result:
+    return Result.passed if passed else Result.failed
+
+
+def _performance(p: PerformanceVerdict) -> Result:
+    if p.passed:
+        return Result.passed
+    return Result.failed if p.status == "failed" else Result.inconclusive
+
+
+def _figures(rid: str, new: Statement) -> list[Figure]:
+    """The new run's headline decode figures, as sealed (re-derived at seal time)."""
+    return [Figure(metric=f"{s.suite}/{m.name}", value=m.value, low=m.ci_low, high=m.ci_high,
+                   confidence=0.95 if m.ci_low is not None else None, unit=m.unit, record=rid)
+            for s in new.predicate.results for m in s.metrics.values()
+            if m.name.startswith("decode_tok_s")]

@@ -1,0 +1,101 @@
+"""Verification attestations as stored: `verifications/<id>.json` in the ledger, a DSSE
+envelope of the in-toto statement (registry/formats/verification.py), one signed
+commit each, and the two calls every writer and reader uses: `seal_verification` and
+`verifications_of`.
+
+An attestation counts only when a key this home trusts signed it, its payload hashes
+to its name, it parses as a verification and every record it names is committed here;
+anything else is listed by `check_verifications` (what `verify --all` reports) and never
+shown as a verification.
+"""
+
+from __future__ import annotations
+
+from registry.base.model import Frozen
+from registry.errors import ExitCode, RegistryError
+from registry.formats.verification import (
+    VerificationStatement,
+    parse_verification,
+    verification_bytes,
+)
+from registry.signing.dsse import PAYLOAD_TYPE
+from registry.signing.keys import Signer
+from registry.store.attestations import VERIFICATIONS, SignedDocument, add_document, read_documents
+from registry.store.home import Home
+from registry.store.ledger import committed_ids
+
+
+class StoredVerification(Frozen):
+    id: str
+    signer: str
+    ledger_commit: str | None = None
+    statement: VerificationStatement
+
+
+class VerificationProblem(Frozen):
+    id: str
+    detail: str
+    exit_code: int
+
+
+def seal_verification(home: Home, statement: VerificationStatement,
+                      signer: Signer | None = None) -> StoredVerification:
+    """Sign `statement` with the home's signing key (refused unless the keyring lets it
+    sign) and commit it; the records it names must be committed here."""
+    from registry.errors import NotFound
+    from registry.store.writer import ready_signer
+
+    keyid, key = ready_signer(home, signer)
+    missing = sorted(set(statement.judged()) - set(committed_ids(home.ledger)))
+    if missing:
+        raise NotFound(f"verification names record {missing[0][:16]}, which is not in this "
+                       "ledger", hint="seal or pull the record first")
+    data = verification_bytes(statement)
+    p = statement.predicate
+    judged = ", ".join(f"{role} {rid[:16]}" for role, rid in sorted(p.records.items()))
+    message = f"verification: {p.policy.name} {p.result.value}\n\n{judged}"
+    doc = add_document(home, VERIFICATIONS, data, PAYLOAD_TYPE, message, (keyid, key))
+    return StoredVerification(id=doc.id, signer=keyid, ledger_commit=doc.ledger_commit,
+                              statement=statement)
+
+
+def all_verifications(home: Home) -> tuple[list[StoredVerification], list[VerificationProblem]]:
+    """Every trusted attestation, and a problem for each committed one that is not."""
+    records = set(committed_ids(home.ledger))
+    good, bad = [], []
+    for doc in read_documents(home, VERIFICATIONS, PAYLOAD_TYPE):
+        checked = _checked(doc, records)
+        if isinstance(checked, VerificationProblem):
+            bad.append(checked)
+        else:
+            good.append(checked)
+    good.sort(key=lambda v: (v.statement.predicate.time_verified, v.id))
+    return good, bad
+
+
+def verifications_of(home: Home, record_id: str) -> list[StoredVerification]:
+    """The trusted attestations that judged `record_id` (a full id), oldest first."""
+    good, _ = all_verifications(home)
+    return [v for v in good if record_id in v.statement.judged()]
+
+
+def check_verifications(home: Home) -> list[VerificationProblem]:
+    """What `verify --all` reports: each committed attestation that does not count."""
+    return all_verifications(home)[1]
+
+
+def _checked(doc: SignedDocument, records: set[str]) -> StoredVerification | VerificationProblem:
+    if not doc.check.ok or doc.payload is None or doc.check.signer is None:
+        return VerificationProblem(id=doc.id, detail=f"{doc.path} is {doc.check.trust.value}: "
+                                   f"{doc.check.detail}", exit_code=doc.check.exit_code)
+    try:
+        statement = parse_verification(doc.payload)
+    except RegistryError as e:
+        return VerificationProblem(id=doc.id, detail=f"{doc.path}: {e.message}",
+                                   exit_code=int(ExitCode.FAILED))
+    unknown = sorted(set(statement.judged()) - records)
+    if unknown:
+        return VerificationProblem(id=doc.id, detail=f"{doc.path} judges record "
+                                   f"{unknown[0][:16]}, which is not in the ledger",
+                                   exit_code=int(ExitCode.UNVERIFIABLE))
+    return StoredVerification(id=doc.id, signer=doc.check.signer, statement=statement)
