@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("importer",),
     ("reproduce",),
     ("ab",),
+    ("fleet",),
     ("compare",),
     ("review",),
     ("report",),

@@ -39,6 +39,7 @@ from registry.store.home import Home
 
 if TYPE_CHECKING:
     from registry.contracts.sealed import SealedRun
+    from registry.executor.engine import Launcher
     from registry.executor.run import Hooks
     from registry.store.writer import SealedRecord
 
@@ -65,9 +66,12 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
               models_dir: Path | None = None, out_dir: Path | None = None,
               allow_env_drift: bool = False, min_performance: float = 0.95,
               max_rounds: int = 5, dry_run: bool = False, hooks: Hooks | None = None,
-              progress: Progress | None = None) -> Reproduction:
-    """Reproduce record `prefix`; `hooks` are the executor's progress callbacks."""
+              progress: Progress | None = None, launcher: Launcher | None = None
+              ) -> Reproduction:
+    """Reproduce record `prefix`; `hooks` are the executor's progress callbacks;
+    `launcher` makes the engine (default: the plan's process; tests script one)."""
     from registry.contracts.sealed import load_sealed, sealed_run
+    from registry.executor.engine import Engine
     from registry.executor.run import Hooks as RunHooks
     from registry.executor.run import run
     from registry.store.query import sealed_statement
@@ -106,7 +110,8 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
 
     with suite_folder(suites, recipe_path) as recipe_dir:
         run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
-            models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more))
+            models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more),
+            launcher=launcher or Engine)
     sealed = _seal(home, run_dir, recipe_path, original.id, env, progress)
     new = load_sealed(home, sealed.id)
     performance = performance_verdict(original, new, formula, window, min_performance,

@@ -1,0 +1,234 @@
+"""`registry worker`: take jobs for this host's hardware from the queue and run them.
+
+procrastinate's worker holds each job under a lease: its heartbeat row in
+`procrastinate_workers`, renewed every `heartbeat_s`. Every worker also reclaims the
+jobs of workers whose heartbeat is older than `stalled_s` (killed, cut off, rebooted):
+back to the hardware's queue, or, once the dead worker had begun sealing, to that
+worker's own `home:<name>` queue, since only its home can hold what it sealed. A job
+that failed or was lost `MAX_ATTEMPTS` times stops and says so. SIGTERM stops taking
+jobs; the one in hand finishes (procrastinate's graceful stop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import platform
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from registry.base.model import Frozen
+from registry.errors import RegistryError
+from registry.fleet.execute import Context, JobSpec, run_job
+from registry.fleet.queue import (
+    MAX_ATTEMPTS,
+    TASK,
+    connect,
+    ensure_schema,
+    hardware_queue,
+    note,
+)
+
+if TYPE_CHECKING:
+    from procrastinate import App, JobContext
+    from procrastinate.worker import Worker
+
+    from registry.executor.engine import Launcher
+    from registry.store.home import Home
+
+log = logging.getLogger("registry.fleet")
+SEALED = ("sealing", "sealed", "pushing")
+"""Phases after which the record may exist only in the worker's own home."""
+
+
+class WorkerOptions(Frozen):
+    url: str
+    name: str = Field(description="this worker's name; `home:<name>` is its own queue")
+    hardware: str
+    once: bool = False
+    max_jobs: int | None = None
+    heartbeat_s: float = 10.0
+    stalled_s: float = 30.0
+    work_dir: Path
+    models_dir: Path | None = None
+    remote: str | None = None
+
+
+class WorkerReport(Frozen):
+    name: str
+    hardware: str
+    queues: list[str]
+    jobs: list[int] = Field(default_factory=list, description="jobs taken, in order")
+    failed: list[int] = Field(default_factory=list)
+    reclaimed: list[int] = Field(default_factory=list, description="jobs of lost workers "
+                                                                   "this worker put back")
+
+
+def home_queue(name: str) -> str:
+    return f"home:{name}"
+
+
+def default_name() -> str:
+    return platform.node() or f"worker-{os.getpid()}"
+
+
+def serve(home: Home, opts: WorkerOptions, launcher: Launcher | None = None) -> WorkerReport:
+    """Run the worker until SIGTERM, `--once`, or `--max-jobs` jobs."""
+    from registry.store.writer import ready_signer
+
+    ready_signer(home)  # a worker that cannot sign would fail every job: stop now
+    ensure_schema(opts.url)
+    opts.work_dir.mkdir(parents=True, exist_ok=True)
+    report = WorkerReport(name=opts.name, hardware=opts.hardware,
+                          queues=[hardware_queue(opts.hardware), home_queue(opts.name)])
+    asyncio.run(_serve(home, opts, launcher, report))
+    return report
+
+
+async def _serve(home: Home, opts: WorkerOptions, launcher: Launcher | None,
+                 report: WorkerReport) -> None:
+    from procrastinate import RetryStrategy
+    from procrastinate.worker import Worker
+
+    from registry.fleet.queue import app as make_app
+
+    app = make_app(opts.url)
+    limit = 1 if opts.once else opts.max_jobs
+    async with app.open_async():
+        worker = Worker(app, queues=report.queues, name=opts.name, concurrency=1,
+                        wait=not opts.once, update_heartbeat_interval=opts.heartbeat_s,
+                        stalled_worker_timeout=opts.stalled_s, listen_notify=True,
+                        fetch_job_polling_interval=min(opts.heartbeat_s, 5.0))
+        # RetryStrategy counts retries; MAX_ATTEMPTS counts runs
+        app.task(name=TASK, pass_context=True,
+                 retry=RetryStrategy(max_attempts=MAX_ATTEMPTS - 1))(
+            _task(home, opts, launcher, report, worker, limit))
+        await _reclaim(app, opts, report)  # before taking anything: lost jobs first
+        reclaimer = asyncio.create_task(_reclaim_loop(app, opts, report))
+        try:
+            await worker.run()  # type: ignore[no-untyped-call]
+        finally:
+            reclaimer.cancel()
+
+
+def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: WorkerReport,
+          worker: Worker, limit: int | None) -> Callable[..., None]:
+    def job(context: JobContext, kind: str, target: str, control: str | None) -> None:
+        j = context.job
+        assert j.id is not None
+        report.jobs.append(j.id)
+        if limit is not None and len(report.jobs) >= limit:
+            worker.stop()  # type: ignore[no-untyped-call]  # this job is the last one: finish it, take no other
+        spec = JobSpec(id=j.id, queue=hardware_queue(opts.hardware), kind=kind,
+                       target=target, control=control, attempt=j.attempts)
+        try:
+            _run(home, opts, launcher, spec)
+        except BaseException:
+            report.failed.append(j.id)
+            raise
+
+    return job
+
+
+def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSpec) -> None:
+    """One job: every phase noted on its row; a failure keeps its reason and log tail and
+    is raised again so that procrastinate retries it (or stops at MAX_ATTEMPTS)."""
+    with connect(opts.url) as conn:
+        note(conn, spec.id, phase="taken", worker=opts.name, host=platform.node(),
+             home_queue=home_queue(opts.name), reason=None)
+        conn.execute("UPDATE registry_fleet_jobs SET started_at = now() WHERE job_id = %s",
+                     (spec.id,))
+
+        def phase(name: str) -> None:
+            note(conn, spec.id, phase=name)
+            _pause_for_tests(name)
+
+        ctx = Context(home=home, work_dir=opts.work_dir, phase=phase,
+                      models_dir=opts.models_dir, remote=opts.remote, launcher=launcher)
+        try:
+            out = run_job(spec, ctx)
+        except Exception as e:
+            last = spec.attempt + 1 >= MAX_ATTEMPTS
+            reason = str(e) if isinstance(e, RegistryError) else f"{type(e).__name__}: {e}"
+            note(conn, spec.id, phase="failed", log=_log_tail(opts.work_dir, spec),
+                 reason=(f"failed {spec.attempt + 1} times, not retried: " if last else
+                         f"attempt {spec.attempt + 1} failed: ") + reason)
+            raise
+        note(conn, spec.id, phase="done", records=out.records,
+             attestations=out.attestations, pushed=out.pushed,
+             reason=f"verdict {out.verdict}" + (" (resumed: sealed by an earlier attempt)"
+                                               if out.resumed else ""))
+
+
+def _log_tail(work_dir: Path, spec: JobSpec, limit: int = 4000) -> str | None:
+    """The end of the failed attempt's engine log, kept on the job's row."""
+    for name in (f"job-{spec.id}-attempt-{spec.attempt + 1}",):
+        log_file = work_dir / name / "server.log"
+        if log_file.is_file():
+            return log_file.read_bytes()[-limit:].decode("utf-8", "replace")
+    return None
+
+
+PAUSE_ENV = "REGISTRY_FLEET_PAUSE_AT"
+
+
+def _pause_for_tests(phase: str) -> None:
+    """`REGISTRY_FLEET_PAUSE_AT=PHASE:SECONDS` holds a worker at a phase, so that a test
+    can kill it there (test-only; docs/fleet.md)."""
+    spec = os.environ.get(PAUSE_ENV, "")
+    name, _, seconds = spec.partition(":")
+    if name == phase:
+        import time
+
+        time.sleep(float(seconds or 30))
+
+
+async def _reclaim_loop(app: App, opts: WorkerOptions, report: WorkerReport) -> None:
+    while True:
+        await asyncio.sleep(opts.heartbeat_s)
+        try:
+            await _reclaim(app, opts, report)
+        except Exception as e:  # the next round tries again; the worker keeps working
+            log.warning("reclaiming lost jobs failed: %s", e)
+
+
+async def _reclaim(app: App, opts: WorkerOptions, report: WorkerReport) -> None:
+    """Put back the jobs of workers whose lease (heartbeat) ran out."""
+    from procrastinate.jobs import Status
+
+    stalled = await app.job_manager.get_stalled_jobs(
+        seconds_since_heartbeat=opts.stalled_s, task_name=TASK)
+    for job in stalled:
+        assert job.id is not None
+        row = await asyncio.to_thread(_row, opts.url, job.id)
+        phase, holder = (row or {}).get("phase"), (row or {}).get("home_queue")
+        queue = holder if phase in SEALED and holder else None
+        last = job.attempts + 1 >= MAX_ATTEMPTS
+        try:
+            if last:
+                await app.job_manager.finish_job(job, status=Status.FAILED, delete_job=False)
+            else:
+                await app.job_manager.retry_job(job, queue=queue)
+        except Exception:  # another worker put it back first
+            continue
+        report.reclaimed.append(job.id)
+        who = (row or {}).get("worker")
+        reason = (f"worker {who} lost its lease at phase {phase}"
+                  + (f"; back to {queue} (its home holds what it sealed)" if queue else "")
+                  + (f"; lost {job.attempts + 1} times, not retried" if last else ""))
+        await asyncio.to_thread(_lost, opts.url, job.id, reason)
+
+
+def _row(url: str, job_id: int) -> dict[str, Any] | None:
+    with connect(url) as conn:
+        return conn.execute("SELECT phase, worker, home_queue FROM registry_fleet_jobs "
+                            "WHERE job_id = %s", (job_id,)).fetchone()
+
+
+def _lost(url: str, job_id: int, reason: str) -> None:
+    with connect(url) as conn:
+        note(conn, job_id, phase="lost", reason=reason)
