@@ -81,7 +81,8 @@ class Job(Frozen):
     state: State
     phase: str = Field(description="the last step a worker reached: taken, engine, suite, "
                                    "sealing, sealed, pushing, done, failed, lost")
-    attempts: int = Field(description="runs that ended (failed or lost) before this one")
+    attempts: int = Field(description="runs that ended (done, failed or lost); a running "
+                                      "job's run is not counted yet")
     queue: str = Field(description="procrastinate queue: hw:<identity>, or home:<worker> "
                                    "when only the home holding its record may finish it")
     worker: str | None = None
