@@ -33,7 +33,7 @@ from registry.measure.quality import assess, usable
 from registry.recipe.schema import MetricFormula
 
 LEVEL = 0.95
-NOISE_PCT = 2.0  # a change inside +-2% is "no difference" (criterion.rs's default noise)
+NOISE_PCT = 2.0  # a change inside +-2% is "no difference" (criterion.rs: 1% by default)
 
 
 class StartFigure(Frozen):
