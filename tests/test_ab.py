@@ -15,6 +15,8 @@ from registry.errors import InvalidInput
 from registry.recipe import load_recipe
 from registry.recipe.schema import MetricFormula
 from tests.conftest import ROOT
+from tests.test_reproduce import models as models  # (a fixture)
+from tests.test_reproduce import sealed_capture  # noqa: F401  (fixture)
 from tests.test_team import team  # noqa: F401  (the push/pull fixture)
 
 RECIPES = ROOT / "recipes"
@@ -209,14 +211,14 @@ def recipe_pair(tmp_path, b_gap: str) -> tuple[str, str, object]:
 
     from tests.checkpoints import build, llama_config, weights
 
-    models = tmp_path / "models"
-    build(models / "tiny-llama", llama_config(), weights())
+    checkpoints = tmp_path / "models"
+    build(checkpoints / "tiny-llama", llama_config(), weights())
     shutil.copytree(RECIPES / "suites", tmp_path / "suites")
     text = (RECIPES / "tiny-bf16-kv.toml").read_text()
     (tmp_path / "a.toml").write_text(text)
     (tmp_path / "b.toml").write_text(text.replace(
         "[hardware]", f'[engine.env]\nSCRIPTED_GAP_S = "{b_gap}"\n\n[hardware]'))
-    return str(tmp_path / "a.toml"), str(tmp_path / "b.toml"), models
+    return str(tmp_path / "a.toml"), str(tmp_path / "b.toml"), checkpoints
 
 
 SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
@@ -234,9 +236,9 @@ def test_ab_runs_abba_seals_every_start_and_its_attestation_travels(
     url = str(tmp_path / "remote")
     add_remote(cli, monkeypatch, alice, url, None, create=True)
     home = home_at(alice.home)
-    a, b, models = recipe_pair(tmp_path, "0.0015")
+    a, b, checkpoints = recipe_pair(tmp_path, "0.0015")
     launch = scripted_launcher()
-    result = ab(home, a, b, deltas=["engine.env"], starts=2, models_dir=models,
+    result = ab(home, a, b, deltas=["engine.env"], starts=2, models_dir=checkpoints,
                 out_dir=tmp_path / "runs", launcher=launch)
     assert launch.started == ["-", "0.0015", "0.0015", "-"]  # A B B A
     assert [s.side for s in result.starts] == ["A", "B", "B", "A"]
@@ -264,14 +266,14 @@ def test_ab_runs_abba_seals_every_start_and_its_attestation_travels(
 
 @SQLITE
 def test_ab_refuses_before_anything_runs(store_home, tmp_path, cli) -> None:
-    a, b, models = recipe_pair(tmp_path, "0.002")
-    r = cli("ab", a, b, "--models", str(models), "--out", str(tmp_path / "runs"))
+    a, b, checkpoints = recipe_pair(tmp_path, "0.002")
+    r = cli("ab", a, b, "--models", str(checkpoints), "--out", str(tmp_path / "runs"))
     output = r.stdout + r.stderr
     assert r.exit_code == 4 and "not comparable: runtime-base differ" in output
     assert "engine.env" in output and not (tmp_path / "runs").exists()
-    dry = cli("ab", a, b, "--models", str(models), "--dry-run", "--delta", "engine.env")
+    dry = cli("ab", a, b, "--models", str(checkpoints), "--dry-run", "--delta", "engine.env")
     assert dry.exit_code == 0 and "plan: A B B A A B" in dry.stdout
-    refused = cli("ab", a, b, "--models", str(models), "--dry-run", "--json")
+    refused = cli("ab", a, b, "--models", str(checkpoints), "--dry-run", "--json")
     assert refused.exit_code == 4
     assert json.loads(refused.stdout)["comparability"]["refused_axes"] == ["runtime-base"]
     assert cli("ab", a, a, "--starts", "1").exit_code == 4
@@ -343,3 +345,20 @@ def test_a_control_cancels_a_slower_host_end_to_end(store_home, tmp_path) -> Non
     assert perf.ratio == pytest.approx(1.0, abs=0.15), perf.detail
     assert done.performance.status != "failed", perf.detail
     assert done.verification and done.record in [s.record for s in c.starts]
+
+
+@SQLITE
+def test_a_control_is_another_record_refused_before_anything_runs(
+        cli, sealed_capture, models, tmp_path, hash_cache) -> None:  # noqa: F811
+    from registry.executor import engine
+
+    started = len(engine.STARTED)
+    recipe = RECIPES / "tiny-bf16-kv.toml"
+    base = ["reproduce", sealed_capture, "--models", models, "--allow-env-drift", "--recipe",
+            recipe, "--out", tmp_path / "again"]
+    itself = cli(*base, "--control", sealed_capture[:12])
+    assert itself.exit_code == 4 and "cannot be its control" in itself.stderr
+    teacher = cli(*base, "--control", "teacher")
+    assert teacher.exit_code == 4 and "lane tiny-bf16-exact has no teacher record" in teacher.stderr
+    assert cli(*base, "--control", "abcdef12").exit_code == 5
+    assert len(engine.STARTED) == started and not (tmp_path / "again").exists()

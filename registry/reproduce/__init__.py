@@ -159,6 +159,11 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
 
     order = control_order(starts)
     control = load_sealed(home, control_id)
+    mine, theirs = ([(x.name, x.sha256) for x in run.bench.suites] for run in (original, control))
+    if mine != theirs:
+        raise InvalidInput(f"control {control.id[:16]} measured other suites ({theirs}) than "
+                           f"record {original.id[:16]} ({mine})",
+                           hint="a control runs the same suites, pinned to the same digests")
     c_recipe = _recipe(control.id, _statement(home, control.id), None)
     c_env = check_environment(_statement(home, control.id).predicate, c_recipe,
                               _plan(c_recipe, models_dir), allow_env_drift)
