@@ -345,6 +345,7 @@ def test_a_control_cancels_a_slower_host_end_to_end(store_home, tmp_path) -> Non
     assert perf.ratio == pytest.approx(1.0, abs=0.15), perf.detail
     assert done.performance.status != "failed", perf.detail
     assert done.verification and done.record in [s.record for s in c.starts]
+    assert done.host_speed is not None  # both runs kept their probe (the client's host)
 
 
 @SQLITE

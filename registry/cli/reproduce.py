@@ -114,6 +114,9 @@ def _verdict_lines(done: Reproduction) -> list[str]:
     lines += [f"  {s.suite}: {s.status}: {s.detail} ({s.formula}; {s.rows_new} new and "
               f"{s.rows_original} sealed unflagged rows"
               + ("; SLOWER" if s.slower else "") + _flags(s) + ")" for s in p.suites]
+    if done.host_speed is not None:
+        lines.append(f"host        the speed probe ran at {done.host_speed:.3f} x its speed "
+                     "when the record was sealed")
     lines += _controlled_lines(done)
     lines.append("REPRODUCED" if done.passed else "NOT REPRODUCED")
     if done.verification:

@@ -62,6 +62,8 @@ class Reproduction(Frozen):
     verification: str | None = Field(None, description="the signed attestation of the verdict")
     controlled: Controlled | None = Field(None, description="--control: the starts and the "
                                                             "controlled speed verdict")
+    host_speed: float | None = Field(None, description="the host speed probe's CPU loop, "
+                                     "sealed time / time now (0.8: 20% slower today)")
     passed: bool
     exit_code: int
 
@@ -241,12 +243,15 @@ def attest(home: Home, done: Reproduction) -> Reproduction:
 
 def _judged(checked: Reproduction, home: Home, statement: Statement, original: SealedRun,
             new: SealedRun, recipe: Recipe, performance: PerformanceVerdict) -> Reproduction:
+    from registry.reproduce.host import host_speed
+
     identity = identity_verdict(original, new)
     contract = contract_verdict(home, _contract(statement, recipe), original, new, recipe)
     passed = identity.passed and contract.passed and performance.passed
     return checked.model_copy(update={
         "identity": identity, "contract": contract, "performance": performance,
-        "passed": passed, "exit_code": ExitCode.OK if passed else ExitCode.FAILED})
+        "host_speed": host_speed(home, statement, _statement(home, new.id)), "passed": passed,
+        "exit_code": ExitCode.OK if passed else ExitCode.FAILED})
 
 
 def _recipe(rid: str, statement: Statement, recipe_path: Path | None) -> Recipe:

@@ -83,7 +83,7 @@ def reproduce(rid: str, out: Path, models: Path, env: dict[str, str],
             "low": suite.get("ratio_low"), "high": suite.get("ratio_high"),
             "slower": suite.get("slower", False), "detail": suite["detail"],
             "quality": suite.get("quality_new"), "seconds": seconds, "cpus": engine_cpus,
-            **extra}
+            "probe": done.get("host_speed"), **extra}
 
 
 def _controlled(c: dict) -> dict:
@@ -108,7 +108,7 @@ def series(name: str, n: int, rid: str, tmp: Path, models: Path, env: dict[str, 
         print(f"{name} {i + 1}/{n}: {v['status']:<12} ratio {_num(v['ratio'])} "
               f"[{_num(v['low'])}, {_num(v['high'])}] rounds {v['rounds']} "
               f"{v['seconds']:.0f} s, engine on CPUs {v['cpus']}; new measurement {v['quality']}: "
-              f"{v['detail']}", flush=True)
+              f"{v['detail']}; host probe {_num(v['probe'])}", flush=True)
         if control:
             print(f"  uncontrolled: {v['u_status']:<12} ratio {_num(v['u_ratio'])} "
                   f"[{_num(v['u_low'])}, {_num(v['u_high'])}]; host factor "
