@@ -5,7 +5,8 @@
 with `eol` ("\\n" or "\\r\\n"); `status` != 200 answers an error instead; `die_after`
 makes the process exit after that many writes of a request (the engine crashing
 mid-stream); `log_file` is printed first (a real engine's log, so that the run can be
-sealed: its evidence is that engine's). Only the standard library: the test process imports none of it.
+sealed: its evidence is that engine's). Only the standard library: the test process imports
+none of it.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,8 @@ from registry.errors import InvalidInput
 from registry.recipe import load_recipe
 from registry.recipe.schema import MetricFormula
 from tests.conftest import ROOT
+from tests.test_reproduce import models as models  # (a fixture)
+from tests.test_reproduce import sealed_capture  # noqa: F401  (fixture)
 from tests.test_team import team  # noqa: F401  (the push/pull fixture)
 
 RECIPES = ROOT / "recipes"
@@ -208,14 +211,14 @@ def recipe_pair(tmp_path, b_gap: str) -> tuple[str, str, object]:
 
     from tests.checkpoints import build, llama_config, weights
 
-    models = tmp_path / "models"
-    build(models / "tiny-llama", llama_config(), weights())
+    checkpoints = tmp_path / "models"
+    build(checkpoints / "tiny-llama", llama_config(), weights())
     shutil.copytree(RECIPES / "suites", tmp_path / "suites")
     text = (RECIPES / "tiny-bf16-kv.toml").read_text()
     (tmp_path / "a.toml").write_text(text)
     (tmp_path / "b.toml").write_text(text.replace(
         "[hardware]", f'[engine.env]\nSCRIPTED_GAP_S = "{b_gap}"\n\n[hardware]'))
-    return str(tmp_path / "a.toml"), str(tmp_path / "b.toml"), models
+    return str(tmp_path / "a.toml"), str(tmp_path / "b.toml"), checkpoints
 
 
 SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
@@ -233,9 +236,9 @@ def test_ab_runs_abba_seals_every_start_and_its_attestation_travels(
     url = str(tmp_path / "remote")
     add_remote(cli, monkeypatch, alice, url, None, create=True)
     home = home_at(alice.home)
-    a, b, models = recipe_pair(tmp_path, "0.0015")
+    a, b, checkpoints = recipe_pair(tmp_path, "0.0015")
     launch = scripted_launcher()
-    result = ab(home, a, b, deltas=["engine.env"], starts=2, models_dir=models,
+    result = ab(home, a, b, deltas=["engine.env"], starts=2, models_dir=checkpoints,
                 out_dir=tmp_path / "runs", launcher=launch)
     assert launch.started == ["-", "0.0015", "0.0015", "-"]  # A B B A
     assert [s.side for s in result.starts] == ["A", "B", "B", "A"]
@@ -263,14 +266,100 @@ def test_ab_runs_abba_seals_every_start_and_its_attestation_travels(
 
 @SQLITE
 def test_ab_refuses_before_anything_runs(store_home, tmp_path, cli) -> None:
-    a, b, models = recipe_pair(tmp_path, "0.002")
-    r = cli("ab", a, b, "--models", str(models), "--out", str(tmp_path / "runs"))
+    a, b, checkpoints = recipe_pair(tmp_path, "0.002")
+    r = cli("ab", a, b, "--models", str(checkpoints), "--out", str(tmp_path / "runs"))
     output = r.stdout + r.stderr
     assert r.exit_code == 4 and "not comparable: runtime-base differ" in output
     assert "engine.env" in output and not (tmp_path / "runs").exists()
-    dry = cli("ab", a, b, "--models", str(models), "--dry-run", "--delta", "engine.env")
+    dry = cli("ab", a, b, "--models", str(checkpoints), "--dry-run", "--delta", "engine.env")
     assert dry.exit_code == 0 and "plan: A B B A A B" in dry.stdout
-    refused = cli("ab", a, b, "--models", str(models), "--dry-run", "--json")
+    refused = cli("ab", a, b, "--models", str(checkpoints), "--dry-run", "--json")
     assert refused.exit_code == 4
     assert json.loads(refused.stdout)["comparability"]["refused_axes"] == ["runtime-base"]
     assert cli("ab", a, a, "--starts", "1").exit_code == 4
+
+
+# ---- the host probe, GPU samples, run --starts and controlled reproductions ----
+
+def test_the_probe_times_a_fixed_loop() -> None:
+    from registry.executor.probe import Probe, sample, speed
+
+    one = sample()
+    assert one.cpu_s > 0 and one.memory_gib_s > 0
+    then = Probe(before=one, after=one)
+    slower = Probe(before=one.model_copy(update={"cpu_s": one.cpu_s * 1.25}))
+    assert speed(then, slower) == pytest.approx(0.8)
+    assert speed(None, then) is None
+
+
+def test_gpu_samples_captured_on_an_h200_are_summarised() -> None:
+    from registry.executor.gpu import parse, summary
+
+    text = (ROOT / "tests/data/gpu-samples/h200x1-20261201-second.csv").read_text()
+    samples = parse(text)
+    assert len(samples) == 1699  # every line but the header
+    s = summary(samples)
+    assert s.busy == 61 and s.sm_mhz_min_busy == 1980 and s.throttled == []
+    assert s.power_w_max is not None and 300 < s.power_w_max < 350
+    hot = [x.model_copy(update={"reasons": 0x20}) if x.utilization_pct == 100 else x
+           for x in samples]
+    assert summary(hot).throttled == ["sw thermal slowdown"] and summary(hot).first_throttle
+
+
+def seal_scripted(home, recipe_file, out, starts: int, gap: float) -> str:
+    from registry.executor.run import run
+    from registry.seal import seal_run
+
+    recipe = load_recipe(recipe_file)
+    run(recipe, out, recipe_dir=recipe_file.parent, recipe_file=recipe_file,
+        models_dir=out.parent / "models", launcher=scripted_launcher([gap]), starts=starts,
+        timeout=60)
+    return seal_run(out, home=home, recipe_path=recipe_file).id
+
+
+@SQLITE
+def test_a_control_cancels_a_slower_host_end_to_end(store_home, tmp_path) -> None:
+    from registry.contracts.sealed import load_sealed
+    from registry.formats import rundir
+    from registry.reproduce import reproduce
+
+    a, _, _ = recipe_pair(tmp_path, "0.002")
+    record = seal_scripted(store_home, Path(a), tmp_path / "record", 2, 0.003)
+    control = seal_scripted(store_home, Path(a), tmp_path / "control", 2, 0.003)
+    sealed = load_sealed(store_home, record)
+    assert sorted({r.start for r in sealed.bench.timed_rows}) == [0, 1]
+    assert (tmp_path / "record" / rundir.STARTS / "1" / rundir.SERVER_LOG).is_file()
+    assert (tmp_path / "record" / rundir.PROBE).is_file()
+    # today every start runs a third slower: record and control alike (drift allowed: the
+    # replayed log names another checkpoint path, so the sealed manifest digest is unknown)
+    done = reproduce(store_home, record, control=control, starts=2, allow_env_drift=True,
+                     models_dir=tmp_path / "models", out_dir=tmp_path / "now",
+                     launcher=scripted_launcher([0.0045]))
+    c = done.controlled
+    assert c is not None and c.order == ["record", "control", "control", "record"]
+    [suite] = c.suites
+    assert suite.host_factor is not None and suite.host_factor < 0.85
+    assert suite.uncontrolled is not None and suite.uncontrolled < 0.85
+    assert c.uncontrolled.status == "failed"  # the row-level verdict blames the record
+    [perf] = done.performance.suites
+    assert perf.ratio == pytest.approx(1.0, abs=0.15), perf.detail
+    assert done.performance.status != "failed", perf.detail
+    assert done.verification and done.record in [s.record for s in c.starts]
+    assert done.host_speed is not None  # both runs kept their probe (the client's host)
+
+
+@SQLITE
+def test_a_control_is_another_record_refused_before_anything_runs(
+        cli, sealed_capture, models, tmp_path, hash_cache) -> None:  # noqa: F811
+    from registry.executor import engine
+
+    started = len(engine.STARTED)
+    recipe = RECIPES / "tiny-bf16-kv.toml"
+    base = ["reproduce", sealed_capture, "--models", models, "--allow-env-drift", "--recipe",
+            recipe, "--out", tmp_path / "again"]
+    itself = cli(*base, "--control", sealed_capture[:12])
+    assert itself.exit_code == 4 and "cannot be its control" in itself.stderr
+    teacher = cli(*base, "--control", "teacher")
+    assert teacher.exit_code == 4 and "lane tiny-bf16-exact has no teacher record" in teacher.stderr
+    assert cli(*base, "--control", "abcdef12").exit_code == 5
+    assert len(engine.STARTED) == started and not (tmp_path / "again").exists()

@@ -33,7 +33,7 @@ from registry.measure.quality import assess, usable
 from registry.recipe.schema import MetricFormula
 
 LEVEL = 0.95
-NOISE_PCT = 2.0  # a change inside +-2% is "no difference" (criterion.rs's default noise)
+NOISE_PCT = 2.0  # a change inside +-2% is "no difference" (criterion.rs: 1% by default)
 
 
 class StartFigure(Frozen):
@@ -169,3 +169,16 @@ def boost_verdict(interval: PairedInterval | None, noise_pct: float = NOISE_PCT)
     if high < 0:
         return "slower"
     return "inconclusive"
+
+
+def figures_by_start(rows: Sequence[BenchRow], formula: MetricFormula,
+                     window: int) -> list[float]:
+    """One figure per engine start a record's rows came from (`BenchRow.start`; a record
+    of one start gives one), starts without an unflagged row left out."""
+    starts = sorted({r.start for r in rows})
+    out = []
+    for k in starts:
+        value, _ = start_figure([r for r in rows if r.start == k], formula, window)
+        if value:
+            out.append(value)
+    return out
