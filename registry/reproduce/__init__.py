@@ -18,6 +18,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+# Loaded before `def attest` below: importing the submodule `attest` later (inside that
+# function) would rebind the package's name `attest` to the module, and a process that
+# reproduces twice (a fleet worker) would then call a module.
+import registry.reproduce.attest  # noqa: F401
 from registry.base.confine import inside
 from registry.base.hashing import Progress
 from registry.base.model import Frozen
