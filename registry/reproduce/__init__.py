@@ -81,6 +81,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     """Reproduce record `prefix`; `hooks` are the executor's progress callbacks; with
     `control` (a record, or `teacher`: the lane's), `starts` starts of each alternate."""
     from registry.contracts.sealed import load_sealed, sealed_run
+    from registry.executor.engine import Engine
     from registry.executor.run import Hooks as RunHooks
     from registry.executor.run import run
     from registry.store.query import sealed_statement
@@ -124,7 +125,8 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
 
     with suite_folder(suites, recipe_path) as recipe_dir:
         run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
-            models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more))
+            models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more),
+            launcher=launcher or Engine)
     sealed = _seal(home, run_dir, recipe_path, original.id, env, progress)
     new = load_sealed(home, sealed.id)
     performance = performance_verdict(original, new, formula, window, min_performance,
