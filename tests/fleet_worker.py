@@ -30,6 +30,8 @@ def fleet_launcher(models: Path, gap_s: float = 0.002):  # type: ignore[no-untyp
     def launch(plan, out):  # type: ignore[no-untyped-def]
         argv = ["python", str(SCRIPT), "--port", str(plan.port),
                 json.dumps({"gap_s": gap_s, "log_file": str(log)})]
+        if os.environ.get("FLEET_TEST_ENGINE_FAILS"):  # an engine that dies starting
+            argv = ["python", "-c", "import sys; print('engine: out of memory'); sys.exit(3)"]
         return Engine(plan.model_copy(update={"argv": argv}), out)
 
     return launch

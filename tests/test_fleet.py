@@ -164,8 +164,149 @@ def test_two_jobs_run_once_each_and_their_records_reach_the_team(fleet: Fleet) -
         assert j.state.value == "done", (j.phase, j.reason, j.log)
         assert len(j.records) == 1 and len(j.attestations) == 1 and j.pushed
         assert j.worker == "w1" and j.attempts == 1  # procrastinate counts the run that ended
-        print(j.id, j.added_at, j.started_at, j.updated_at)
     assert started_count(fleet) == {i: 1 for i in ids}
     team = team_records(fleet)
     assert fleet.record in team and all(done[i].records[0] in team for i in ids)
     assert len(team) == 3
+
+
+def wait_for(check, timeout: float = 300, what: str = "") -> None:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def tagged(fleet: Fleet, job_ids: list[int]) -> dict[int, list[str]]:
+    """Per job, the team's records whose signed subjects carry that job's tag."""
+    import hashlib
+
+    from registry.fleet.execute import TAG, JobSpec, tag_bytes
+    from registry.fleet.queue import hardware_queue
+    from registry.store.home import home_at
+    from registry.store.query import find_records, sealed_statement
+
+    home = home_at(fleet.home(f"reader-{uuid.uuid4().hex[:6]}"))
+    found: dict[int, list[str]] = {i: [] for i in job_ids}
+    want = {}
+    for i in job_ids:
+        for hw in ("test-a", "test-b"):
+            spec = JobSpec(id=i, queue=hardware_queue(hw), kind="reproduce", target="")
+            want[hashlib.sha256(tag_bytes(spec)).hexdigest()] = i
+    for row in find_records(home):
+        _, st = sealed_statement(home, row.id)
+        for sub in st.subject:
+            if sub.name == TAG and sub.digest["sha256"] in want:
+                found[want[sub.digest["sha256"]]].append(row.id)
+    return found
+
+
+def test_fifty_jobs_three_workers_each_done_once_on_its_own_hardware(fleet: Fleet) -> None:
+    a_jobs, b_jobs = add(fleet, 38, "test-a"), add(fleet, 12, "test-b")
+    procs = [fleet.start("w1", "test-a"), fleet.start("w2", "test-a"),
+             fleet.start("w3", "test-b")]
+    wait_for(lambda: all(j.state.value in ("done", "failed")
+                         for j in jobs(fleet).values()), 560, "50 jobs")
+    for p in procs:  # graceful stop: idle workers leave at once
+        p.send_signal(signal.SIGTERM)
+    reports = {r["name"]: r for r in finish(procs, timeout=60)}
+    done = jobs(fleet)
+    assert all(j.state.value == "done" for j in done.values()), \
+        [(j.id, j.reason) for j in done.values() if j.state.value != "done"]
+    assert started_count(fleet) == {i: 1 for i in a_jobs + b_jobs}  # none ran twice
+    for i in a_jobs:
+        assert done[i].worker in ("w1", "w2")  # never another hardware's job
+    for i in b_jobs:
+        assert done[i].worker == "w3"
+    assert sorted(reports["w3"]["jobs"]) == b_jobs
+    assert sorted(reports["w1"]["jobs"] + reports["w2"]["jobs"]) == a_jobs
+    records = [r for j in done.values() for r in j.records]
+    assert len(records) == len(set(records)) == 50
+    assert all(len(j.attestations) == 1 and j.pushed for j in done.values())
+    per_job = tagged(fleet, a_jobs + b_jobs)  # the team remote, read by a fresh home
+    assert all(per_job[i] == done[i].records for i in per_job), per_job
+
+
+PHASES = ["taken", "engine", "suite", "sealing", "sealed", "pushing"]
+
+
+def test_a_worker_killed_at_each_step_loses_nothing_and_seals_once(fleet: Fleet) -> None:
+    """kill -9 at each phase: the lease runs out, the job runs again (elsewhere before
+    sealing; on the same home after, since only it holds what was sealed), and the team
+    ends with exactly one record per job."""
+    ids = []
+    for phase in PHASES:
+        [job] = add(fleet, 1, "test-a")
+        ids.append(job)
+        victim = fleet.start("wa", "test-a", env={"REGISTRY_FLEET_PAUSE_AT": f"{phase}:120"})
+        wait_for(lambda: jobs(fleet)[job].phase == phase, 200, f"job {job} at {phase}")
+        victim.kill()  # SIGKILL: no cleanup, the lease is simply no longer renewed
+        victim.wait()
+        time.sleep(2.5)  # the heartbeat is now older than stalled_s
+        sealed_phase = phase in ("sealing", "sealed", "pushing")
+        other = fleet.start("wb", "test-a", once=True)
+        [report] = finish([other])
+        if sealed_phase:
+            assert report["jobs"] == [], phase  # not its home's: left for wa
+            assert jobs(fleet)[job].queue == "home:wa"
+            [again] = finish([fleet.start("wa", "test-a", once=True)])
+            assert again["jobs"] == [job]
+        else:
+            assert report["jobs"] == [job], (phase, jobs(fleet)[job])
+        j = jobs(fleet)[job]
+        assert j.state.value == "done", (phase, j.reason)
+        assert started_count(fleet)[job] == 2 and len(j.records) == 1
+        if phase in ("sealed", "pushing"):
+            assert "resumed" in (j.reason or ""), j.reason  # found, not sealed again
+    per_job = tagged(fleet, ids)
+    assert all(len(per_job[i]) == 1 and per_job[i] == jobs(fleet)[i].records for i in ids), \
+        per_job
+
+
+def test_a_job_that_keeps_failing_stops_after_three_runs_with_its_log(fleet: Fleet) -> None:
+    [job] = add(fleet, 1, "test-a")
+    proc = fleet.start("wf", "test-a", env={"FLEET_TEST_ENGINE_FAILS": "1"})
+    wait_for(lambda: jobs(fleet)[job].state.value == "failed", 200, "three failures")
+    proc.send_signal(signal.SIGTERM)
+    finish([proc], timeout=60)
+    j = jobs(fleet)[job]
+    assert j.attempts == 3 and started_count(fleet)[job] == 3
+    assert j.reason and j.reason.startswith("failed 3 times, not retried: "), j.reason
+    assert "engine exited" in j.reason and "out of memory" in (j.log or ""), (j.reason, j.log)
+    assert j.records == []
+
+
+def test_cancel_and_the_commands(fleet: Fleet, cli, monkeypatch) -> None:
+    monkeypatch.setenv("REGISTRY_QUEUE_URL", fleet.url)
+    monkeypatch.setenv("REGISTRY_HOME", str(fleet.lead))
+    r = cli("queue", "add", fleet.record[:12], "--hardware", "test-a", "--json")
+    assert r.exit_code == 0, r.stderr
+    job = json.loads(r.stdout)
+    assert job["state"] == "queued" and job["target"] == fleet.record
+    r = cli("queue", "add", fleet.record[:12], "--json")  # default: the record's host
+    from registry.fleet.hardware import detect
+
+    assert json.loads(r.stdout)["hardware"] == detect().identity
+    listed = json.loads(cli("queue", "list", "--json").stdout)
+    assert [j["id"] for j in listed["jobs"]] == [job["id"], job["id"] + 1]
+    assert listed["backlog"] == {"test-a": 1, detect().identity: 1}
+    assert cli("queue", "cancel", str(job["id"])).exit_code == 0
+    assert json.loads(cli("queue", "list", "--state", "cancelled", "--json").stdout)[
+        "jobs"][0]["id"] == job["id"]
+    [report] = finish([fleet.start("wc", "test-a", once=True)])
+    assert report["jobs"] == []  # a cancelled job is never taken
+    again = cli("queue", "cancel", str(job["id"]))
+    assert again.exit_code == 6 and "cancelled" in again.stderr
+    table = cli("queue", "list")
+    assert table.exit_code == 0 and "backlog:" in table.stdout
+    assert all(len(line) <= 80 for line in table.stdout.splitlines())
+    bad = cli("queue", "add", fleet.record[:12], "--hardware", "Big GPU")
+    assert bad.exit_code == 4 and "Traceback" not in bad.stderr
+    assert cli("queue", "add", "ffffffffff").exit_code == 5
+    assert cli("queue", "cancel", "999").exit_code == 5
+    monkeypatch.delenv("REGISTRY_QUEUE_URL")
+    monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
+    none = cli("queue", "list")
+    assert none.exit_code == 2 and "REGISTRY_QUEUE_URL" in none.stderr
