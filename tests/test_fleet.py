@@ -53,7 +53,7 @@ class Fleet:
             self.home(name)
         opts = {"url": self.url, "name": name, "hardware": hardware,
                 "work_dir": str(self.root / name / "runs"),
-                "remote": "origin", "heartbeat_s": 0.5, "stalled_s": 2.0, **options}
+                "remote": "origin", "heartbeat_s": 1.0, "stalled_s": 5.0, **options}
         extra = opts.pop("env", {})
         env = {**self.env, "REGISTRY_HOME": str(home), "REGISTRY_FLEET_HARDWARE": hardware,
                **extra}  # type: ignore[dict-item]
@@ -244,7 +244,7 @@ def test_a_worker_killed_at_each_step_loses_nothing_and_seals_once(fleet: Fleet)
         wait_for(lambda: jobs(fleet)[job].phase == phase, 200, f"job {job} at {phase}")
         victim.kill()  # SIGKILL: no cleanup, the lease is simply no longer renewed
         victim.wait()
-        time.sleep(2.5)  # the heartbeat is now older than stalled_s
+        time.sleep(5.5)  # the heartbeat is now older than stalled_s
         sealed_phase = phase in ("sealing", "sealed", "pushing")
         other = fleet.start("wb", "test-a", once=True)
         [report] = finish([other])

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from registry.base.model import Frozen
 from registry.errors import RegistryError
-from registry.fleet.execute import Context, JobSpec, run_job
+from registry.fleet.execute import Context, JobSpec, Outcome, run_job
 from registry.fleet.queue import (
     MAX_ATTEMPTS,
     TASK,
@@ -76,8 +76,10 @@ def default_name() -> str:
     return platform.node() or f"worker-{os.getpid()}"
 
 
-def serve(home: Home, opts: WorkerOptions, launcher: Launcher | None = None) -> WorkerReport:
-    """Run the worker until SIGTERM, `--once`, or `--max-jobs` jobs."""
+def serve(home: Home, opts: WorkerOptions, launcher: Launcher | None = None,
+          runner: Runner | None = None) -> WorkerReport:
+    """Run the worker until SIGTERM, `--once`, or `--max-jobs` jobs; `runner` replaces
+    what a job does (the queue benchmark measures the queue alone with it)."""
     from registry.store.writer import ready_signer
 
     ready_signer(home)  # a worker that cannot sign would fail every job: stop now
@@ -85,12 +87,12 @@ def serve(home: Home, opts: WorkerOptions, launcher: Launcher | None = None) -> 
     opts.work_dir.mkdir(parents=True, exist_ok=True)
     report = WorkerReport(name=opts.name, hardware=opts.hardware,
                           queues=[hardware_queue(opts.hardware), home_queue(opts.name)])
-    asyncio.run(_serve(home, opts, launcher, report))
+    asyncio.run(_serve(home, opts, launcher, report, runner or run_job))
     return report
 
 
 async def _serve(home: Home, opts: WorkerOptions, launcher: Launcher | None,
-                 report: WorkerReport) -> None:
+                 report: WorkerReport, runner: Runner) -> None:
     from procrastinate import RetryStrategy
     from procrastinate.worker import Worker
 
@@ -106,7 +108,7 @@ async def _serve(home: Home, opts: WorkerOptions, launcher: Launcher | None,
         # RetryStrategy counts retries; MAX_ATTEMPTS counts runs
         app.task(name=TASK, pass_context=True,
                  retry=RetryStrategy(max_attempts=MAX_ATTEMPTS - 1))(
-            _task(home, opts, launcher, report, worker, limit))
+            _task(home, opts, launcher, report, worker, limit, runner))
         await _reclaim(app, opts, report)  # before taking anything: lost jobs first
         reclaimer = asyncio.create_task(_reclaim_loop(app, opts, report))
         try:
@@ -115,18 +117,45 @@ async def _serve(home: Home, opts: WorkerOptions, launcher: Launcher | None,
             reclaimer.cancel()
 
 
+class LeaseLost(RegistryError):
+    """This worker no longer holds the job (its heartbeat was late and another worker put
+    the job back): stop before sealing or pushing anything more."""
+
+
+class Cancelled(RegistryError):
+    """`registry queue cancel` asked the running job to stop."""
+
+
+LEASE_LOST_EXIT = 75
+"""The worker's exit status after it found it had lost a job's lease (EX_TEMPFAIL)."""
+
+
+Runner = Callable[[JobSpec, Context], Outcome]
+
+
 def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: WorkerReport,
-          worker: Worker, limit: int | None) -> Callable[..., None]:
+          worker: Worker, limit: int | None, runner: Runner) -> Callable[..., None]:
     def job(context: JobContext, kind: str, target: str, control: str | None) -> None:
         j = context.job
         assert j.id is not None
         report.jobs.append(j.id)
         if limit is not None and len(report.jobs) >= limit:
-            worker.stop()  # type: ignore[no-untyped-call]  # this job is the last one: finish it, take no other
+            # this job is the last one: finish it, take no other
+            worker.stop()  # type: ignore[no-untyped-call]
         spec = JobSpec(id=j.id, queue=hardware_queue(opts.hardware), kind=kind,
                        target=target, control=control, attempt=j.attempts)
         try:
-            _run(home, opts, launcher, spec)
+            _run(home, opts, launcher, spec, _Lease(j.id, j.worker_id, context), runner)
+        except LeaseLost as e:
+            # procrastinate would now mark the job finished, although another worker may
+            # hold it: a zombie must persist nothing, so it leaves (its supervisor restarts
+            # it). The engine is already down: the executor tore it down on the way out.
+            log.error("%s", e)
+            os._exit(LEASE_LOST_EXIT)
+        except Cancelled as e:
+            from procrastinate.exceptions import JobAborted
+
+            raise JobAborted(str(e)) from None
         except BaseException:
             report.failed.append(j.id)
             raise
@@ -134,7 +163,25 @@ def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: Wo
     return job
 
 
-def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSpec) -> None:
+class _Lease:
+    """Whether this worker still holds the job, asked at every phase: a worker whose
+    heartbeat came late may have lost it to another, and must then stop (fencing)."""
+
+    def __init__(self, job_id: int, worker_id: int | None, context: JobContext) -> None:
+        self.job_id, self.worker_id, self.context = job_id, worker_id, context
+
+    def check(self, conn: Any, phase: str) -> None:
+        if self.context.should_abort():
+            raise Cancelled(f"job {self.job_id} was cancelled at phase {phase}")
+        row = conn.execute("SELECT status::text AS status, worker_id FROM procrastinate_jobs "
+                           "WHERE id = %s", (self.job_id,)).fetchone()
+        if row is None or row["status"] != "doing" or row["worker_id"] != self.worker_id:
+            raise LeaseLost(f"job {self.job_id}: lease lost before phase {phase} (another "
+                            "worker put it back); this attempt stops")
+
+
+def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSpec,
+         lease: _Lease, runner: Runner) -> None:
     """One job: every phase noted on its row; a failure keeps its reason and log tail and
     is raised again so that procrastinate retries it (or stops at MAX_ATTEMPTS)."""
     with connect(opts.url) as conn:
@@ -142,15 +189,22 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
              home_queue=home_queue(opts.name), reason=None)
         conn.execute("UPDATE registry_fleet_jobs SET started_at = now() WHERE job_id = %s",
                      (spec.id,))
+        _pause_for_tests("taken")
 
         def phase(name: str) -> None:
+            lease.check(conn, name)
             note(conn, spec.id, phase=name)
             _pause_for_tests(name)
 
         ctx = Context(home=home, work_dir=opts.work_dir, phase=phase,
                       models_dir=opts.models_dir, remote=opts.remote, launcher=launcher)
         try:
-            out = run_job(spec, ctx)
+            out = runner(spec, ctx)
+        except LeaseLost:
+            raise  # the job's row is another attempt's now: leave it alone
+        except Cancelled:
+            note(conn, spec.id, phase="cancelled", log=_log_tail(opts.work_dir, spec))
+            raise
         except Exception as e:
             last = spec.attempt + 1 >= MAX_ATTEMPTS
             reason = str(e) if isinstance(e, RegistryError) else f"{type(e).__name__}: {e}"
@@ -158,6 +212,7 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
                  reason=(f"failed {spec.attempt + 1} times, not retried: " if last else
                          f"attempt {spec.attempt + 1} failed: ") + reason)
             raise
+        lease.check(conn, "done")
         note(conn, spec.id, phase="done", records=out.records,
              attestations=out.attestations, pushed=out.pushed,
              reason=f"verdict {out.verdict}" + (" (resumed: sealed by an earlier attempt)"
