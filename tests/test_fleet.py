@@ -241,7 +241,8 @@ def test_a_worker_killed_at_each_step_loses_nothing_and_seals_once(fleet: Fleet)
         [job] = add(fleet, 1, "test-a")
         ids.append(job)
         victim = fleet.start("wa", "test-a", env={"REGISTRY_FLEET_PAUSE_AT": f"{phase}:120"})
-        wait_for(lambda: jobs(fleet)[job].phase == phase, 200, f"job {job} at {phase}")
+        wait_for(lambda job=job, phase=phase: jobs(fleet)[job].phase == phase, 200,
+                 f"job {job} at {phase}")
         victim.kill()  # SIGKILL: no cleanup, the lease is simply no longer renewed
         victim.wait()
         time.sleep(5.5)  # the heartbeat is now older than stalled_s
