@@ -37,13 +37,22 @@ def fleet_launcher(models: Path, gap_s: float = 0.002):  # type: ignore[no-untyp
     return launch
 
 
+def noop(job, ctx):  # type: ignore[no-untyped-def]
+    """A job that does nothing: what is left is the queue's own cost (the benchmark)."""
+    from registry.fleet.execute import Outcome
+
+    return Outcome(records=[], attestations=[], verdict="noop", pushed=False)
+
+
 def main() -> None:
     from registry.fleet.worker import WorkerOptions, serve
     from registry.store.home import find_home
 
     opts = WorkerOptions.model_validate_json(sys.argv[1])
+    models = os.environ.get("REGISTRY_MODELS")
     report = serve(find_home(None), opts,
-                   launcher=fleet_launcher(Path(os.environ["REGISTRY_MODELS"])))
+                   launcher=fleet_launcher(Path(models)) if models else None,
+                   runner=noop if os.environ.get("FLEET_NOOP_JOBS") else None)
     print(json.dumps(report.model_dump(mode="json")), flush=True)
 
 

@@ -5,62 +5,16 @@ leases taken over, a worker never taking another hardware's job."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.fleet_team import STALLED_S, Fleet, build_fleet
 
 pytestmark = pytest.mark.postgres
-
-
-@dataclass
-class Fleet:
-    url: str
-    root: Path
-    keys: Path
-    keyid: str
-    remote: Path
-    lead: Path
-    record: str
-    models: Path
-    env: dict[str, str]
-
-    def home(self, name: str) -> Path:
-        """A worker host's home: the team's root pinned, the remote's ledger pulled."""
-        from registry.cli.keys import pin_keys
-        from registry.store.create import init_home
-        from registry.team.remotes import add_remote, get_remote
-        from registry.team.sync import pull
-
-        home = init_home(self.root / name / ".registry")
-        pin_keys(home, [self.keyid], 1)
-        add_remote(home, "origin", str(self.remote))
-        pull(home, get_remote(home, "origin"))
-        return home.root
-
-    def start(self, name: str, hardware: str, **options: object) -> subprocess.Popen[str]:
-        """A worker process named `name` on `hardware`, its home created on first use."""
-        home = self.root / name / ".registry"
-        if not home.exists():
-            self.home(name)
-        opts = {"url": self.url, "name": name, "hardware": hardware,
-                "work_dir": str(self.root / name / "runs"),
-                "remote": "origin", "heartbeat_s": 1.0, "stalled_s": 5.0, **options}
-        extra = opts.pop("env", {})
-        env = {**self.env, "REGISTRY_HOME": str(home), "REGISTRY_FLEET_HARDWARE": hardware,
-               **extra}  # type: ignore[dict-item]
-        log = (self.root / f"{name}.log").open("a")
-        return subprocess.Popen([sys.executable, "-m", "tests.fleet_worker", json.dumps(opts)],
-                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log,
-                                text=True)
 
 
 @pytest.fixture
@@ -79,39 +33,12 @@ def queue_db(postgres_server):
 @pytest.fixture
 def fleet(tmp_path, queue_db, monkeypatch, hash_cache) -> Fleet:
     """The lead's home with one record sealed on the scripted engine, pushed to a folder
-    remote; worker homes pin the lead's root and pull it."""
-    from registry.executor.run import run
-    from registry.recipe import load_recipe
-    from registry.seal import seal_run
-    from registry.signing.keys import create_key, signing_key
-    from registry.store.create import init_home
-    from registry.store.trust import genesis
-    from registry.team.remotes import add_remote, get_remote
-    from registry.team.sync import create_remote, push
-    from tests.fleet_worker import fleet_launcher
-    from tests.test_ab import recipe_pair
-
-    monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
-    keys = tmp_path / "keys"
-    monkeypatch.setenv("REGISTRY_KEYS_DIR", str(keys))
-    key = create_key(keys)
-    lead = init_home(tmp_path / "lead" / ".registry")
-    genesis(lead, signing_key(keys))
-    a, _, models = recipe_pair(tmp_path, "0.003")
-    monkeypatch.setenv("REGISTRY_MODELS", str(models))
-    recipe = load_recipe(Path(a))
-    run(recipe, tmp_path / "first", recipe_dir=Path(a).parent, recipe_file=Path(a),
-        models_dir=models, launcher=fleet_launcher(models))
-    record = seal_run(tmp_path / "first", home=lead, recipe_path=Path(a)).id
-    remote = tmp_path / "remote"
-    add_remote(lead, "origin", str(remote))
-    create_remote(get_remote(lead, "origin"))
-    push(lead, get_remote(lead, "origin"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REGISTRY_")}
-    env.update(REGISTRY_KEYS_DIR=str(keys), REGISTRY_HASH_CACHE=str(hash_cache),
-               REGISTRY_MODELS=str(models), PYTHONPATH=str(ROOT))
-    return Fleet(url=queue_db, root=tmp_path, keys=keys, keyid=key.keyid, remote=remote,
-                 lead=lead.root, record=record, models=models, env=env)
+    remote; worker homes pin the lead's root and pull it (tests/fleet_team.py)."""
+    for name in ("REGISTRY_DATABASE_URL", "REGISTRY_KEYS_DIR", "REGISTRY_MODELS"):
+        monkeypatch.delenv(name, raising=False)  # restored after the test
+    monkeypatch.setenv("REGISTRY_KEYS_DIR", "")
+    monkeypatch.setenv("REGISTRY_MODELS", "")
+    return build_fleet(tmp_path, queue_db)
 
 
 def add(fleet: Fleet, n: int, hardware: str) -> list[int]:
@@ -245,7 +172,7 @@ def test_a_worker_killed_at_each_step_loses_nothing_and_seals_once(fleet: Fleet)
                  f"job {job} at {phase}")
         victim.kill()  # SIGKILL: no cleanup, the lease is simply no longer renewed
         victim.wait()
-        time.sleep(5.5)  # the heartbeat is now older than stalled_s
+        time.sleep(STALLED_S + 1)  # the heartbeat is now older than the lease
         sealed_phase = phase in ("sealing", "sealed", "pushing")
         other = fleet.start("wb", "test-a", once=True)
         [report] = finish([other])

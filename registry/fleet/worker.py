@@ -109,8 +109,8 @@ async def _serve(home: Home, opts: WorkerOptions, launcher: Launcher | None,
         app.task(name=TASK, pass_context=True,
                  retry=RetryStrategy(max_attempts=MAX_ATTEMPTS - 1))(
             _task(home, opts, launcher, report, worker, limit, runner))
-        await _reclaim(app, opts, report)  # before taking anything: lost jobs first
-        reclaimer = asyncio.create_task(_reclaim_loop(app, opts, report))
+        await _reclaim(app, opts, report, None)  # before taking anything: lost jobs first
+        reclaimer = asyncio.create_task(_reclaim_loop(app, opts, report, worker))
         try:
             await worker.run()  # type: ignore[no-untyped-call]
         finally:
@@ -242,23 +242,28 @@ def _pause_for_tests(phase: str) -> None:
         time.sleep(float(seconds or 30))
 
 
-async def _reclaim_loop(app: App, opts: WorkerOptions, report: WorkerReport) -> None:
+async def _reclaim_loop(app: App, opts: WorkerOptions, report: WorkerReport,
+                        worker: Worker) -> None:
     while True:
         await asyncio.sleep(opts.heartbeat_s)
         try:
-            await _reclaim(app, opts, report)
+            await _reclaim(app, opts, report, worker.worker_id)
         except Exception as e:  # the next round tries again; the worker keeps working
             log.warning("reclaiming lost jobs failed: %s", e)
 
 
-async def _reclaim(app: App, opts: WorkerOptions, report: WorkerReport) -> None:
-    """Put back the jobs of workers whose lease (heartbeat) ran out."""
+async def _reclaim(app: App, opts: WorkerOptions, report: WorkerReport,
+                   me: int | None) -> None:
+    """Put back the jobs of workers whose lease (heartbeat) ran out; never this worker's
+    own (`me`): it knows it is alive, however late its heartbeat."""
     from procrastinate.jobs import Status
 
     stalled = await app.job_manager.get_stalled_jobs(
         seconds_since_heartbeat=opts.stalled_s, task_name=TASK)
     for job in stalled:
         assert job.id is not None
+        if me is not None and job.worker_id == me:
+            continue
         row = await asyncio.to_thread(_row, opts.url, job.id)
         phase, holder = (row or {}).get("phase"), (row or {}).get("home_queue")
         queue = holder if phase in SEALED and holder else None
