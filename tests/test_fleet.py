@@ -230,6 +230,12 @@ def test_cancel_and_the_commands(fleet: Fleet, cli, monkeypatch) -> None:
     table = cli("queue", "list")
     assert table.exit_code == 0 and "backlog:" in table.stdout
     assert all(len(line) <= 80 for line in table.stdout.splitlines())
+    site = fleet.root / "site"
+    r = cli("report", "--fleet", "--out", site)
+    assert r.exit_code == 0, r.stderr
+    page = (site / "fleet.html").read_text()
+    assert f"<td>{job['id']}</td>" in page and "cancelled" in page and detect().identity in page
+    assert 'href="fleet.html"' in (site / "index.html").read_text()
     bad = cli("queue", "add", fleet.record[:12], "--hardware", "Big GPU")
     assert bad.exit_code == 4 and "Traceback" not in bad.stderr
     assert cli("queue", "add", "ffffffffff").exit_code == 5

@@ -24,6 +24,9 @@ def report(
         "--lane", show_default=False, help="Only the records of this lane.")] = None,
     out: Annotated[Path, typer.Option(
         "--out", help="Folder to write (new, empty, or an earlier report).")] = Path("report"),
+    fleet: Annotated[bool, typer.Option(
+        "--fleet", help="Add fleet.html: the bench queue's backlog, workers and jobs "
+                        "($REGISTRY_QUEUE_URL, else $REGISTRY_DATABASE_URL).")] = False,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
@@ -35,8 +38,13 @@ def report(
     from registry.cli.output import console, print_json
     from registry.report import Selection, build_report
 
+    queue = None
+    if fleet:
+        from registry.fleet.queue import list_jobs, queue_url
+
+        queue = list_jobs(queue_url())
     summary = build_report(find(home), out, Selection(ids=records or [], where=where or [],
-                                                       lane=lane))
+                                                       lane=lane), fleet=queue)
     if json:
         print_json(summary)
         return

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from importlib import resources
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -28,6 +28,9 @@ from registry.report.load import RecordData, Skipped, load_records
 from registry.report.pages import PATHS, SAFE_NAME
 from registry.store.home import Home
 from registry.store.index import RecordRow
+
+if TYPE_CHECKING:
+    from registry.fleet.queue import QueueSummary
 
 MARKER = ".registry-report"
 LOG_LIMIT = 64 * 2**20  # a bigger artifact is listed, not rendered
@@ -68,14 +71,21 @@ def select(home: Home, selection: Selection) -> list[RecordRow]:
     return [r for r in found if r.id in kept]
 
 
-def build_report(home: Home, out: Path, selection: Selection) -> ReportSummary:
+def build_report(home: Home, out: Path, selection: Selection,
+                 fleet: QueueSummary | None = None) -> ReportSummary:
+    """The site for the chosen records; with `fleet`, a page of the bench queue too."""
     started = time.perf_counter()
     _check_target(out)
     records, skipped = load_records(home, select(home, selection))
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        counts = _write_site(home, staging, records, skipped)
+        counts = _write_site(home, staging, records, skipped, fleet is not None)
+        if fleet is not None:
+            from registry.report.fleet import PATH, fleet_page
+
+            _write(staging, PATH, fleet_page(fleet, {r.id for r in records}))
+            counts["fleet"] = 1
         (staging / MARKER).write_text("written by registry report\n")
         _replace(staging, out)
     except BaseException:
@@ -104,7 +114,7 @@ def _replace(staging: Path, out: Path) -> None:
 
 
 def _write_site(home: Home, site: Path, records: list[RecordData],
-                skipped: Sequence[Skipped]) -> dict[str, int]:
+                skipped: Sequence[Skipped], fleet: bool = False) -> dict[str, int]:
     for folder in ("assets", "records", "diffs", "lanes", "logs"):
         (site / folder).mkdir()
     _assets(site / "assets")
@@ -127,7 +137,7 @@ def _write_site(home: Home, site: Path, records: list[RecordData],
     for lane, members in by_lane.items():
         _write(site, PATHS.lane(lane), pages.lane_page(lane, members,
                                                        teacher_changes(home, members)))
-    _write(site, "index.html", pages.index_page(records, skipped, sorted(by_lane)))
+    _write(site, "index.html", pages.index_page(records, skipped, sorted(by_lane), fleet))
     return {"records": len(records), "diffs": len(pairs), "lanes": len(by_lane),
             "logs": len({sha for m in logs.values() for sha in m.values()}), "index": 1}
 
