@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("seal",),
     ("importer",),
     ("reproduce",),
+    ("claims",),
     ("ab",),
     ("fleet",),
     ("compare",),

@@ -133,16 +133,18 @@ def test_a_claim_the_rows_do_not_give_is_a_finding(cli, store_home, tmp_path) ->
          "verification": {"tok_s": 102.97, "metric": "lab re-run"}}))
     r = cli("import", capsule)
     assert r.exit_code == 0, r.stderr
-    assert "finding: published decode_tok_s claim 101.97" in r.stdout
+    assert "finding: published decode_tok_s claim: median 101.97" in r.stdout
     [done] = imports(cli, capsule)
-    claims = {f["key"]: f for f in done["published"] if f["aggregation"] == "claim"}
+    claims = {f["key"]: f for f in done["published"] if f["aggregation"].startswith("claim")}
     assert claims["claimed.tok_s"]["agrees"] is False  # rows: 102.97143559613157
-    assert claims["verification.tok_s"]["agrees"] is True  # as written, to 2 decimals
+    # "lab re-run" names no formula: recorded under its own words, never re-derived
+    assert "agrees" not in claims["verification.tok_s"]
+    assert "names no re-derivable formula" in claims["verification.tok_s"]["note"]
     shown = cli("show", done["record"]["id"])
-    assert "finding: published decode_tok_s claim 101.97" in shown.stdout
+    assert "finding: published decode_tok_s claim: median 101.97" in shown.stdout
     other = imports(cli, LAGUNA)[0]["record"]["id"]
     d = json.loads(cli("diff", other, done["record"]["id"], "--json").stdout)
-    [pair] = [x for x in d["published"] if x["aggregation"] == "claim"]
+    [pair] = [x for x in d["published"] if x["aggregation"] == "claim: median"]
     assert "a" not in pair and pair["b"]["agrees"] is False
     assert pair["b"]["rederived"] == 102.97143559613157  # re-derived again by diff
     assert "≠ FINDING" in cli("diff", other, done["record"]["id"]).stdout

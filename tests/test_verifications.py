@@ -166,3 +166,15 @@ def test_a_verification_travels_with_a_pull(cli, team, tmp_path, make_run,  # no
     assert v["id"] == att and v["signer"] == alice.keyid
     report = verify_all(cli, bob)
     assert report["code"] == 0 and report["verifications"] == 1, report
+
+
+@SQLITE
+def test_the_report_shows_a_records_verifications(cli, store_home, two, tmp_path) -> None:
+    att = json.loads(cli("review", two[0], "--json").stdout)["verification"]
+    r = cli("report", *two, "--out", tmp_path / "site")
+    assert r.exit_code == 0, r.stderr
+    records = tmp_path / "site" / "records"
+    [page] = [p.read_text() for p in records.glob(f"{two[0][:12]}*.html")]
+    assert "verifications (signed attestations)" in page and att[:12] in page
+    [other] = [p.read_text() for p in records.glob(f"{two[1][:12]}*.html")]
+    assert "verifications (signed attestations)" not in other

@@ -13,8 +13,8 @@ from importlib import import_module
 from registry.cli.app import app
 
 GROUPS = ("recipe", "inspect", "run", "home", "keys", "verify", "records", "seal", "team",
-          "review", "contracts", "resolve", "diff", "reproduce", "ab", "queue", "worker",
-          "report", "compare", "bench")
+          "review", "contracts", "resolve", "diff", "reproduce", "ab", "claim", "queue",
+          "worker", "report", "compare", "bench")
 """The command groups: each is `registry/cli/<group>.py` with a `register(app)`."""
 
 

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from registry.base.files import read_json
 from registry.errors import InvalidInput
 from registry.formats.rundir import Bench, BenchRow, SuiteRef
+from registry.measure.physical import refuse_rows
 
 
 def convert_bench(path: Path, suite_sha256: str | None = None) -> Bench:
@@ -23,6 +24,7 @@ def convert_bench(path: Path, suite_sha256: str | None = None) -> Bench:
         rows = [_row(suite, i, raw) for i, raw in enumerate(data["rows"])]
         params = {k: run[k] for k in ("max_tokens", "seed", "request_extra") if k in run}
         suites = [SuiteRef(name=suite, sha256=suite_sha256, prompts=len(rows))]
+        refuse_rows(rows, str(path))
         return Bench(api=str(run.get("api_mode", "completions")), model=str(run.get("model", "?")),
                      params=params, suites=suites, rows=rows)
     except (KeyError, TypeError, ValidationError) as e:

@@ -5,7 +5,11 @@ An arm is a folder, or a run id shared by files in one folder (`<run>-launch.jso
 `<run>-server.log`), that holds a log, rows, a summary or a launch file. `run/` and
 `data/` folders belong to the arm above them. Status and identity files belong to the
 arm whose folder holds them, else to every arm. A capsule with no arm is one run at
-its root. Claims (`claims/*.json`) belong to every arm.
+its root. Claims (`claims/*.json`, a packet's `claim.json`) belong to every arm. Lab
+harness logs (`validate-<stamp>.log`, `<name>-server-<run>.log`) are logs. A
+`*-summary.json` is a run's summary only when it holds a figure a run summary carries
+(`summary`, `primary_metric`, `tok_s_1_100_after_ttft`, ...): a quality decision
+named `...-summary.json` is not a run.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ class Role(StrEnum):
 LOG_NAMES = ("server.log", "server.stdout.log", "vllm.log", "engine.log")
 # (role, pattern on the file name); a run-id prefix `<run>-` is allowed where it says so
 PATTERNS: list[tuple[Role, re.Pattern[str]]] = [(role, re.compile(p)) for role, p in [
-    (Role.log, r"(?:(?P<run>.+?)-)?server(?:\.stdout)?\.log|vllm\.log|engine\.log"),
+    (Role.log, r"(?:(?P<run>.+?)-)?server(?:\.stdout)?\.log|vllm\.log|engine\.log"
+               r"|[\w.]+-server-[\w.-]+\.log|validate-[\w.-]+\.log"),
     (Role.rows, r"(?:(?P<run>.+?)-)?(?:bench|strict-performance)\.json"),
     (Role.summary, r"summary(?:-[\w.-]+)?\.json|(?P<run>.+?)-summary\.json"),
     (Role.launch, r"(?:(?P<run>.+?)-)?launch(?:-env|-args)?\.json"),
@@ -81,7 +86,7 @@ def detect(capsule: Path, *, log: Path | None = None, bench: Path | None = None,
                for role, p in given.items() if p is not None}
     found = find_manifest(capsule, files, inside(capsule, manifest, "--manifest")
                           if manifest else None)
-    arms = _arms(files, pointed)
+    arms = _arms([f for f in files if not _other_summary(capsule, f)], pointed)
     if not any(role in arm.files for arm in arms for role in (Role.log, Role.rows, Role.summary,
                                                                Role.launch, Role.status)):
         raise InvalidInput(
@@ -122,8 +127,19 @@ def _arms(files: list[str], pointed: dict[Role, str]) -> list[Arm]:
             for (folder, run), roles in sorted(groups.items())]
 
 
+def _other_summary(capsule: Path, name: str) -> bool:
+    """A file named like a summary that holds none of a run summary's figures."""
+    from registry.importer.published import SERIES
+    from registry.importer.walk import load_json
+
+    if _role(PurePosixPath(name))[0] is not Role.summary:
+        return False
+    data = load_json(capsule / name)
+    return not (isinstance(data, dict) and ({"summary", *SERIES} & set(data)))
+
+
 def _role(path: PurePosixPath) -> tuple[Role | None, str | None]:
-    if path.parent.name == "claims" and path.suffix == ".json":
+    if (path.parent.name == "claims" and path.suffix == ".json") or path.name == "claim.json":
         return Role.claim, None
     for role, pattern in PATTERNS:
         m = pattern.fullmatch(path.name)

@@ -4,8 +4,10 @@ Where the lab publishes (named aggregations over per-row values):
 - a rows file's own `summary` and a `summary*.json`'s `primary_metric`: the decode rate
   over tokens 1-100 after the first token (the lab's `tok_s_1_100_after_ttft`, its
   legacy `100 / (t[99] - t[0])`) and `ttft_ms`, as median, mean, p10, min, max, stdev;
-- `claims/*.json`: `claimed.tok_s` and `verification.tok_s`, compared with the median
-  of `100 / (t[99] - t[0])` at the precision the claim was written with.
+- `claims/*.json` (and a packet's `claim.json`): `claimed.tok_s` and `verification.tok_s`,
+  labelled with the metric the claim states (registry/formats/metricwords.py) and
+  re-derived only when its words name a formula and an aggregation the rows allow, at
+  the precision the claim was written with.
 A figure with no named formula (`tok_s_wall_full`, ...) is recorded, never re-derived.
 A figure the rows do not reproduce (1e-9 relative) is a finding.
 """
@@ -39,6 +41,7 @@ SERIES = {
     "tok_s_wall_full": ("wall_tok_s_full", None),
 }
 ALIASES = {"median_tok_s_1_100_after_ttft": "median"}
+CLAIM = "claim.json"  # the claim file a lab packet carries beside its evidence
 
 
 def published_figures(capsule: Path, files: list[str], rows: list[BenchRow] | None
@@ -48,7 +51,7 @@ def published_figures(capsule: Path, files: list[str], rows: list[BenchRow] | No
         data = load_json(capsule / name)
         if not isinstance(data, dict):
             continue
-        if PurePosixPath(name).parent.name == "claims":
+        if PurePosixPath(name).parent.name == "claims" or PurePosixPath(name).name == CLAIM:
             out += _claims(name, data, rows)
             continue
         for top in ("summary", None):
@@ -65,7 +68,7 @@ def recheck(figures: list[PublishedFigure], rows: list[BenchRow] | None
     out = []
     for f in figures:
         formula = next((m for m in MetricFormula if f.formula == formula_text(m, 100)), None)
-        claim = f.aggregation == "claim"
+        claim = f.aggregation.startswith("claim")
         again = _figure(f.source, f.key, f.metric, f.aggregation, formula, f.value,
                         _per_row(f.metric, formula, rows), _as_written if claim else _relative)
         out.append(again.model_copy(update={"note": f.note}) if claim else again)
@@ -92,15 +95,31 @@ def _summary(source: str, top: str | None, block: dict[str, Any], rows: list[Ben
 
 def _claims(source: str, data: dict[str, Any], rows: list[BenchRow] | None
             ) -> list[PublishedFigure]:
-    values = _per_row("decode_tok_s", MetricFormula.legacy_100, rows)
+    """Each figure under the metric its claim states: re-derived only when the words
+    name the formula and the aggregation (never a guessed `100 / (t[99] - t[0])`)."""
+    from registry.formats.metricwords import named
+
     out = []
     for part in ("claimed", "verification"):
         block = data.get(part)
-        if isinstance(block, dict) and _number(block.get("tok_s")):
-            figure = _figure(source, f"{part}.tok_s", "decode_tok_s", "claim",
-                             MetricFormula.legacy_100, float(block["tok_s"]), values, _as_written)
-            out.append(figure.model_copy(update={"note": str(block.get("metric", ""))[:200]
-                                                 or None}))
+        if not isinstance(block, dict) or not _number(block.get("tok_s")):
+            continue
+        metric = named(str(block.get("metric", "")))
+        formula = next((m for m in MetricFormula if m.value == metric.formula), None)
+        how = metric.aggregation if metric.aggregation in AGGREGATIONS else None
+        key, value = f"{part}.tok_s", float(block["tok_s"])
+        if formula is None or how is None:
+            missing = "formula" if formula is None else f"aggregation ({metric.aggregation})"
+            figure = PublishedFigure(source=source, key=key, metric="decode_tok_s",
+                                     aggregation=f"claim: {metric.aggregation or 'unnamed'}",
+                                     formula=metric.formula, value=value,
+                                     note=f"not re-derived: the claim's metric names no "
+                                          f"re-derivable {missing}")
+        else:
+            figure = _figure(source, key, "decode_tok_s", f"claim: {how}", formula, value,
+                             _per_row("decode_tok_s", formula, rows), _as_written)
+        out.append(figure.model_copy(update={"note": "; ".join(
+            x for x in (metric.text[:200], figure.note) if x) or None}))
     return out
 
 
@@ -114,7 +133,13 @@ def _figure(source: str, key: str, metric: str, aggregation: str,
             else "no named formula"
         return PublishedFigure(source=source, key=key, metric=metric, aggregation=aggregation,
                                formula=text, value=value, note=f"not re-derived: {why}")
-    fn = AGGREGATIONS["median" if aggregation == "claim" else aggregation]
+    # a claim sealed before its metric's words were read says only "claim": a median
+    fn = AGGREGATIONS.get("median" if aggregation == "claim" else
+                          aggregation.removeprefix("claim: "))
+    if fn is None:
+        return PublishedFigure(source=source, key=key, metric=metric, aggregation=aggregation,
+                               formula=text, value=value,
+                               note="not re-derived: no rule for this aggregation")
     if len(values) < (2 if aggregation == "stdev" else 1):
         return PublishedFigure(source=source, key=key, metric=metric, aggregation=aggregation,
                                formula=text, value=value, note="not re-derived: too few rows")

@@ -2,13 +2,15 @@
 
 An import is `failed` when a lab file says so (a non-zero exit code, an `error`, an
 `unqualified` decision, a failed gate in a summary, a failing verdict) or when the
-engine log stops before the server was ready; the lab's own words are the reason.
+engine log stops before the server was ready (a harness log that shows the server
+healthy, or answering completions, was ready); the lab's own words are the reason.
 Otherwise the state stays `unknown`: a capsule's claim of success is not a registry
 observation.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -78,14 +80,28 @@ def _failed_checks(data: dict[str, Any]) -> str:
     return f" (failed: {named})"
 
 
+# A lab harness log says the server came up in its own words, or shows it serving.
+SERVED = re.compile(r"server healthy after|\"POST /v1/(?:chat/)?completions HTTP/1\.[01]\" 200")
+
+
 def _never_ready(capsule: Path, log: str) -> str | None:
     scan = scan_log(capsule / log)
-    if scan.empty or scan.first(Kind.ready) is not None:
+    if scan.empty or scan.first(Kind.ready) is not None or _served(capsule / log):
         return None
     last = scan.facts[-1] if scan.facts else None
     where = f"; last startup line {last.line}: {last.text[:120]}" if last else ""
     raised = f"; the engine raised: {scan.exceptions[-1].text[:200]}" if scan.exceptions else ""
     return f"{log}: the engine never reported ready ({scan.lines:,} lines){where}{raised}"
+
+
+def _served(path: Path) -> bool:
+    """The log shows the server healthy or answering (a harness log whose engine lines
+    are only a tail): it did become ready."""
+    try:
+        with path.open("rb") as f:
+            return any(SERVED.search(line.decode(errors="replace")) for line in f)
+    except OSError:
+        return False
 
 
 def _text(path: Path) -> str:

@@ -5,8 +5,10 @@ vLLM keeps, per request: `ttfts` (s), `itls` (s, one per chunk after the first),
 `errors` and `generated_texts`. A row gets chunk arrival times `ttft + cumsum(itl)`
 (relative to its start, as the registry's own client stamps them); per-token times only
 when every chunk carried one token (`output_lens == chunks`), since vLLM does not keep
-token ids. Every figure is then re-derived from these rows like any run's
-(registry.measure.metrics); TTFT, TPOT, ITL and E2EL agree with vLLM's printed summary.
+token ids. A result whose times cannot be (a negative TTFT or ITL, ITLs summing past
+the end-to-end latency) is refused (registry/measure/physical.py). Every figure is then
+re-derived from these rows like any run's (registry.measure.metrics); TTFT, TPOT, ITL
+and E2EL agree with vLLM's printed summary.
 """
 
 from __future__ import annotations
@@ -69,7 +71,11 @@ def import_result(result: Path, server_log: Path, out_dir: Path, *, suite: str =
                   recipe: Path | None = None) -> Bench:
     """Write a run directory (server.log, bench.json, the result itself, status.json, the
     recipe when given) that `registry seal` seals like any run."""
-    bench = bench_from_result(read_result(result), suite)
+    from registry.measure.physical import refuse_vllm_result
+
+    data = read_result(result)
+    refuse_vllm_result(data, str(result))  # before anything is written
+    bench = bench_from_result(data, suite)
     if not server_log.is_file():
         raise InvalidInput(f"{server_log}: no such server log",
                            hint="the vllm serve output of the benchmarked server is the evidence")

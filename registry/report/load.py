@@ -11,6 +11,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from pydantic import Field
+
 from registry.base.model import Frozen
 from registry.contracts.teacher import Teacher
 from registry.errors import RegistryError
@@ -21,6 +23,7 @@ from registry.measure.metrics import decode_rate
 from registry.recipe.schema import MetricFormula, Recipe
 from registry.store.home import Home
 from registry.store.index import RecordRow
+from registry.store.verifications import StoredVerification
 
 Teachers = dict[str, "Teacher | RegistryError | None"]  # lane -> teacher, read once
 
@@ -42,6 +45,8 @@ class RecordData(Frozen):
     verdict: Verdict | None
     verdict_note: str | None  # why there is no verdict
     rates: list[RowRate]  # decode rate per row, re-derived with the recipe's formula
+    verifications: list[StoredVerification] = Field(
+        default_factory=list, description="trusted attestations that judged the record")
 
     @property
     def id(self) -> str:
@@ -69,15 +74,20 @@ class Skipped(Frozen):
 
 def load_records(home: Home, rows: Sequence[RecordRow]) -> tuple[list[RecordData], list[Skipped]]:
     from registry.store.ledger import committed_ids
+    from registry.store.verifications import all_verifications
 
     teachers: Teachers = {}
     committed = committed_ids(home.ledger)
+    attested, _ = all_verifications(home)  # read once; the untrusted ones are never shown
     shown, skipped = [], []
     for row in rows:
         try:
-            shown.append(load_record(home, row, teachers, committed))
+            data = load_record(home, row, teachers, committed)
         except RegistryError as e:
             skipped.append(Skipped(id=row.id, reason=e.message))
+            continue
+        shown.append(data.model_copy(update={"verifications": [
+            v for v in attested if data.id in v.statement.judged()]}))
     return shown, skipped
 
 

@@ -116,6 +116,13 @@ def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str
         parts.append(section("charts", chart("timeline", charts.timeline(r.bench.rows)),
                              chart("rates", charts.distribution(
                                  rates, formula_text(formula, window)))))
+    if r.verifications:
+        parts.append(section("verifications (signed attestations)", table(
+            ["verification", "time", "policy", "result", "as", "signer"],
+            [[Html(f"<code>{esc(short(v.id))}</code>"), v.statement.predicate.time_verified,
+              v.statement.predicate.policy.name, status(v.statement.predicate.result.value),
+              next((k for k, x in v.statement.predicate.records.items() if x == r.id), ""),
+              short(v.signer)] for v in r.verifications])))
     parts.append(section("identity, with the evidence for each value", _identity(r, logs)))
     if related:
         parts.append(section("compare", Html("<ul>" + "".join(

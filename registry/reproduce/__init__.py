@@ -18,10 +18,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-# Loaded before `def attest` below: importing the submodule `attest` later (inside that
-# function) would rebind the package's name `attest` to the module, and a process that
-# reproduces twice (a fleet worker) would then call a module.
-import registry.reproduce.attest  # noqa: F401
 from registry.base.confine import inside
 from registry.base.hashing import Progress
 from registry.base.model import Frozen
@@ -235,7 +231,7 @@ def _statement(home: Home, rid: str) -> Statement:
 
 def attest(home: Home, done: Reproduction) -> Reproduction:
     """Seal a judged reproduction's verdict as a signed verification attestation."""
-    from registry.reproduce.attest import reproduction_statement
+    from registry.reproduce.attestation import reproduction_statement
     from registry.store.query import sealed_statement
     from registry.store.verifications import seal_verification
     from registry.store.writer import ready_signer

@@ -19,6 +19,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from registry.base.model import Frozen
+from registry.claims.levels import Level
 from registry.errors import ExitCode, RegistryError
 from registry.formats.record import Statement
 from registry.store.home import Home
@@ -52,6 +53,7 @@ class Review(Frozen):
     verdict: Decision
     findings: list[Finding]
     exit_code: int
+    evidence_level: Level | None = Field(None, description="derived: the level and why")
     verification: str | None = Field(None, description="the signed attestation of the verdict")
     not_sealed: str | None = Field(None, description="why the verdict was not sealed")
 
@@ -66,17 +68,36 @@ def review_record(home: Home, prefix: str, *, seal: bool = True) -> Review:
     if not check.ok:
         finding = Finding(part="signature", status=Status.reject,
                           detail=f"{check.trust.value}: {check.detail}")
-        return _sealed(home, _verdict(rid, [finding]), None, seal)
+        return _sealed(home, _leveled(home, _verdict(rid, [finding]), None, None), None, seal)
     statement = parse_statement(data)
     findings = [Finding(part="signature", status=Status.ok,
                         detail=f"signed by {check.signer}, a key this home trusts")]
-    for part in (_identity, _figures, _contract, _environment, _proof):
+    for part in (_identity, _figures, _physical, _contract, _environment, _proof):
         findings += _guarded(part, home, rid, statement)
-    return _sealed(home, _verdict(rid, findings), statement, seal)
+    review = _leveled(home, _verdict(rid, findings), statement, check.signer)
+    return _sealed(home, review, statement, seal)
+
+
+def _leveled(home: Home, review: Review, statement: Statement | None,
+             signer: str | None) -> Review:
+    """The record's evidence level, derived (registry/claims/levels.py): `invalid` when
+    the review rejects it, else from who signed it and whether it was reproduced."""
+    from registry.claims.levels import Level, record_level
+
+    rejected = next((f for f in review.findings if f.status is Status.reject), None)
+    if rejected is not None or statement is None:
+        why = f"{rejected.part}: {rejected.detail}" if rejected else "not verified"
+        level = Level(level="invalid", reason=why)
+    else:
+        level = record_level(home, review.id, statement, signer)
+    finding = Finding(part="evidence level", status=Status.note,
+                      detail=f"{level.level}: {level.reason}")
+    return review.model_copy(update={"evidence_level": level,
+                                     "findings": [*review.findings, finding]})
 
 
 def _sealed(home: Home, review: Review, statement: Statement | None, seal: bool) -> Review:
-    from registry.review.attest import review_statement
+    from registry.review.attestation import review_statement
     from registry.store.verifications import seal_verification
     from registry.store.writer import ready_signer
 
@@ -181,6 +202,19 @@ def _figures(home: Home, rid: str, statement: Statement) -> list[Finding]:
         out.append(Finding(part="published", status=Status.reject if bad else Status.ok,
                            detail=detail))
     return out
+
+
+def _physical(home: Home, rid: str, statement: Statement) -> list[Finding]:
+    """Rows whose times cannot be (sealed before they were refused at seal)."""
+    from registry.contracts.sealed import sealed_run
+    from registry.measure.physical import impossible_rows
+
+    bad = impossible_rows(sealed_run(home, rid, statement).bench.rows)
+    if not bad:
+        return []
+    shown = "; ".join(f"row {r.index} ({r.prompt_id}): {why}" for r, why in bad[:3])
+    return [Finding(part="timings", status=Status.reject,
+                    detail=f"{len(bad)} row(s) with impossible times: {shown}")]
 
 
 def _close(a: float, b: float | None) -> bool:

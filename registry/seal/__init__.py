@@ -90,9 +90,13 @@ def seal_resolved(run_dir: Path, *, home: Home, identity: ResolvedIdentity, reci
                   signer: Signer | None = None, progress: Progress | None = None,
                   unproven: Unproven | None = None) -> SealedRecord:
     """Gather a run directory whose identity is already resolved, and write the record."""
+    from registry.measure.physical import refuse_rows
+
     artifacts = [*run_artifacts(run_dir), *extra]
     names = {a.name for a in artifacts}
     bench = read_bench(run_dir)
+    if bench is not None:  # an impossible measurement is never sealed (issue 23 item 6)
+        refuse_rows(bench.rows, str(run_dir / rundir.BENCH))
     predicate = Predicate(
         recipe=to_jsonable(recipe) if recipe else None,
         recipe_sha256=digest(recipe) if recipe else None,

@@ -105,6 +105,14 @@ def test_reproduce_passes_identity_and_bitwise_outputs(home, bf16_record, tiny_m
     code, shown, _ = run_cli("show", done["record"], "--json")
     assert code == 0 and shown["statement"]["predicate"]["parent"] == rid
     assert run_cli("verify", done["record"], "--json")[0] == 0
+    # the verdict itself is signed and committed, and listed on both records
+    [v] = [x for x in shown["verifications"] if x["id"] == done["verification"]]
+    p = v["statement"]["predicate"]
+    assert p["records"] == {"original": rid, "reproduction": done["record"]}
+    assert p["result"] == ("PASSED" if done["passed"] else "FAILED" if any(
+        c["result"] == "FAILED" for c in p["checks"]) else "INCONCLUSIVE")
+    original = run_cli("show", rid, "--json")[1]
+    assert done["verification"] in [x["id"] for x in original["verifications"]]
 
 
 def test_another_kv_precision_fails_identity_and_names_the_field(home, bf16_record,
