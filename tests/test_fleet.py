@@ -244,3 +244,41 @@ def test_cancel_and_the_commands(fleet: Fleet, cli, monkeypatch) -> None:
     monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
     none = cli("queue", "list")
     assert none.exit_code == 2 and "REGISTRY_QUEUE_URL" in none.stderr
+
+
+def test_a_claim_job_moves_the_claim_and_another_home_sees_it(fleet: Fleet, cli,
+                                                              monkeypatch) -> None:
+    from registry.claims.view import show_claim
+    from registry.fleet.submit import submit
+    from registry.store.home import home_at
+    from registry.team.remotes import get_remote
+    from registry.team.sync import push
+
+    monkeypatch.setenv("REGISTRY_HOME", str(fleet.lead))
+    r = cli("claim", "add", "tiny-fleet", "--value", "400", "--metric",
+            "median 99/(t[99]-t[0])", "--by", "lab", "--model", "tiny-llama",
+            "--quantization", "bfloat16", "--engine", "vllm", "--tp", "1")
+    assert r.exit_code == 0, r.stderr
+    r = cli("claim", "advance", "tiny-fleet", "--to", "queued", "--record", fleet.record)
+    assert r.exit_code == 0, r.stderr
+    lead = home_at(fleet.lead)
+    push(lead, get_remote(lead, "origin"))
+    job = submit(lead, "tiny-fleet", hardware="test-a", url=fleet.url)
+    assert job.claim == "tiny-fleet" and job.target == fleet.record
+    [report] = finish([fleet.start("wk", "test-a", once=True)])
+    assert report["jobs"] == [job.id]
+    done = jobs(fleet)[job.id]
+    assert done.state.value == "done", done.reason
+    assert done.claim_moves[0] == "tiny-fleet -> reproducing", done.claim_moves
+    verdict = done.reason or ""
+    final = done.claim_moves[1]
+    if "verdict passed" in verdict:
+        assert final in ("tiny-fleet -> confirmed", "tiny-fleet -> confirmed-adjusted") or \
+            final.startswith("not moved to confirmed"), final
+    else:
+        assert final == "tiny-fleet -> refuted" or final.startswith("not moved to refuted"), \
+            final
+    reader = home_at(fleet.home("claim-reader"))  # the moves travelled with the push
+    seen = show_claim(reader, "tiny-fleet")
+    expected = final.split(" -> ")[1] if " -> " in final else "reproducing"
+    assert seen.status == expected, (seen.status, done.claim_moves)

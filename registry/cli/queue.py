@@ -93,6 +93,8 @@ def _print(summary: QueueSummary) -> None:
     for j in summary.jobs:
         if j.reason and j.state.value in ("failed", "cancelled"):
             console.print(f"job {j.id}: {j.reason}", highlight=False, soft_wrap=False)
+        for move in j.claim_moves:
+            console.print(f"job {j.id} claim {move}", highlight=False, soft_wrap=False)
 
 
 def _row(j: Job) -> list[str]:

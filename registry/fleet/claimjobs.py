@@ -20,7 +20,9 @@ def claim_record(home: Home, claim_id: str) -> str:
     from registry.claims.view import show_claim
 
     shown = show_claim(home, claim_id)
-    records = [shown.verification.record, *reversed(replay(home, claim_id).claim.records)]
+    replayed = replay(home, claim_id)
+    records = [shown.verification.record, *(a.event.record for a in reversed(replayed.events)),
+               *reversed(replayed.claim.records)]
     for rid in records:
         if rid:
             return rid

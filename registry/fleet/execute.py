@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import Field
+
 from registry.base.canonical import canonical_bytes
 from registry.base.model import Frozen
 from registry.errors import Refused
+from registry.fleet import claimjobs
 
 if TYPE_CHECKING:
     from registry.executor.engine import Launcher
@@ -31,6 +34,7 @@ class Outcome(Frozen):
     verdict: str
     pushed: bool
     resumed: bool = False
+    claim_moves: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -41,6 +45,7 @@ class JobSpec:
     target: str
     control: str | None = None
     attempt: int = 0
+    claim: str | None = None
 
 
 @dataclass
@@ -69,8 +74,14 @@ def run_job(job: JobSpec, ctx: Context) -> Outcome:
     remote = get_remote(ctx.home, ctx.remote) if ctx.remote is not None else None
     if remote is not None:
         pull(ctx.home, remote)  # the target record, and what other hosts sealed
+    moves = [claimjobs.start(ctx.home, job.claim)] if job.claim else []
     outcome = _reproduce(job, ctx) if job.kind == "reproduce" else _ab(job, ctx)
     ctx.phase("sealed")
+    if job.claim:
+        moves.append(claimjobs.finish(ctx.home, job.claim, next(iter(outcome.attestations),
+                                                                 None),
+                                      outcome.verdict == "passed"))
+        outcome = outcome.model_copy(update={"claim_moves": moves})
     if remote is not None:
         ctx.phase("pushing")
         push(ctx.home, remote)

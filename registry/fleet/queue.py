@@ -49,6 +49,8 @@ CREATE TABLE IF NOT EXISTS registry_fleet_jobs (
     pushed boolean NOT NULL DEFAULT false,
     reason text,
     log text,
+    claim text,
+    claim_moves jsonb NOT NULL DEFAULT '[]',
     updated_at timestamptz NOT NULL DEFAULT now()
 )
 """
@@ -90,6 +92,9 @@ class Job(Frozen):
     records: list[str] = Field(default_factory=list)
     attestations: list[str] = Field(default_factory=list)
     pushed: bool = False
+    claim: str | None = Field(None, description="the claim the job reproduces, if any")
+    claim_moves: list[str] = Field(default_factory=list,
+                                   description="what the job did to the claim, in order")
     reason: str | None = None
     log: str | None = None
     added_at: datetime
@@ -169,7 +174,7 @@ def hardware_queue(identity: str) -> str:
 
 
 def add_job(url: str, kind: Kind, target: str, hardware: str,
-            control: str | None = None) -> Job:
+            control: str | None = None, claim: str | None = None) -> Job:
     """Queue one job for `hardware`; the row and the procrastinate job in one transaction."""
     from procrastinate import App, SyncPsycopgConnector
 
@@ -177,10 +182,10 @@ def add_job(url: str, kind: Kind, target: str, hardware: str,
     with App(connector=SyncPsycopgConnector(conninfo=url)).open() as sync, connect(url) as conn:
         with conn.transaction():
             job_id = sync.configure_task(TASK, queue=hardware_queue(hardware)).defer(
-                kind=kind.value, target=target, control=control)
+                kind=kind.value, target=target, control=control, claim=claim)
             conn.execute("INSERT INTO registry_fleet_jobs (job_id, kind, target, control, "
-                         "hardware) VALUES (%s, %s, %s, %s, %s)",
-                         (job_id, kind.value, target, control, hardware))
+                         "hardware, claim) VALUES (%s, %s, %s, %s, %s, %s)",
+                         (job_id, kind.value, target, control, hardware, claim))
         return get_job(url, job_id, conn=conn)
 
 
@@ -196,7 +201,8 @@ def _job(row: dict[str, Any]) -> Job:
                state=_STATES.get(row["status"], State.queued), phase=row["phase"],
                attempts=row["attempts"], queue=row["queue_name"], worker=row["worker"],
                host=row["host"], records=row["records"], attestations=row["attestations"],
-               pushed=row["pushed"], reason=row["reason"], log=row["log"],
+               pushed=row["pushed"], claim=row["claim"], claim_moves=row["claim_moves"],
+               reason=row["reason"], log=row["log"],
                added_at=row["added_at"], started_at=row["started_at"],
                updated_at=row["updated_at"])
 
@@ -251,7 +257,8 @@ def note(conn: psycopg.Connection[dict[str, Any]], job_id: int, **fields: object
     from psycopg.types.json import Jsonb
 
     names = sorted(fields)
-    values = [Jsonb(fields[n]) if n in ("records", "attestations") else fields[n]
+    values = [Jsonb(fields[n]) if n in ("records", "attestations", "claim_moves")
+              else fields[n]
               for n in names]
     sets = ", ".join(f"{n} = %s" for n in names)  # names are this package's, never input
     conn.execute(f"UPDATE registry_fleet_jobs SET {sets}, updated_at = now() "

@@ -135,7 +135,8 @@ Runner = Callable[[JobSpec, Context], Outcome]
 
 def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: WorkerReport,
           worker: Worker, limit: int | None, runner: Runner) -> Callable[..., None]:
-    def job(context: JobContext, kind: str, target: str, control: str | None) -> None:
+    def job(context: JobContext, kind: str, target: str, control: str | None,
+            claim: str | None = None) -> None:
         j = context.job
         assert j.id is not None
         report.jobs.append(j.id)
@@ -143,7 +144,7 @@ def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: Wo
             # this job is the last one: finish it, take no other
             worker.stop()  # type: ignore[no-untyped-call]
         spec = JobSpec(id=j.id, queue=hardware_queue(opts.hardware), kind=kind,
-                       target=target, control=control, attempt=j.attempts)
+                       target=target, control=control, attempt=j.attempts, claim=claim)
         try:
             _run(home, opts, launcher, spec, _Lease(j.id, j.worker_id, context), runner)
         except LeaseLost as e:
@@ -214,7 +215,7 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
             raise
         lease.check(conn, "done")
         note(conn, spec.id, phase="done", records=out.records,
-             attestations=out.attestations, pushed=out.pushed,
+             attestations=out.attestations, pushed=out.pushed, claim_moves=out.claim_moves,
              reason=f"verdict {out.verdict}" + (" (resumed: sealed by an earlier attempt)"
                                                if out.resumed else ""))
 

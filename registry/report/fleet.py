@@ -1,6 +1,7 @@
 """The report's fleet page (`registry report --fleet`): the bench queue's backlog per
 hardware identity, what each worker is doing, and every job with its state, attempts,
-holder, results (linked when the record is in the report) and reason."""
+holder, results (linked when the record is in the report), the claim it moved and
+its reason."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def fleet_page(summary: QueueSummary, shown: Collection[str]) -> str:
     hosts = table(["worker", "doing"], [[w, doing] for w, doing in
                                         sorted(summary.hosts.items())])
     jobs = table(["job", "what", "hardware", "state", "phase", "attempts", "worker",
-                  "records", "attestations", "reason"],
+                  "records", "attestations", "claim moved", "reason"],
                  [_row(j, shown) for j in summary.jobs], cls="sortable")
     body = [section("backlog", backlog if summary.backlog else Html("<p>none</p>")),
             section("workers", hosts if summary.hosts else Html("<p>none running</p>")),
@@ -36,7 +37,8 @@ def _row(j: Job, shown: Collection[str]) -> list[Html | str]:
         short(j.target)
     return [str(j.id), what, j.hardware, status_word(j.state.value), j.phase,
             str(j.attempts), j.worker or "", _records(j.records, shown),
-            " ".join(short(a) for a in j.attestations), j.reason or ""]
+            " ".join(short(a) for a in j.attestations), "; ".join(j.claim_moves),
+            j.reason or ""]
 
 
 def status_word(state: str) -> Html:
