@@ -18,7 +18,7 @@ SCRIPT = ROOT / "tests/scripted_engine.py"
 LOG = ROOT / "tests/data/cpu-runs/tiny-bf16-kv/server.log"
 
 
-def fleet_launcher(models: Path, gap_s: float = 0.002):  # type: ignore[no-untyped-def]
+def fleet_launcher(models: Path, gap_s: float = 0.0005):  # type: ignore[no-untyped-def]
     """The scripted engine replaying a real CPU engine's log, its checkpoint path moved
     to `models` (so that the sealed model path is the one this host resolves)."""
     from registry.executor.engine import Engine

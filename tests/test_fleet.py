@@ -106,8 +106,10 @@ def wait_for(check, timeout: float = 300, what: str = "") -> None:  # type: igno
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def tagged(fleet: Fleet, job_ids: list[int]) -> dict[int, list[str]]:
-    """Per job, the team's records whose signed subjects carry that job's tag."""
+def tagged(fleet: Fleet, job_ids: list[int], homes: list[str] | None = None
+           ) -> dict[int, list[str]]:
+    """Per job, the records whose signed subjects carry that job's tag: on the team
+    remote (read by a fresh home after a pull), or in the named worker homes."""
     import hashlib
 
     from registry.fleet.execute import TAG, JobSpec, tag_bytes
@@ -115,27 +117,31 @@ def tagged(fleet: Fleet, job_ids: list[int]) -> dict[int, list[str]]:
     from registry.store.home import home_at
     from registry.store.query import find_records, sealed_statement
 
-    home = home_at(fleet.home(f"reader-{uuid.uuid4().hex[:6]}"))
+    readers = [home_at(fleet.root / h / ".registry") for h in homes] if homes else \
+        [home_at(fleet.home(f"reader-{uuid.uuid4().hex[:6]}"))]
     found: dict[int, list[str]] = {i: [] for i in job_ids}
     want = {}
     for i in job_ids:
         for hw in ("test-a", "test-b"):
             spec = JobSpec(id=i, queue=hardware_queue(hw), kind="reproduce", target="")
             want[hashlib.sha256(tag_bytes(spec)).hexdigest()] = i
-    for row in find_records(home):
-        _, st = sealed_statement(home, row.id)
-        for sub in st.subject:
-            if sub.name == TAG and sub.digest["sha256"] in want:
-                found[want[sub.digest["sha256"]]].append(row.id)
+    for home in readers:
+        for row in find_records(home):
+            _, st = sealed_statement(home, row.id)
+            for sub in st.subject:
+                if sub.name == TAG and sub.digest["sha256"] in want:
+                    found[want[sub.digest["sha256"]]].append(row.id)
     return found
 
 
 def test_fifty_jobs_three_workers_each_done_once_on_its_own_hardware(fleet: Fleet) -> None:
+    """Without a team remote (pushing is the kill test's): each record stays in the home
+    of the worker that sealed it, and every home is searched for every job's tag."""
     a_jobs, b_jobs = add(fleet, 38, "test-a"), add(fleet, 12, "test-b")
-    procs = [fleet.start("w1", "test-a"), fleet.start("w2", "test-a"),
-             fleet.start("w3", "test-b")]
+    procs = [fleet.start(name, hw, remote=None)
+             for name, hw in (("w1", "test-a"), ("w2", "test-a"), ("w3", "test-b"))]
     wait_for(lambda: all(j.state.value in ("done", "failed")
-                         for j in jobs(fleet).values()), 560, "50 jobs")
+                         for j in jobs(fleet).values()), 1500, "50 jobs")
     for p in procs:  # graceful stop: idle workers leave at once
         p.send_signal(signal.SIGTERM)
     reports = {r["name"]: r for r in finish(procs, timeout=60)}
@@ -151,8 +157,8 @@ def test_fifty_jobs_three_workers_each_done_once_on_its_own_hardware(fleet: Flee
     assert sorted(reports["w1"]["jobs"] + reports["w2"]["jobs"]) == a_jobs
     records = [r for j in done.values() for r in j.records]
     assert len(records) == len(set(records)) == 50
-    assert all(len(j.attestations) == 1 and j.pushed for j in done.values())
-    per_job = tagged(fleet, a_jobs + b_jobs)  # the team remote, read by a fresh home
+    assert all(len(j.attestations) == 1 and not j.pushed for j in done.values())
+    per_job = tagged(fleet, a_jobs + b_jobs, ["w1", "w2", "w3"])
     assert all(per_job[i] == done[i].records for i in per_job), per_job
 
 
