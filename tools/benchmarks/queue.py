@@ -34,6 +34,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# this file's folder comes first on the path, and this file's name is the standard
+# library's `queue` (which psycopg imports): take the folder off
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
 sys.path.insert(0, str(ROOT))
 
 from registry.fleet.queue import Kind, add_job, connect, ensure_schema  # noqa: E402
