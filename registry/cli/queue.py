@@ -24,8 +24,9 @@ def register(app: typer.Typer) -> None:
 
 @queue_app.command("add")
 def add(
-    what: Annotated[str, typer.Argument(show_default=False,
-                                        help="The record to reproduce (id or prefix).")],
+    what: Annotated[str, typer.Argument(
+        show_default=False, help="A claim id (its record is reproduced and the claim moved), "
+                                 "or a record id or prefix.")],
     ab: Annotated[str | None, typer.Option(
         "--ab", show_default=False,
         help="An A/B instead: CONTROL (record) is side A, WHAT side B.")] = None,
@@ -38,7 +39,7 @@ def add(
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
-    """Queue a reproduction of a record, or an A/B against a control.
+    """Queue a reproduction of a claim or a record, or an A/B against a control.
 
     Example: registry queue add 3f2a9c --hardware intel-arc-pro-b70x4
     """

@@ -152,9 +152,14 @@ def app(url: str) -> App:
     return App(connector=PsycopgConnector(conninfo=url))
 
 
+_ENSURED: set[str] = set()
+
+
 def ensure_schema(url: str) -> None:
     """procrastinate's schema and the fleet table, created once (an advisory lock keeps
-    two first workers from both applying it)."""
+    two first workers from both applying it); checked once per process and URL."""
+    if url in _ENSURED:
+        return
     with connect(url) as conn:
         conn.execute("SELECT pg_advisory_lock(727027)")
         try:
@@ -167,6 +172,7 @@ def ensure_schema(url: str) -> None:
             conn.execute(TABLE)
         finally:
             conn.execute("SELECT pg_advisory_unlock(727027)")
+    _ENSURED.add(url)
 
 
 def hardware_queue(identity: str) -> str:

@@ -79,6 +79,7 @@ def signer_home(root: Path) -> Path:
 def workers(url: str, home: Path, root: Path, n: int, noop: bool, env: dict[str, str],
             remote: str | None = None) -> list[subprocess.Popen[str]]:
     procs = []
+    root.mkdir(parents=True, exist_ok=True)
     for i in range(n):
         name = f"{'noop' if noop else 'eng'}{i}"
         whome = home if noop else home / name / ".registry"
@@ -135,7 +136,7 @@ def queue_alone(url: str, root: Path, n: int, env: dict[str, str]) -> None:
     ids = [add_job(url, Kind.reproduce, "0" * 64, "bench").id for _ in range(n)]
     add_s = time.perf_counter() - t
     print(f"queue add: {n} jobs in {add_s:.2f} s = {n / add_s:.0f} jobs/s "
-          f"({add_s / n * 1000:.1f} ms each, one connection per add as the command does)")
+          f"({add_s / n * 1000:.1f} ms each: two connections per add, as the command)")
     procs = workers(url, home, root, 4, True, env)
     wait_done(url, ids, 900)
     got = rows(url, ids)
@@ -147,8 +148,6 @@ def queue_alone(url: str, root: Path, n: int, env: dict[str, str]) -> None:
     print(f"queue alone, 4 workers: {done}/{n} done in {wall:.2f} s = {n / wall:.1f} jobs/s; "
           f"per job {4 * wall / n * 1000:.1f} worker-ms, workers' CPU {cpu / n * 1000:.1f} ms "
           f"(CPU includes each worker's start, {cpu:.1f} s in all)")
-    lat = [(r["started_at"] - r["added_at"]).total_seconds() for r in got]  # type: ignore[operator]
-    print(f"  add -> start with the whole backlog queued first: {spread(lat)}")
 
 
 def latency(url: str, root: Path, n: int, env: dict[str, str]) -> None:
