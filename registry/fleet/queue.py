@@ -181,18 +181,26 @@ def hardware_queue(identity: str) -> str:
 
 def add_job(url: str, kind: Kind, target: str, hardware: str,
             control: str | None = None, claim: str | None = None) -> Job:
-    """Queue one job for `hardware`; the row and the procrastinate job in one transaction."""
+    """Queue one job for `hardware`. procrastinate commits (and announces) the job on its
+    own connection, so a worker may take it before the row below exists: both write the
+    row with `ON CONFLICT DO NOTHING` (insert_row), whichever comes first."""
     from procrastinate import App, SyncPsycopgConnector
 
     ensure_schema(url)
     with App(connector=SyncPsycopgConnector(conninfo=url)).open() as sync, connect(url) as conn:
-        with conn.transaction():
-            job_id = sync.configure_task(TASK, queue=hardware_queue(hardware)).defer(
-                kind=kind.value, target=target, control=control, claim=claim)
-            conn.execute("INSERT INTO registry_fleet_jobs (job_id, kind, target, control, "
-                         "hardware, claim) VALUES (%s, %s, %s, %s, %s, %s)",
-                         (job_id, kind.value, target, control, hardware, claim))
+        job_id = sync.configure_task(TASK, queue=hardware_queue(hardware)).defer(
+            kind=kind.value, target=target, control=control, claim=claim)
+        insert_row(conn, job_id, kind.value, target, hardware, control, claim)
         return get_job(url, job_id, conn=conn)
+
+
+def insert_row(conn: psycopg.Connection[dict[str, Any]], job_id: int, kind: str,
+               target: str, hardware: str, control: str | None, claim: str | None) -> None:
+    """The job's row, unless it is there already (written by the other side of the race)."""
+    conn.execute("INSERT INTO registry_fleet_jobs (job_id, kind, target, control, "
+                 "hardware, claim) VALUES (%s, %s, %s, %s, %s, %s) "
+                 "ON CONFLICT (job_id) DO NOTHING",
+                 (job_id, kind, target, control, hardware, claim))
 
 
 SELECT = """

@@ -30,6 +30,7 @@ from registry.fleet.queue import (
     connect,
     ensure_schema,
     hardware_queue,
+    insert_row,
     note,
 )
 
@@ -186,6 +187,8 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
     """One job: every phase noted on its row; a failure keeps its reason and log tail and
     is raised again so that procrastinate retries it (or stops at MAX_ATTEMPTS)."""
     with connect(opts.url) as conn:
+        hardware = spec.queue.removeprefix("hw:")
+        insert_row(conn, spec.id, spec.kind, spec.target, hardware, spec.control, spec.claim)
         note(conn, spec.id, phase="taken", worker=opts.name, host=platform.node(),
              home_queue=home_queue(opts.name), reason=None)
         conn.execute("UPDATE registry_fleet_jobs SET started_at = now() WHERE job_id = %s",

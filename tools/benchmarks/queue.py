@@ -97,7 +97,8 @@ def workers(url: str, home: Path, root: Path, n: int, noop: bool, env: dict[str,
 def rows(url: str, ids: list[int]) -> list[dict[str, object]]:
     with connect(url) as conn:
         return conn.execute(
-            "SELECT f.job_id, f.added_at, f.started_at, f.updated_at, j.status::text AS s "
+            "SELECT f.job_id, f.added_at, f.started_at, f.updated_at, j.status::text AS s, "
+            "f.reason, j.attempts "
             "FROM registry_fleet_jobs f JOIN procrastinate_jobs j ON j.id = f.job_id "
             "WHERE f.job_id = ANY(%s)", (ids,)).fetchall()
 
@@ -161,8 +162,12 @@ def latency(url: str, root: Path, n: int, env: dict[str, str]) -> None:
     wait_done(url, ids, 300)
     got = rows(url, ids)
     stop(procs)
-    lat = [(r["started_at"] - r["added_at"]).total_seconds() for r in got]  # type: ignore[operator]
+    ran = [r for r in got if r["started_at"] is not None]
+    lat = [(r["started_at"] - r["added_at"]).total_seconds() for r in ran]  # type: ignore[operator]
     print(f"add -> start, one job every 50 ms, 4 idle workers: {spread(lat)}")
+    for r in got:
+        if r["s"] != "succeeded":
+            print(f"  job {r['job_id']}: {r['s']} after {r['attempts']} runs: {r['reason']}")
 
 
 def with_engine(url: str, root: Path, n: int) -> None:
