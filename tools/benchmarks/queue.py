@@ -206,7 +206,10 @@ def main() -> None:
     try:
         url = start_server(base)
         ensure_schema(url)
-        queue_alone(url, root, args.jobs, env)
+        if args.jobs:
+            queue_alone(url, root, args.jobs, env)
+        else:
+            signer_home(root)
         latency(url, root, args.latency_jobs, env)
         if args.engine_jobs:
             with_engine(url, root, args.engine_jobs)
