@@ -22,6 +22,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("importer",),
     ("reproduce",),
     ("claims",),
+    ("ab",),
+    ("fleet",),
     ("compare",),
     ("review",),
     ("report",),

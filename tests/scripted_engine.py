@@ -4,7 +4,9 @@
 `tokens` tokens, `per_write` tokens per network write, `gap_s` between writes, framed
 with `eol` ("\\n" or "\\r\\n"); `status` != 200 answers an error instead; `die_after`
 makes the process exit after that many writes of a request (the engine crashing
-mid-stream). Only the standard library: the test process imports none of it.
+mid-stream); `log_file` is printed first (a real engine's log, so that the run can be
+sealed: its evidence is that engine's). Only the standard library: the test process imports
+none of it.
 """
 
 from __future__ import annotations
@@ -73,4 +75,8 @@ class Handler(BaseHTTPRequestHandler):
 if __name__ == "__main__":
     port = int(sys.argv[sys.argv.index("--port") + 1])
     SCENARIO.update(json.loads(sys.argv[-1]))
+    if SCENARIO.get("log_file"):
+        with open(SCENARIO["log_file"], encoding="utf-8", errors="replace") as log:
+            sys.stdout.write(log.read())
+        sys.stdout.flush()
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()

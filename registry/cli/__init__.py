@@ -19,8 +19,8 @@ COMMANDS: dict[str, str] = {
     "list": "records", "show": "records", "seal": "seal", "import": "seal",
     "remote": "team", "push": "team", "pull": "team", "review": "review",
     "teacher": "contracts", "check": "contracts", "resolve": "resolve", "diff": "diff",
-    "reproduce": "reproduce", "report": "report", "compare": "compare",
-    "claim": "claim", "bench-import": "bench",
+    "reproduce": "reproduce", "ab": "ab", "claim": "claim", "queue": "queue",
+    "worker": "worker", "report": "report", "compare": "compare", "bench-import": "bench",
 }
 """command name -> the registry.cli module whose `register(app)` adds it."""
 LazyGroup.modules = COMMANDS

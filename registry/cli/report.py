@@ -28,6 +28,9 @@ def report(
         "--diff", show_default=False, metavar="A B",
         help="A diff page of two records you pick (ids or prefixes), linked from the "
              "index; both records are shown.")] = None,
+    fleet: Annotated[bool, typer.Option(
+        "--fleet", help="Add fleet.html: the bench queue's backlog, workers and jobs "
+                        "($REGISTRY_QUEUE_URL, else $REGISTRY_DATABASE_URL).")] = False,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
@@ -39,8 +42,14 @@ def report(
     from registry.cli.output import console, print_json
     from registry.report import Selection, build_report
 
+    queue = None
+    if fleet:
+        from registry.fleet.queue import list_jobs, queue_url
+
+        queue = list_jobs(queue_url())
     summary = build_report(find(home), out, Selection(ids=records or [], where=where or [],
-                                                       lane=lane, diffs=[diff] if diff else []))
+                                                       lane=lane, diffs=[diff] if diff else []),
+                         fleet=queue)
     if json:
         print_json(summary)
         return

@@ -42,6 +42,12 @@ def reproduce(
     out: Annotated[Path | None, typer.Option(
         "--out", help="Run directory (new or empty). Default: runs/<recipe>-reproduce-...")]
     = None,
+    control: Annotated[str | None, typer.Option(
+        "--control", show_default=False,
+        help="A control record run in alternating starts with this one ('teacher': the "
+             "lane's teacher); the speed is judged against it.")] = None,
+    starts: Annotated[int, typer.Option(
+        "--starts", min=1, help="With --control: engine starts of each, record first.")] = 2,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
@@ -62,7 +68,7 @@ def reproduce(
         done = reproduce_record(found, record, recipe_path=recipe, models_dir=models,
                                 out_dir=out, allow_env_drift=allow_env_drift,
                                 min_performance=min_performance, max_rounds=rounds,
-                                dry_run=dry_run,
+                                dry_run=dry_run, control=control, starts=starts,
                                 hooks=bars.hooks if bars else None,
                                 progress=bars.hashed if bars else None)
     print_json(with_code(done, reproduced(done))) if json else _print(done)
@@ -111,9 +117,25 @@ def _verdict_lines(done: Reproduction) -> list[str]:
     lines += [f"  {s.suite}: {s.status}: {s.detail} ({s.formula}; {s.rows_new} new and "
               f"{s.rows_original} sealed unflagged rows"
               + ("; SLOWER" if s.slower else "") + _flags(s) + ")" for s in p.suites]
+    if done.host_speed is not None:
+        lines.append(f"host        the speed probe ran at {done.host_speed:.3f} x its speed "
+                     "when the record was sealed")
+    lines += _controlled_lines(done)
     lines.append("REPRODUCED" if done.passed else "NOT REPRODUCED")
     if done.verification:
         lines.append(f"verification {done.verification[:16]} signed and committed")
+    return lines
+
+
+def _controlled_lines(done: Reproduction) -> list[str]:
+    c = done.controlled
+    if c is None:
+        return []
+    lines = [f"control     {c.control[:16]}, starts {' '.join(c.order)}"]
+    for s in c.suites:
+        host = "-" if s.host_factor is None else f"{s.host_factor:.3f}"
+        lines.append(f"  {s.suite}: the host ran at {host} x the control's sealed speed; "
+                     f"uncontrolled verdict {c.uncontrolled.status}")
     return lines
 
 

@@ -38,6 +38,9 @@ def command(
         "--request-timeout", help="Seconds one benchmark request may take.")] = 600.0,
     port: Annotated[int | None, typer.Option("--port", help="Engine port (default: a free one).")]
     = None,
+    starts: Annotated[int, typer.Option(
+        "--starts", min=1, help="Fresh engine starts measured into one record (its figures "
+                                "carry the spread between them).")] = 1,
     seal: Annotated[bool, typer.Option(
         "--seal/--no-seal", help="Seal the finished run into the registry home.")] = True,
     home: HomeOpt = None,
@@ -60,7 +63,7 @@ def command(
     with term_as_interrupt(), progress(json) as bars:
         result = run_recipe(recipe, out, models_dir=models, timeout=timeout,
                             request_timeout=request_timeout, port=port,
-                            hooks=bars.hooks if bars else None)
+                            hooks=bars.hooks if bars else None, starts=starts)
         record = _seal(out, recipe, sealing, bars) if sealing else None
     if json:
         print_json({"run": result, "record": record})

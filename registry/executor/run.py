@@ -24,6 +24,7 @@ from registry.base.canonical import canonical_bytes
 from registry.base.files import write_bytes, write_model
 from registry.base.model import Frozen
 from registry.errors import EngineFailed, InvalidInput, RegistryError, VerificationFailed
+from registry.executor import probe
 from registry.executor.client import run_suites
 from registry.executor.engine import (
     Cleanup,
@@ -34,6 +35,7 @@ from registry.executor.engine import (
     free_port,
 )
 from registry.executor.environment import gather
+from registry.executor.gpu import Sampler
 from registry.executor.plan import model_path, plan, variables
 from registry.executor.profiles import PlatformProfile
 from registry.executor.suite import Suite, load_suites
@@ -73,23 +75,29 @@ class Hooks:
 
 def run_recipe(recipe_path: Path, out_dir: Path, *, models_dir: Path | None = None,
                timeout: float = 600.0, request_timeout: float = 600.0, port: int | None = None,
-               cwd: Path | None = None, hooks: Hooks | None = None) -> RunResult:
+               cwd: Path | None = None, hooks: Hooks | None = None, starts: int = 1) -> RunResult:
     """Run a recipe file; the run directory is `out_dir` (new or empty)."""
     recipe = load_recipe(recipe_path)
     return run(recipe, out_dir, recipe_dir=recipe_path.parent, recipe_file=recipe_path,
                models_dir=models_dir, timeout=timeout, request_timeout=request_timeout,
-               port=port, cwd=cwd, hooks=hooks)
+               port=port, cwd=cwd, hooks=hooks, starts=starts)
 
 
 def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | None = None,
         models_dir: Path | None = None, timeout: float = 600.0, request_timeout: float = 600.0,
         port: int | None = None, cwd: Path | None = None, hooks: Hooks | None = None,
-        platform: PlatformProfile | None = None, launcher: Launcher = Engine) -> RunResult:
+        platform: PlatformProfile | None = None, launcher: Launcher = Engine,
+        starts: int = 1) -> RunResult:
     """Run a normalized recipe (suite paths relative to `recipe_dir`); `platform`
-    overrides the recipe's profile; `launcher` makes the engine (the plan's process)."""
+    overrides the recipe's profile; `launcher` makes the engine (the plan's process);
+    `starts` > 1 measures the suite on that many fresh engine starts, one after the
+    other, into one run directory (start k's own files under `starts/<k>/`, its rows in
+    bench.json's `more_rounds` with `start` = k)."""
+    if starts < 1:
+        raise InvalidInput(f"--starts {starts}: must be 1 or more")
     suites = load_suites(recipe, recipe_dir, variables(models_dir))
     cache_root = Path(tempfile.mkdtemp(prefix="registry-run-cache-"))
-    try:
+    try:  # planned before anything is written: bad input leaves no run directory
         launch = plan(recipe, platform, port=port or free_port(), models_dir=models_dir,
                       cwd=(cwd or Path.cwd()).resolve(), cache_root=cache_root)
         _new_run_dir(out_dir)
@@ -99,10 +107,56 @@ def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | 
         _write_suites(out_dir, suites)
         write_model(out_dir / rundir.LAUNCH, launch)
         write_model(out_dir / rundir.ENVIRONMENT, gather(base_env(launch.platform)))
-        return _execute(recipe, launch, suites, out_dir, timeout, request_timeout,
-                        hooks or Hooks(), launcher)
+        result = _execute(recipe, launch, suites, out_dir, timeout, request_timeout,
+                          hooks or Hooks(), launcher)
     finally:
         shutil.rmtree(cache_root, ignore_errors=True)
+    for k in range(1, starts):
+        folder = out_dir / rundir.STARTS / str(k)
+        folder.mkdir(parents=True)
+        try:
+            _one_start(recipe, suites, folder, platform, models_dir, cwd, timeout,
+                       request_timeout, Hooks(waiting=(hooks or Hooks()).waiting), launcher)
+        except Exception as e:  # the record's run fails with its start
+            _fail(out_dir, f"start {k} of {starts}: {e}")
+            raise
+        _merge_start(out_dir, folder, k)
+    if starts == 1:
+        return result
+    bench = rundir.read_model(out_dir / rundir.BENCH, rundir.Bench)
+    return result.model_copy(update=_figures(recipe, suites, bench.timed_rows))
+
+
+def _one_start(recipe: Recipe, suites: list[Suite], out_dir: Path,
+               platform: PlatformProfile | None, models_dir: Path | None,
+               cwd: Path | None, timeout: float, request_timeout: float, hooks: Hooks,
+               launcher: Launcher) -> RunResult:
+    """One engine start, planned afresh (its own port and cold caches) into `out_dir`."""
+    cache_root = Path(tempfile.mkdtemp(prefix="registry-run-cache-"))
+    try:
+        launch = plan(recipe, platform, port=free_port(), models_dir=models_dir,
+                      cwd=(cwd or Path.cwd()).resolve(), cache_root=cache_root)
+        write_model(out_dir / rundir.LAUNCH, launch)
+        return _execute(recipe, launch, suites, out_dir, timeout, request_timeout, hooks,
+                        launcher)
+    finally:
+        shutil.rmtree(cache_root, ignore_errors=True)
+
+
+def _merge_start(out_dir: Path, folder: Path, k: int) -> None:
+    """Start k's rows join the record's bench.json (`start` = k); its own copy goes."""
+    bench = rundir.read_model(out_dir / rundir.BENCH, rundir.Bench)
+    more = rundir.read_model(folder / rundir.BENCH, rundir.Bench)
+    rows = [r.model_copy(update={"start": k}) for r in more.timed_rows]
+    write_model(out_dir / rundir.BENCH,
+                bench.model_copy(update={"more_rounds": [*bench.more_rounds, *rows]}))
+    (folder / rundir.BENCH).unlink()
+
+
+def _fail(out_dir: Path, reason: str) -> None:
+    status = rundir.read_model(out_dir / rundir.STATUS, RunStatus)
+    write_model(out_dir / rundir.STATUS, status.model_copy(update={
+        "state": RunState.failed, "reason": reason}))
 
 
 def _new_run_dir(out_dir: Path) -> None:
@@ -155,16 +209,22 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
         _scrape(engine, out_dir / rundir.METRICS_BEFORE)
         if hooks.suite:
             hooks.suite(sum(len(s.prompts) for s in suites))
-        rows, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
-                                 request_timeout=request_timeout, on_row=hooks.row,
-                                 engine=recipe.engine.name)
-        while (not fault and not any(r.error for r in rows + extra) and hooks.more
-               and hooks.more(rows + extra)):
-            more, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
+        before, sampler = probe.sample(), Sampler(out_dir / rundir.GPU_SAMPLES)
+        sampler.start()
+        try:
+            rows, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
                                      request_timeout=request_timeout, on_row=hooks.row,
-                                     round_=max(r.round for r in rows + extra) + 1,
                                      engine=recipe.engine.name)
-            extra += more
+            while (not fault and not any(r.error for r in rows + extra) and hooks.more
+                   and hooks.more(rows + extra)):
+                more, fault = run_suites(engine.base_url, served, recipe.benchmark, suites,
+                                         request_timeout=request_timeout, on_row=hooks.row,
+                                         round_=max(r.round for r in rows + extra) + 1,
+                                         engine=recipe.engine.name)
+                extra += more
+        finally:
+            sampler.stop()
+        write_model(out_dir / rundir.PROBE, probe.Probe(before=before, after=probe.sample()))
         write_model(out_dir / rundir.BENCH, _bench(recipe, served, suites, rows, extra))
         if engine.exit_code() is None:
             try:

@@ -27,6 +27,9 @@ BENCH = "bench.json"  # Bench: raw rows
 OUTPUTS = "outputs.jsonl"  # optional extra outputs
 STATUS = "status.json"  # RunStatus
 SUITES = "suites"  # suites/<name>.jsonl: each prompt suite exactly as sent
+PROBE = "probe.json"  # the host speed probe before and after the suite (executor.probe)
+GPU_SAMPLES = "gpu-samples.csv"  # nvidia-smi samples through the suite, when it exists
+STARTS = "starts"  # starts/<k>/: engine start k of `run --starts N` (its log, status, probe)
 
 
 class LaunchPlan(Frozen):
@@ -50,6 +53,8 @@ class BenchRow(Frozen):
     suite: str
     index: int
     round: int = Field(0, description="suite pass on the same engine (reproduce adds rounds)")
+    start: int = Field(0, description="engine start within one record (`run --starts N`); "
+                                      "rows of later starts are kept in `more_rounds`")
     prompt_id: str
     prompt_sha256: str
     prompt_tokens: int | None = None

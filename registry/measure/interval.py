@@ -99,3 +99,21 @@ def ratio_interval(new: Sequence[float], old: Sequence[float], p: float = 50,
     bottom = np.percentile(b[_draws(len(b), rng, resamples)], p, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return _bounds(top / bottom)
+
+
+def bootstrap_hierarchical(groups: Sequence[Sequence[float]], p: float = 50,
+                           resamples: int = RESAMPLES, seed: int = SEED) -> Interval | None:
+    """95% interval of the p-th percentile of values grouped by engine start: each
+    resample draws the starts with replacement, then the rows within each drawn start,
+    so the interval carries the spread between starts as well as within them."""
+    import numpy as np
+
+    arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    if len(arrays) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    estimates = np.empty(resamples)
+    for i, draw in enumerate(_draws(len(arrays), rng, resamples)):
+        pooled = [arrays[k][rng.integers(0, len(arrays[k]), len(arrays[k]))] for k in draw]
+        estimates[i] = np.percentile(np.concatenate(pooled), p)
+    return _bounds(estimates)

@@ -16,6 +16,7 @@ Headline figures carry a seeded bootstrap 95% interval (registry.measure.interva
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from itertools import pairwise
@@ -23,7 +24,12 @@ from itertools import pairwise
 from registry.base.model import Frozen
 from registry.formats.figures import Metric, Quality
 from registry.formats.rundir import BenchRow
-from registry.measure.interval import bootstrap, bootstrap_pooled, percentile
+from registry.measure.interval import (
+    bootstrap,
+    bootstrap_hierarchical,
+    bootstrap_pooled,
+    percentile,
+)
 from registry.measure.quality import assess, usable
 from registry.recipe.schema import MetricFormula
 
@@ -98,13 +104,26 @@ def _decode(clean: list[BenchRow], formula: MetricFormula, window: int,
     if not rates:
         return []
     text = formula_text(formula, window)
-    return [
+    starts = sorted({r.start for r in clean})
+    by_start = [decode_rates([r for r in clean if r.start == k], formula, window)
+                for k in starts]
+    several = len([g for g in by_start if g]) > 1
+    interval = bootstrap_hierarchical(by_start) if several else bootstrap(rates)
+    over = f" ({len(starts)} engine starts: starts, then rows, resampled)" if several else ""
+    out = [
         Metric(name=f"{name}.median", value=statistics.median(rates), unit="tok/s",
-               formula=f"median over unflagged rows of {text}", count=len(rates),
-               **_ci(bootstrap(rates))),
+               formula=f"median over unflagged rows of {text}{over}", count=len(rates),
+               **_ci(interval)),
         Metric(name=f"{name}.p10", value=p10(rates), unit="tok/s",
                formula=f"p10 (linear) over unflagged rows of {text}", count=len(rates)),
     ]
+    medians = [statistics.median(g) for g in by_start if g]
+    if several:
+        logs = [math.log(m) for m in medians]
+        out.append(Metric(name=f"{name}.between_starts_pct", value=100 * statistics.stdev(logs),
+                          unit="%", count=len(medians),
+                          formula=f"100 x sd of ln(each start's median of {text})"))
+    return out
 
 
 def _distribution(name: str, per_row: list[list[float]], formula: str) -> list[Metric]:

@@ -65,7 +65,8 @@ def _up(path: str) -> str:
 # ---- index ----
 
 def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
-               lanes: Sequence[str], picked: Sequence[tuple[str, str]] = ()) -> str:
+               lanes: Sequence[str], picked: Sequence[tuple[str, str]] = (),
+               fleet: bool = False) -> str:
     rows = [[(r.row.created_at, link(PATHS.record(r.id), short(r.id))),
              (r.row.created_at, r.row.created_at[:16].replace("T", " ")),
              link(PATHS.lane(r.lane), r.lane) if r.lane else "",
@@ -91,6 +92,8 @@ def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
             for a, b in picked) + "</ul>")))
     if lanes:
         body.append(section("lanes", Html(" · ".join(link(PATHS.lane(x), x) for x in lanes))))
+    if fleet:
+        body.append(section("bench queue", link("fleet.html", "backlog, workers and jobs")))
     if skipped:
         body.append(section("not shown", table(["id", "why"], [
             [short(s.id), s.reason] for s in skipped])))

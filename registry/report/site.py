@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from importlib import resources
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -28,6 +28,9 @@ from registry.report.load import RecordData, Skipped, load_records
 from registry.report.pages import PATHS, SAFE_NAME
 from registry.store.home import Home
 from registry.store.rows import RecordRow
+
+if TYPE_CHECKING:
+    from registry.fleet.queue import QueueSummary
 
 MARKER = ".registry-report"
 LOG_LIMIT = 64 * 2**20  # a bigger artifact is listed, not rendered
@@ -75,7 +78,9 @@ def select(home: Home, selection: Selection) -> list[RecordRow]:
                   key=lambda r: (r.created_at, r.id), reverse=True)
 
 
-def build_report(home: Home, out: Path, selection: Selection) -> ReportSummary:
+def build_report(home: Home, out: Path, selection: Selection,
+                 fleet: QueueSummary | None = None) -> ReportSummary:
+    """The site for the chosen records; with `fleet`, a page of the bench queue too."""
     started = time.perf_counter()
     _check_target(out)
     records, skipped = load_records(home, select(home, selection))
@@ -83,7 +88,12 @@ def build_report(home: Home, out: Path, selection: Selection) -> ReportSummary:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        counts = _write_site(home, staging, records, skipped, picked)
+        counts = _write_site(home, staging, records, skipped, picked, fleet is not None)
+        if fleet is not None:
+            from registry.report.fleet import PATH, fleet_page
+
+            _write(staging, PATH, fleet_page(fleet, {r.id for r in records}))
+            counts["fleet"] = 1
         (staging / MARKER).write_text("written by registry report\n")
         _replace(staging, out)
     except BaseException:
@@ -118,8 +128,8 @@ def _picked(home: Home, selection: Selection) -> list[tuple[str, str]]:
 
 
 def _write_site(home: Home, site: Path, records: list[RecordData],
-                skipped: Sequence[Skipped],
-                picked: Sequence[tuple[str, str]] = ()) -> dict[str, int]:
+                skipped: Sequence[Skipped], picked: Sequence[tuple[str, str]] = (),
+                fleet: bool = False) -> dict[str, int]:
     for folder in ("assets", "records", "diffs", "lanes", "logs"):
         (site / folder).mkdir()
     _assets(site / "assets")
@@ -153,7 +163,8 @@ def _write_site(home: Home, site: Path, records: list[RecordData],
         _write(site, PATHS.lane(lane), pages.lane_page(lane, members,
                                                        teacher_changes(home, members)))
     shown_pairs = [(a, b) for a, b in picked if (a, b) in pairs]
-    _write(site, "index.html", pages.index_page(records, skipped, sorted(by_lane), shown_pairs))
+    _write(site, "index.html", pages.index_page(records, skipped, sorted(by_lane), shown_pairs,
+                                                fleet))
     return {"records": len(records), "diffs": len(pairs), "lanes": len(by_lane),
             "logs": len({sha for m in logs.values() for sha in m.values()}), "index": 1}
 

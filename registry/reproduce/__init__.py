@@ -25,6 +25,7 @@ from registry.errors import InvalidInput, Refused
 from registry.formats.record import Override, Statement
 from registry.formats.rundir import BenchRow, LaunchPlan
 from registry.recipe.schema import MetricFormula, Recipe
+from registry.reproduce.control import Controlled
 from registry.reproduce.environment import EnvironmentCheck, check_environment
 from registry.reproduce.judge import (
     ContractVerdict,
@@ -39,10 +40,12 @@ from registry.store.home import Home
 
 if TYPE_CHECKING:
     from registry.contracts.sealed import SealedRun
+    from registry.executor.engine import Launcher
     from registry.executor.run import Hooks
+    from registry.reproduce.control import ControlStart
     from registry.store.writer import SealedRecord
 
-__all__ = ["Reproduction", "reproduce"]
+__all__ = ["Reproduction", "reproduce", "stored_suites", "suite_folder"]
 
 
 class Reproduction(Frozen):
@@ -57,6 +60,10 @@ class Reproduction(Frozen):
     contract: ContractVerdict | None = None
     performance: PerformanceVerdict | None = None
     verification: str | None = Field(None, description="the signed attestation of the verdict")
+    controlled: Controlled | None = Field(None, description="--control: the starts and the "
+                                                            "controlled speed verdict")
+    host_speed: float | None = Field(None, description="the host speed probe's CPU loop, "
+                                     "sealed time / time now (0.8: 20% slower today)")
     passed: bool
 
 
@@ -64,9 +71,12 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
               models_dir: Path | None = None, out_dir: Path | None = None,
               allow_env_drift: bool = False, min_performance: float = 0.95,
               max_rounds: int = 5, dry_run: bool = False, hooks: Hooks | None = None,
-              progress: Progress | None = None) -> Reproduction:
-    """Reproduce record `prefix`; `hooks` are the executor's progress callbacks."""
+              progress: Progress | None = None, control: str | None = None,
+              starts: int = 2, launcher: Launcher | None = None) -> Reproduction:
+    """Reproduce record `prefix`; `hooks` are the executor's progress callbacks; with
+    `control` (a record, or `teacher`: the lane's), `starts` starts of each alternate."""
     from registry.contracts.sealed import load_sealed, sealed_run
+    from registry.executor.engine import Engine
     from registry.executor.run import Hooks as RunHooks
     from registry.executor.run import run
     from registry.store.query import sealed_statement
@@ -88,7 +98,12 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
                       + "; ".join(_drift_text(env)),
                       hint="restore the environment, or run anyway with --allow-env-drift "
                            "(recorded in the new record)")
-    suites = _stored_suites(home, recipe) if recipe_path is None else []
+    suites = stored_suites(home, recipe) if recipe_path is None else []
+    if control is not None:
+        return _controlled(home, checked, statement, original, recipe, recipe_path,
+                           _control_id(home, control, recipe, original.id), starts,
+                           models_dir, out_dir, allow_env_drift, min_performance, hooks,
+                           progress, launcher)
     if dry_run:
         return checked
     run_dir = out_dir or Path("runs") / (f"{recipe.name}-reproduce-{original.id[:12]}-"
@@ -102,9 +117,10 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
                              min_performance, max_rounds)
         return verdict.status == "undecided"
 
-    with _suite_folder(suites, recipe_path) as recipe_dir:
+    with suite_folder(suites, recipe_path) as recipe_dir:
         run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
-            models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more))
+            models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more),
+            launcher=launcher or Engine)
     sealed = _seal(home, run_dir, recipe_path, original.id, env, progress)
     new = load_sealed(home, sealed.id)
     performance = performance_verdict(original, new, formula, window, min_performance,
@@ -112,6 +128,103 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     done = _judged(checked.model_copy(update={"run_dir": str(run_dir), "record": new.id}),
                    home, statement, original, new, recipe, performance)
     return attest(home, done)
+
+
+def _control_id(home: Home, given: str, recipe: Recipe, original: str) -> str:
+    """The control's record id: `given`, or the lane's teacher for `teacher`."""
+    from registry.contracts import teacher_lane
+    from registry.contracts.bindings import get_teacher
+    from registry.store.query import resolve_id
+
+    if given == "teacher":
+        lane = teacher_lane(recipe)
+        teacher = get_teacher(home, lane)
+        if teacher is None or teacher.source.kind != "record":
+            raise InvalidInput(f"--control teacher: lane {lane} has no teacher record",
+                               hint="name the control record: --control ID")
+        given = teacher.source.ref
+    rid = resolve_id(home, given)
+    if rid == original:
+        raise InvalidInput(f"--control {given}: the record itself cannot be its control",
+                           hint="a control is another record run in the same window")
+    return rid
+
+
+def _controlled(home: Home, checked: Reproduction, statement: Statement, original: SealedRun,
+                recipe: Recipe, recipe_path: Path | None, control_id: str, starts: int,
+                models_dir: Path | None, out_dir: Path | None, allow_env_drift: bool,
+                min_performance: float, hooks: Hooks | None,
+                progress: Progress | None, launcher: Launcher | None) -> Reproduction:
+    """Record and control in alternating starts, each sealed; then the verdicts."""
+    from registry.contracts.sealed import load_sealed
+    from registry.reproduce.control import control_order, judge_controlled
+
+    order = control_order(starts)
+    control = load_sealed(home, control_id)
+    mine, theirs = ([(x.name, x.sha256) for x in run.bench.suites] for run in (original, control))
+    if mine != theirs:
+        raise InvalidInput(f"control {control.id[:16]} measured other suites ({theirs}) than "
+                           f"record {original.id[:16]} ({mine})",
+                           hint="a control runs the same suites, pinned to the same digests")
+    c_recipe = _recipe(control.id, _statement(home, control.id), None)
+    c_env = check_environment(_statement(home, control.id).predicate, c_recipe,
+                              _plan(c_recipe, models_dir), allow_env_drift)
+    if c_env.refused and not checked.dry_run:
+        raise Refused(f"environment drift since control {control.id[:16]}: "
+                      + "; ".join(_drift_text(c_env)),
+                      hint="restore the environment, or run anyway with --allow-env-drift")
+    if checked.dry_run:
+        return checked
+    out = out_dir or Path("runs") / (f"{recipe.name}-controlled-{original.id[:12]}-"
+                                     f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
+    formula, window = _formula(statement, recipe)
+    sides = {"record": (recipe, recipe_path, original.id, checked.environment),
+             "control": (c_recipe, None, control.id, c_env)}
+    done, rows = [], {}
+    for i, side in enumerate(order):
+        start, timed = _control_start(home, i, side, sides[side], out, models_dir, hooks,
+                                      progress, [s.name for s in original.bench.suites],
+                                      formula, window, launcher)
+        done.append(start)
+        rows[start.record] = timed
+    performance, controlled = judge_controlled(original, control, done, rows, formula,
+                                               window, min_performance)
+    first = load_sealed(home, next(s.record for s in done if s.side == "record"))
+    judged = _judged(checked.model_copy(update={"run_dir": str(out), "record": first.id,
+                                                "controlled": controlled}),
+                     home, statement, original, first, recipe, performance)
+    return attest(home, judged)
+
+
+def _control_start(home: Home, i: int, side: str,
+                   what: tuple[Recipe, Path | None, str, EnvironmentCheck], out: Path,
+                   models_dir: Path | None, hooks: Hooks | None, progress: Progress | None,
+                   names: list[str], formula: MetricFormula, window: int,
+                   launcher: Launcher | None) -> tuple[ControlStart, list[BenchRow]]:
+    """One fresh engine start of the record's or the control's recipe, sealed with the
+    record it re-runs as parent."""
+    from registry.contracts.sealed import load_sealed
+    from registry.executor.engine import Engine
+    from registry.executor.run import run
+    from registry.reproduce.control import ControlStart, run_dir_of, start_figures
+
+    recipe, recipe_path, parent, env = what
+    run_dir = run_dir_of(out, i, side)
+    suites = stored_suites(home, recipe) if recipe_path is None else []
+    with suite_folder(suites, recipe_path) as recipe_dir:
+        run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
+            models_dir=models_dir, hooks=hooks, launcher=launcher or Engine)
+    sealed = _seal(home, run_dir, recipe_path, parent, env, progress)
+    rows = load_sealed(home, sealed.id).bench.timed_rows
+    return ControlStart(start=i, side=side, record=sealed.id, run_dir=str(run_dir),
+                        figures=start_figures(i, side, sealed.id, rows, names, formula,
+                                              window)), rows
+
+
+def _statement(home: Home, rid: str) -> Statement:
+    from registry.store.query import sealed_statement
+
+    return sealed_statement(home, rid)[1]
 
 
 def attest(home: Home, done: Reproduction) -> Reproduction:
@@ -130,12 +243,14 @@ def attest(home: Home, done: Reproduction) -> Reproduction:
 
 def _judged(checked: Reproduction, home: Home, statement: Statement, original: SealedRun,
             new: SealedRun, recipe: Recipe, performance: PerformanceVerdict) -> Reproduction:
+    from registry.reproduce.host import host_speed
+
     identity = identity_verdict(original, new)
     contract = contract_verdict(home, _contract(statement, recipe), original, new, recipe)
     passed = identity.passed and contract.passed and performance.passed
     return checked.model_copy(update={
         "identity": identity, "contract": contract, "performance": performance,
-        "passed": passed})
+        "host_speed": host_speed(home, statement, _statement(home, new.id)), "passed": passed})
 
 
 def _recipe(rid: str, statement: Statement, recipe_path: Path | None) -> Recipe:
@@ -149,7 +264,7 @@ def _recipe(rid: str, statement: Statement, recipe_path: Path | None) -> Recipe:
     return Recipe.model_validate(statement.predicate.recipe)
 
 
-def _stored_suites(home: Home, recipe: Recipe) -> list[tuple[str, Path]]:
+def stored_suites(home: Home, recipe: Recipe) -> list[tuple[str, Path]]:
     """(relative path, stored object) of each suite the record sealed, found in the
     object store by its pinned digest; one clear error when one is not there."""
     from registry.store.objects import ObjectStore
@@ -169,7 +284,7 @@ def _stored_suites(home: Home, recipe: Recipe) -> list[tuple[str, Path]]:
 
 
 @contextmanager
-def _suite_folder(suites: list[tuple[str, Path]], recipe_path: Path | None) -> Iterator[Path]:
+def suite_folder(suites: list[tuple[str, Path]], recipe_path: Path | None) -> Iterator[Path]:
     """Where the run reads its suites: beside `--recipe`, else a temp folder holding the
     suites the record sealed."""
     if recipe_path is not None:

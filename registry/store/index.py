@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import (
     Index as SqlIndex,
 )
-from sqlalchemy import Table, Text, create_engine, delete, event, select, update
+from sqlalchemy import Table, Text, create_engine, delete, event, select, text, update
 from sqlalchemy.exc import DatabaseError, OperationalError, ProgrammingError
 from sqlmodel import Field, SQLModel
 
@@ -145,6 +145,37 @@ class Index:
                 db.execute(delete(table).where(table.c.record_id == record_id))
             db.execute(delete(records).where(records.c.id == record_id))
 
+    @contextmanager
+    def sealing(self, record_id: str) -> Iterator[None]:
+        """Held by a seal from its rows' insert until its ledger commit is marked. On
+        PostgreSQL, which several homes of a team may share, it is a session advisory
+        lock: another home's `settle` sees the seal in progress and leaves its rows, and
+        the lock goes with the connection if the sealer dies. SQLite is one home's own:
+        its home lock is enough."""
+        if self.engine.dialect.name != "postgresql":
+            yield
+            return
+        with self._guard(), self.engine.connect() as db:
+            db.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _lock_key(record_id)})
+            db.commit()
+            try:
+                yield
+            finally:
+                db.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _lock_key(record_id)})
+                db.commit()
+
+    def being_sealed(self, record_id: str) -> bool:
+        """Whether a live seal (of any home) holds `record_id`'s rows (PostgreSQL)."""
+        if self.engine.dialect.name != "postgresql":
+            return False
+        with self._guard(), self.engine.connect() as db:
+            key = {"k": _lock_key(record_id)}
+            free = db.execute(text("SELECT pg_try_advisory_lock(:k)"), key).scalar()
+            if free:
+                db.execute(text("SELECT pg_advisory_unlock(:k)"), key)
+            db.commit()
+            return not free
+
     def pending(self) -> list[str]:
         with self._guard(), self.engine.connect() as db:
             return list(db.scalars(select(records.c.id).where(records.c.ledger_commit.is_(None))))
@@ -227,6 +258,12 @@ class Index:
         for suffix in ("-wal", "-shm"):
             path.with_name(path.name + suffix).unlink(missing_ok=True)
         path.rename(path.with_name(f"{path.name}.corrupt-{int(time.time())}"))
+
+
+def _lock_key(record_id: str) -> int:
+    """A record's advisory-lock key: its first 15 hex digits (60 bits, a positive bigint),
+    offset from the keys other tables of this database use."""
+    return int(record_id[:15], 16) if len(record_id) >= 15 else 0
 
 
 def _condition(name: str, value: str) -> Any:

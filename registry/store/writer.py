@@ -88,14 +88,15 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
         settle(index, ledger)
         commit = sealing_commit(ledger, rid)
         if commit is None:
-            # rows from the signed bytes read back, as every reader derives them (a float
-            # 2.0 is `2` in canonical JSON and comes back an int)
-            index.add(entry_rows(rid, parse_statement(data), keyid))
-            crash_point("index")
-            commit = ledger.commit_record(rid, data, envelope, f"{rid}\n\n{summary}",
-                                          (keyid, key))
-            crash_point("ledger")
-            index.mark_committed(rid, commit)
+            with index.sealing(rid):  # other homes sharing the index leave these rows
+                # rows from the signed bytes read back, as every reader derives them (a
+                # float 2.0 is `2` in canonical JSON and comes back an int)
+                index.add(entry_rows(rid, parse_statement(data), keyid))
+                crash_point("index")
+                commit = ledger.commit_record(rid, data, envelope, f"{rid}\n\n{summary}",
+                                              (keyid, key))
+                crash_point("ledger")
+                index.mark_committed(rid, commit)
     return SealedRecord(id=rid, ledger_commit=commit, summary=summary, signer=keyid,
                         artifacts=len(subjects), bytes=size,
                         measurement=quality_lines(predicate.results))
@@ -149,7 +150,7 @@ def settle(index: Index, ledger: Ledger) -> None:
         commit = sealing_commit(ledger, rid)
         if commit:
             index.mark_committed(rid, commit)
-        else:
+        elif not index.being_sealed(rid):  # another home's seal in progress: not debris
             index.drop(rid)
 
 

@@ -13,8 +13,20 @@ One tiny record (recipes/tiny-bf16-kv.toml, sealed by `registry run`), then:
   The slowdown is measured and printed: the slow series' mean ratio over the same
   series' mean ratio, both against the one sealed record.
 
-Each reproduction must finish within 3 minutes. Prints both rates, the mean number of
-rounds and the slowest reproduction. Everything lives in a temp dir (models are reused
+With `--control`, the record and a control (another record of the same recipe, sealed
+just before it, both with `run --starts SEALED_STARTS`) are re-run in alternating starts
+(`reproduce --control`, `--starts` each): the verdict is the controlled one, and the
+uncontrolled verdict of the same record starts is printed beside it. `--ab N` adds N
+runs of `registry ab` of the recipe against itself (`--starts 3`): target, the boost's
+interval contains 0.
+
+Each reproduction must finish within 3 minutes (per start with --control). Prints both
+rates, the mean number of rounds (or starts) and the slowest reproduction. Under
+`--control` the slow series confines only the record's engine starts to CPU 0 (the
+engine process is started with that affinity, and every process it starts inherits
+it; the client and the control's starts keep both CPUs): confining the whole
+reproduction would slow the control as well, which is what a control cancels.
+Everything lives in a temp dir (models are reused
 from $REGISTRY_TEST_MODELS when set). Heavy: one engine at a time, minutes per run.
 """
 
@@ -44,23 +56,44 @@ def registry(*args: str, env: dict[str, str],
 
 
 def reproduce(rid: str, out: Path, models: Path, env: dict[str, str],
-              cpus: set[int] | None) -> dict:
+              cpus: set[int] | None, control: str | None = None, starts: int = 1) -> dict:
     args = ["reproduce", rid, "--models", str(models), "--out", str(out), "--json"]
+    if control:
+        args += ["--control", control, "--starts", str(starts)]
     start = time.monotonic()
-    r = registry(*args, env=env, cpus=cpus)
+    if control and cpus:  # only the record's engine starts confined (the driver below)
+        r = subprocess.run([sys.executable, __file__, "--driver", rid, control, str(out),
+                            str(models), str(starts)], env=env, text=True,
+                           capture_output=True, cwd=ROOT)
+    else:
+        r = registry(*args, env=env, cpus=cpus)
     seconds = time.monotonic() - start
     try:
-        perf = json.loads(r.stdout)["performance"]
+        done = json.loads(r.stdout)
+        perf = done["performance"]
     except (ValueError, KeyError, TypeError):
         raise SystemExit(f"reproduce failed (exit {r.returncode}): {r.stderr[-2000:]}") from None
     [suite] = perf["suites"]
-    placement = json.loads((out / "status.json").read_text()).get("placement") or {}
+    first = out / "00-record" if control else out
+    placement = json.loads((first / "status.json").read_text()).get("placement") or {}
     engine_cpus = sorted(set().union(*placement.get("processes", {}).values()))
+    extra = _controlled(done["controlled"]) if control else {}
     # --json leaves out null fields: no ratio when a side has no unflagged row
     return {"status": perf["status"], "rounds": perf["rounds"], "ratio": suite.get("ratio"),
             "low": suite.get("ratio_low"), "high": suite.get("ratio_high"),
             "slower": suite.get("slower", False), "detail": suite["detail"],
-            "quality": suite.get("quality_new"), "seconds": seconds, "cpus": engine_cpus}
+            "quality": suite.get("quality_new"), "seconds": seconds, "cpus": engine_cpus,
+            "probe": done.get("host_speed"), **extra}
+
+
+def _controlled(c: dict) -> dict:
+    """The uncontrolled verdict of the same record starts, and the host factor."""
+    [u] = c["uncontrolled"]["suites"]
+    [s] = c["suites"]
+    return {"starts": len(c["order"]), "host": s.get("host_factor"),
+            "u_status": c["uncontrolled"]["status"], "u_ratio": u.get("ratio"),
+            "u_low": u.get("ratio_low"), "u_high": u.get("ratio_high"),
+            "u_slower": u.get("slower", False)}
 
 
 def _num(x: float | None) -> str:
@@ -68,22 +101,78 @@ def _num(x: float | None) -> str:
 
 
 def series(name: str, n: int, rid: str, tmp: Path, models: Path, env: dict[str, str],
-           cpus: set[int] | None) -> list[dict]:
+           cpus: set[int] | None, control: str | None = None, starts: int = 1) -> list[dict]:
     out = []
     for i in range(n):
-        v = reproduce(rid, tmp / "runs" / f"{name}-{i}", models, env, cpus)
+        v = reproduce(rid, tmp / "runs" / f"{name}-{i}", models, env, cpus, control, starts)
         print(f"{name} {i + 1}/{n}: {v['status']:<12} ratio {_num(v['ratio'])} "
               f"[{_num(v['low'])}, {_num(v['high'])}] rounds {v['rounds']} "
               f"{v['seconds']:.0f} s, engine on CPUs {v['cpus']}; new measurement {v['quality']}: "
-              f"{v['detail']}", flush=True)
+              f"{v['detail']}; host probe {_num(v['probe'])}", flush=True)
+        if control:
+            print(f"  uncontrolled: {v['u_status']:<12} ratio {_num(v['u_ratio'])} "
+                  f"[{_num(v['u_low'])}, {_num(v['u_high'])}]; host factor "
+                  f"{_num(v['host'])}", flush=True)
         out.append(v)
     return out
 
 
+def ab_series(n: int, tmp: Path, models: Path, env: dict[str, str]) -> list[dict]:
+    out = []
+    for i in range(n):
+        start = time.monotonic()
+        r = registry("ab", str(RECIPE), str(RECIPE), "--starts", "3", "--models", str(models),
+                     "--out", str(tmp / "runs" / f"ab-{i}"), "--json", env=env)
+        if r.returncode:
+            raise SystemExit(f"ab failed (exit {r.returncode}): {r.stderr[-2000:]}")
+        [s] = json.loads(r.stdout)["suites"]
+        low, high = s.get("low_pct"), s.get("high_pct")
+        zero = low is not None and high is not None and low <= 0 <= high
+        print(f"ab {i + 1}/{n}: {s['verdict']:<14} boost {_num(s.get('boost_pct'))}% "
+              f"[{_num(low)}, {_num(high)}] A {_num(s.get('a'))} B {_num(s.get('b'))} tok/s "
+              f"per start A {s['a_starts']} B {s['b_starts']}; {time.monotonic() - start:.0f} s",
+              flush=True)
+        out.append({"zero": zero, **s})
+    return out
+
+
+def driver(rid: str, control: str, out: str, models: str, starts: str) -> None:
+    """A controlled reproduction whose record starts run on CPU 0 only: printed as JSON."""
+    from registry.executor.engine import Engine
+    from registry.reproduce import reproduce as reproduce_record
+    from registry.store.home import find_home
+
+    class OneCpu(Engine):
+        def start(self) -> None:  # the engine process, and all it starts, on CPU 0
+            old = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, {0})
+            try:
+                super().start()
+            finally:
+                os.sched_setaffinity(0, old)
+
+    def launcher(plan, log):  # type: ignore[no-untyped-def]
+        return (OneCpu if log.parent.name.endswith("-record") else Engine)(plan, log)
+
+    done = reproduce_record(find_home(None), rid, control=control, starts=int(starts),
+                            models_dir=Path(models), out_dir=Path(out), launcher=launcher)
+    print(done.model_dump_json(exclude_none=True))
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--driver"]:
+        driver(*sys.argv[2:7])
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--same", type=int, default=10)
     ap.add_argument("--slow", type=int, default=10)
+    ap.add_argument("--control", action="store_true",
+                    help="controlled reproductions against a second record of the recipe")
+    ap.add_argument("--starts", type=int, default=1, help="with --control: starts of each")
+    ap.add_argument("--sealed-starts", type=int, default=3,
+                    help="with --control: engine starts each sealed record is measured over")
+    ap.add_argument("--ab", type=int, default=0, help="runs of `registry ab` of the recipe "
+                                                      "against itself, --starts 3")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="registry-verdicts-") as t:
         tmp = Path(t)
@@ -97,13 +186,16 @@ def main() -> None:
         env.pop("REGISTRY_DATABASE_URL", None)
         registry("keys", "init", env=env)
         registry("init", str(tmp), env=env)
-        base = registry("run", str(RECIPE), "--models", str(models), "--out",
-                        str(tmp / "runs/base"), "--json", env=env)
-        if base.returncode:
-            raise SystemExit(f"the base run failed: {base.stderr[-2000:]}")
-        rid = json.loads(registry("list", "--json", env=env).stdout)[0]["id"]
-        same = series("same", args.same, rid, tmp, models, env, None)
-        slower = series("slow", args.slow, rid, tmp, models, env, {0})
+        sealed = ["--starts", str(args.sealed_starts)] if args.control else []
+        control = None
+        if args.control:
+            control = seal(tmp, models, env, "control", sealed)
+        rid = seal(tmp, models, env, "base", sealed)
+        print(f"record {rid[:16]} and control {str(control)[:16]} sealed "
+              f"(starts {sealed or 1})", flush=True)
+        same = series("same", args.same, rid, tmp, models, env, None, control, args.starts)
+        slower = series("slow", args.slow, rid, tmp, models, env, {0}, control, args.starts)
+        abs_ = ab_series(args.ab, tmp, models, env)
     passed = sum(v["status"] == "passed" for v in same)
     failed = sum(v["status"] == "failed" for v in same)
     caught = sum(v["status"] == "failed" or v["slower"] for v in slower)
@@ -118,8 +210,32 @@ def main() -> None:
         speed, base = statistics.fmean(slow_ratios), statistics.fmean(same_ratios)
         print(f"slowdown (the reproduction confined to CPU 0): mean ratio "
               f"{speed:.3f} vs {base:.3f} for the same recipe: {(1 - speed / base) * 100:.0f}%")
-    print(f"mean rounds {statistics.fmean(v['rounds'] for v in every):.2f}; slowest "
-          f"reproduction {max(v['seconds'] for v in every):.0f} s (limit {LIMIT_S} s)")
+    if args.control and every:
+        u_passed = sum(v["u_status"] == "passed" for v in same)
+        u_failed = sum(v["u_status"] == "failed" for v in same)
+        u_caught = sum(v["u_status"] == "failed" or v["u_slower"] for v in slower)
+        print(f"uncontrolled verdict on the same runs: same {u_passed}/{len(same)} passed, "
+              f"{u_failed} failed; slow {u_caught}/{len(slower)} failed or slower")
+        hosts = [v["host"] for v in every if v["host"]]
+        if hosts:
+            print(f"host factor (control now / control sealed): {min(hosts):.3f}-"
+                  f"{max(hosts):.3f}")
+        print(f"mean starts per reproduction {statistics.fmean(v['starts'] for v in every):.1f}")
+    if every:
+        print(f"mean rounds {statistics.fmean(v['rounds'] for v in every):.2f}; slowest "
+              f"reproduction {max(v['seconds'] for v in every):.0f} s (limit {LIMIT_S} s)")
+    if abs_:
+        print(f"ab of the recipe against itself: the interval contains 0 in "
+              f"{sum(v['zero'] for v in abs_)}/{len(abs_)} (target >= 9/10)")
+
+
+def seal(tmp: Path, models: Path, env: dict[str, str], name: str, extra: list[str]) -> str:
+    """`registry run` of the recipe, sealed: its record id."""
+    r = registry("run", str(RECIPE), "--models", str(models), "--out", str(tmp / "runs" / name),
+                 "--json", *extra, env=env)
+    if r.returncode:
+        raise SystemExit(f"the {name} run failed: {r.stderr[-2000:]}")
+    return str(json.loads(r.stdout)["record"]["id"])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,231 @@
+"""`registry ab A B`: the comparability check, then full engine starts of both sides in
+ABBA order, each start sealed as a record, then per suite the boost with its interval
+over paired starts and a verdict, all re-derived from the sealed records' raw rows.
+
+A start is a fresh engine: planned, started, measured with the side's suite, torn down
+and sealed (registry.executor.run, registry.seal). Nothing else runs in between, so the
+two sides share one window of the host's life; pairs of adjacent starts cancel what
+drifts slowly (registry.measure.starts).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from registry.ab.comparable import Comparability, compare_fields, outcome_fields, side_fields
+from registry.ab.sides import Side, load_side, recipe_folder
+from registry.base.model import Frozen
+from registry.errors import ExitCode, InvalidInput, RegistryError
+from registry.formats.rundir import BenchRow, LaunchPlan
+from registry.measure.metrics import formula_text
+from registry.measure.starts import (
+    LEVEL,
+    NOISE_PCT,
+    PairedInterval,
+    StartFigure,
+    alternating,
+    boost_verdict,
+    pair_logs,
+    paired_interval,
+    start_figure,
+)
+from registry.recipe.schema import Recipe
+from registry.store.home import Home
+
+if TYPE_CHECKING:
+    from registry.executor.engine import Launcher
+    from registry.executor.run import Hooks
+
+
+class NotComparable(RegistryError):
+    """Two sides that differ on an axis nobody named: no boost between them."""
+
+    exit_code = ExitCode.INVALID_INPUT
+
+
+class AbStart(Frozen):
+    start: int
+    side: str
+    run_dir: str
+    record: str = Field(description="the record this start was sealed as")
+    figures: list[StartFigure] = Field(description="one per suite")
+
+
+class SuiteBoost(Frozen):
+    """One suite's comparison: each side's figure, the paired ratio, the boost."""
+
+    suite: str
+    formula: str
+    a: float | None = Field(description="geometric mean of A's start figures, tok/s")
+    b: float | None
+    a_starts: list[float | None]
+    b_starts: list[float | None]
+    ratio: float | None = Field(description="B/A over paired starts (geometric mean)")
+    boost_pct: float | None = Field(description="100 * (B - A) / A from the paired ratio")
+    low_pct: float | None = Field(description="the boost's interval")
+    high_pct: float | None = None
+    delta_tok_s: float | None = Field(description="B - A, absolute")
+    interval: PairedInterval | None = None
+    verdict: str = Field(description="faster | slower | no difference | inconclusive")
+
+
+class AbResult(Frozen):
+    a: str = Field(description="side A as given")
+    b: str
+    records: dict[str, str | None] = Field(description="side -> the record it stands for")
+    comparability: Comparability
+    order: list[str] = Field(description="the sides in start order")
+    starts_per_side: int
+    level: float = LEVEL
+    noise_pct: float = NOISE_PCT
+    dry_run: bool = False
+    plans: dict[str, LaunchPlan] = Field(default_factory=dict)
+    starts: list[AbStart] = Field(default_factory=list)
+    outcome: Comparability | None = Field(None, description="the outputs of A and B compared "
+                                                            "(the quality-outcome axis)")
+    suites: list[SuiteBoost] = Field(default_factory=list)
+    verdict: str = Field("planned", description="the suites' verdict when they agree, else "
+                                                "inconclusive; `not comparable`; `planned`")
+    verification: str | None = Field(None, description="the signed comparison attestation")
+    exit_code: int = 0
+
+
+StartHook = Callable[[int, int, str], None]  # (start, of, side) before each start
+
+
+def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 3,
+       models_dir: Path | None = None, out_dir: Path | None = None, dry_run: bool = False,
+       level: float = LEVEL, noise_pct: float = NOISE_PCT, hooks: Hooks | None = None,
+       on_start: StartHook | None = None, launcher: Launcher | None = None) -> AbResult:
+    """Compare `a` and `b` (recipe files or record ids); refused (NotComparable) before
+    anything runs when they differ on an axis `deltas` does not name."""
+    if starts < 2:
+        raise InvalidInput(f"--starts {starts}: at least 2 per side (one pair cannot "
+                           "measure the spread between starts)")
+    if not 0.5 < level < 1:
+        raise InvalidInput(f"--level {level}: a confidence between 0.5 and 1")
+    sides = {"A": load_side(home, "A", a), "B": load_side(home, "B", b)}
+    verdict = compare_fields(side_fields(sides["A"].recipe, sides["A"].identity),
+                             side_fields(sides["B"].recipe, sides["B"].identity), deltas)
+    if not verdict.comparable and not dry_run:
+        raise _refused(verdict)
+    result = AbResult(a=a, b=b, records={k: s.record for k, s in sides.items()},
+                      comparability=verdict, order=alternating(starts), starts_per_side=starts,
+                      level=level, noise_pct=noise_pct, dry_run=dry_run,
+                      plans={k: _plan(s, models_dir) for k, s in sides.items()},
+                      verdict="planned" if verdict.comparable else "not comparable",
+                      exit_code=0 if verdict.comparable else ExitCode.INVALID_INPUT)
+    if dry_run:
+        return result
+    out = out_dir or Path("runs") / f"ab-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    done = [_start(home, i, sides[side], out, models_dir, hooks, launcher, on_start,
+                   len(result.order)) for i, side in enumerate(result.order)]
+    return attest(home, judge(home, result, done, sides["A"].recipe))
+
+
+def attest(home: Home, done: AbResult) -> AbResult:
+    """Seal a finished A/B as a signed verification attestation naming every start."""
+    from registry.ab.attest import ab_statement
+    from registry.store.verifications import seal_verification
+    from registry.store.writer import ready_signer
+
+    signer = ready_signer(home)
+    stored = seal_verification(home, ab_statement(done, signer[0]), signer)
+    return done.model_copy(update={"verification": stored.id})
+
+
+def _refused(verdict: Comparability) -> NotComparable:
+    refused = verdict.refusal()
+    return NotComparable(refused.message, hint=refused.hint)
+
+
+def _plan(side: Side, models_dir: Path | None) -> LaunchPlan:
+    from registry.executor.engine import free_port
+    from registry.executor.plan import preview
+
+    return preview(side.recipe, port=free_port(), models_dir=models_dir, cwd=Path.cwd())
+
+
+def _start(home: Home, i: int, side: Side, out: Path, models_dir: Path | None,
+           hooks: Hooks | None, launcher: Launcher | None, on_start: StartHook | None,
+           total: int) -> AbStart:
+    """One full engine start of a side, sealed; its figures from the sealed raw rows."""
+    from registry.contracts.sealed import load_sealed
+    from registry.executor.engine import Engine
+    from registry.executor.run import run
+    from registry.seal import seal_run
+
+    if on_start:
+        on_start(i, total, side.label)
+    run_dir = out / f"{i:02d}-{side.label}"
+    recipe_file = Path(side.recipe_file) if side.recipe_file else None
+    with recipe_folder(home, side) as folder:
+        run(side.recipe, run_dir, recipe_dir=folder, recipe_file=recipe_file,
+            models_dir=models_dir, hooks=hooks, launcher=launcher or Engine)
+    sealed = seal_run(run_dir, home=home, recipe_path=recipe_file)
+    rows = load_sealed(home, sealed.id).bench.timed_rows
+    return AbStart(start=i, side=side.label, run_dir=str(run_dir), record=sealed.id,
+                   figures=_figures(i, side, rows, sealed.id))
+
+
+def _figures(i: int, side: Side, rows: list[BenchRow], rid: str) -> list[StartFigure]:
+    b = side.recipe.benchmark
+    out = []
+    for suite in b.suites:
+        value, used = start_figure([r for r in rows if r.suite == suite.name], b.metric,
+                                   b.window)
+        out.append(StartFigure(start=i, side=side.label, value=value, rows=used, record=rid))
+    return out
+
+
+def judge(home: Home, planned: AbResult, done: list[AbStart], recipe: Recipe) -> AbResult:
+    """The outcome check and each suite's boost, from the starts' sealed rows (`recipe`:
+    side A's, whose suites, formula and window both sides share)."""
+    from registry.contracts.sealed import load_sealed
+
+    first = {s.side: load_sealed(home, s.record).bench.rows for s in reversed(done)}
+    a_out, b_out = (outcome_fields((r.prompt_id, tuple(r.token_ids)) for r in first[k])
+                    for k in ("A", "B"))
+    outcome = compare_fields(a_out, b_out, planned.comparability.deltas)
+    b = recipe.benchmark
+    suites = [_suite(spec.name, k, done, formula_text(b.metric, b.window), planned)
+              for k, spec in enumerate(b.suites)]
+    verdicts = {s.verdict for s in suites}
+    verdict = verdicts.pop() if len(verdicts) == 1 else "inconclusive"
+    if not outcome.comparable:
+        verdict = "not comparable"
+    return planned.model_copy(update={
+        "starts": done, "outcome": outcome, "suites": suites, "verdict": verdict,
+        "exit_code": 0 if outcome.comparable else ExitCode.INVALID_INPUT})
+
+
+def _suite(name: str, k: int, done: list[AbStart], formula: str,
+           planned: AbResult) -> SuiteBoost:
+    figures = [s.figures[k] for s in done]
+    per = {side: [f.value for f in figures if f.side == side] for side in ("A", "B")}
+    means = {side: _geomean(v) for side, v in per.items()}
+    interval = paired_interval(pair_logs(figures), level=planned.level)
+    ratio = interval.ratio if interval else None
+    a, b = means["A"], means["B"]
+    return SuiteBoost(
+        suite=name, formula=formula, a=a, b=b,
+        a_starts=per["A"], b_starts=per["B"], ratio=ratio, boost_pct=pct(ratio),
+        low_pct=pct(interval.low) if interval else None,
+        high_pct=pct(interval.high) if interval else None,
+        delta_tok_s=b - a if a is not None and b is not None else None, interval=interval,
+        verdict=boost_verdict(interval, planned.noise_pct))
+
+
+def pct(ratio: float | None) -> float | None:
+    return None if ratio is None else 100 * (ratio - 1)
+
+
+def _geomean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v]
+    return statistics.geometric_mean(kept) if kept else None

@@ -1,0 +1,298 @@
+"""`registry worker`: take jobs for this host's hardware from the queue and run them.
+
+procrastinate's worker holds each job under a lease: its heartbeat row in
+`procrastinate_workers`, renewed every `heartbeat_s`. Every worker also reclaims the
+jobs of workers whose heartbeat is older than `stalled_s` (killed, cut off, rebooted):
+back to the hardware's queue, or, once the dead worker had begun sealing, to that
+worker's own `home:<name>` queue, since only its home can hold what it sealed. A job
+that failed or was lost `MAX_ATTEMPTS` times stops and says so. SIGTERM stops taking
+jobs; the one in hand finishes (procrastinate's graceful stop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import platform
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from registry.base.model import Frozen
+from registry.errors import RegistryError
+from registry.fleet.execute import Context, JobSpec, Outcome, run_job
+from registry.fleet.queue import (
+    MAX_ATTEMPTS,
+    TASK,
+    connect,
+    ensure_schema,
+    hardware_queue,
+    insert_row,
+    note,
+)
+
+if TYPE_CHECKING:
+    from procrastinate import App, JobContext
+    from procrastinate.worker import Worker
+
+    from registry.executor.engine import Launcher
+    from registry.store.home import Home
+
+log = logging.getLogger("registry.fleet")
+SEALED = ("sealing", "sealed", "pushing")
+"""Phases after which the record may exist only in the worker's own home."""
+
+
+class WorkerOptions(Frozen):
+    url: str
+    name: str = Field(description="this worker's name; `home:<name>` is its own queue")
+    hardware: str
+    once: bool = False
+    max_jobs: int | None = None
+    heartbeat_s: float = 10.0
+    stalled_s: float = 30.0
+    work_dir: Path
+    models_dir: Path | None = None
+    remote: str | None = None
+
+
+class WorkerReport(Frozen):
+    name: str
+    hardware: str
+    queues: list[str]
+    jobs: list[int] = Field(default_factory=list, description="jobs taken, in order")
+    failed: list[int] = Field(default_factory=list)
+    reclaimed: list[int] = Field(default_factory=list, description="jobs of lost workers "
+                                                                   "this worker put back")
+
+
+def home_queue(name: str) -> str:
+    return f"home:{name}"
+
+
+def default_name() -> str:
+    return platform.node() or f"worker-{os.getpid()}"
+
+
+def serve(home: Home, opts: WorkerOptions, launcher: Launcher | None = None,
+          runner: Runner | None = None) -> WorkerReport:
+    """Run the worker until SIGTERM, `--once`, or `--max-jobs` jobs; `runner` replaces
+    what a job does (the queue benchmark measures the queue alone with it)."""
+    from registry.store.writer import ready_signer
+
+    ready_signer(home)  # a worker that cannot sign would fail every job: stop now
+    ensure_schema(opts.url)
+    opts.work_dir.mkdir(parents=True, exist_ok=True)
+    report = WorkerReport(name=opts.name, hardware=opts.hardware,
+                          queues=[hardware_queue(opts.hardware), home_queue(opts.name)])
+    asyncio.run(_serve(home, opts, launcher, report, runner or run_job))
+    return report
+
+
+async def _serve(home: Home, opts: WorkerOptions, launcher: Launcher | None,
+                 report: WorkerReport, runner: Runner) -> None:
+    from procrastinate import RetryStrategy
+    from procrastinate.worker import Worker
+
+    from registry.fleet.queue import app as make_app
+
+    app = make_app(opts.url)
+    limit = 1 if opts.once else opts.max_jobs
+    async with app.open_async():
+        worker = Worker(app, queues=report.queues, name=opts.name, concurrency=1,
+                        wait=not opts.once, update_heartbeat_interval=opts.heartbeat_s,
+                        stalled_worker_timeout=opts.stalled_s, listen_notify=True,
+                        fetch_job_polling_interval=min(opts.heartbeat_s, 5.0))
+        # RetryStrategy counts retries; MAX_ATTEMPTS counts runs
+        app.task(name=TASK, pass_context=True,
+                 retry=RetryStrategy(max_attempts=MAX_ATTEMPTS - 1))(
+            _task(home, opts, launcher, report, worker, limit, runner))
+        await _reclaim(app, opts, report, None)  # before taking anything: lost jobs first
+        reclaimer = asyncio.create_task(_reclaim_loop(app, opts, report, worker))
+        try:
+            await worker.run()  # type: ignore[no-untyped-call]
+        finally:
+            reclaimer.cancel()
+
+
+class LeaseLost(RegistryError):
+    """This worker no longer holds the job (its heartbeat was late and another worker put
+    the job back): stop before sealing or pushing anything more."""
+
+
+class Cancelled(RegistryError):
+    """`registry queue cancel` asked the running job to stop."""
+
+
+LEASE_LOST_EXIT = 75
+"""The worker's exit status after it found it had lost a job's lease (EX_TEMPFAIL)."""
+
+
+Runner = Callable[[JobSpec, Context], Outcome]
+
+
+def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: WorkerReport,
+          worker: Worker, limit: int | None, runner: Runner) -> Callable[..., None]:
+    def job(context: JobContext, kind: str, target: str, control: str | None,
+            claim: str | None = None) -> None:
+        j = context.job
+        assert j.id is not None
+        report.jobs.append(j.id)
+        if limit is not None and len(report.jobs) >= limit:
+            # this job is the last one: finish it, take no other
+            worker.stop()  # type: ignore[no-untyped-call]
+        spec = JobSpec(id=j.id, queue=hardware_queue(opts.hardware), kind=kind,
+                       target=target, control=control, attempt=j.attempts, claim=claim)
+        try:
+            _run(home, opts, launcher, spec, _Lease(j.id, j.worker_id, context), runner)
+        except LeaseLost as e:
+            # procrastinate would now mark the job finished, although another worker may
+            # hold it: a zombie must persist nothing, so it leaves (its supervisor restarts
+            # it). The engine is already down: the executor tore it down on the way out.
+            log.error("%s", e)
+            os._exit(LEASE_LOST_EXIT)
+        except Cancelled as e:
+            from procrastinate.exceptions import JobAborted
+
+            raise JobAborted(str(e)) from None
+        except BaseException:
+            report.failed.append(j.id)
+            raise
+
+    return job
+
+
+class _Lease:
+    """Whether this worker still holds the job, asked at every phase: a worker whose
+    heartbeat came late may have lost it to another, and must then stop (fencing)."""
+
+    def __init__(self, job_id: int, worker_id: int | None, context: JobContext) -> None:
+        self.job_id, self.worker_id, self.context = job_id, worker_id, context
+
+    def check(self, conn: Any, phase: str) -> None:
+        if self.context.should_abort():
+            raise Cancelled(f"job {self.job_id} was cancelled at phase {phase}")
+        row = conn.execute("SELECT status::text AS status, worker_id FROM procrastinate_jobs "
+                           "WHERE id = %s", (self.job_id,)).fetchone()
+        if row is None or row["status"] != "doing" or row["worker_id"] != self.worker_id:
+            raise LeaseLost(f"job {self.job_id}: lease lost before phase {phase} (another "
+                            "worker put it back); this attempt stops")
+
+
+def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSpec,
+         lease: _Lease, runner: Runner) -> None:
+    """One job: every phase noted on its row; a failure keeps its reason and log tail and
+    is raised again so that procrastinate retries it (or stops at MAX_ATTEMPTS)."""
+    with connect(opts.url) as conn:
+        hardware = spec.queue.removeprefix("hw:")
+        insert_row(conn, spec.id, spec.kind, spec.target, hardware, spec.control, spec.claim)
+        note(conn, spec.id, phase="taken", worker=opts.name, host=platform.node(),
+             home_queue=home_queue(opts.name), reason=None)
+        conn.execute("UPDATE registry_fleet_jobs SET started_at = now() WHERE job_id = %s",
+                     (spec.id,))
+        _pause_for_tests("taken")
+
+        def phase(name: str) -> None:
+            lease.check(conn, name)
+            note(conn, spec.id, phase=name)
+            _pause_for_tests(name)
+
+        ctx = Context(home=home, work_dir=opts.work_dir, phase=phase,
+                      models_dir=opts.models_dir, remote=opts.remote, launcher=launcher)
+        try:
+            out = runner(spec, ctx)
+        except LeaseLost:
+            raise  # the job's row is another attempt's now: leave it alone
+        except Cancelled:
+            note(conn, spec.id, phase="cancelled", log=_log_tail(opts.work_dir, spec))
+            raise
+        except Exception as e:
+            last = spec.attempt + 1 >= MAX_ATTEMPTS
+            reason = str(e) if isinstance(e, RegistryError) else f"{type(e).__name__}: {e}"
+            note(conn, spec.id, phase="failed", log=_log_tail(opts.work_dir, spec),
+                 reason=(f"failed {spec.attempt + 1} times, not retried: " if last else
+                         f"attempt {spec.attempt + 1} failed: ") + reason)
+            raise
+        lease.check(conn, "done")
+        note(conn, spec.id, phase="done", records=out.records,
+             attestations=out.attestations, pushed=out.pushed, claim_moves=out.claim_moves,
+             reason=f"verdict {out.verdict}" + (" (resumed: sealed by an earlier attempt)"
+                                               if out.resumed else ""))
+
+
+def _log_tail(work_dir: Path, spec: JobSpec, limit: int = 4000) -> str | None:
+    """The end of the failed attempt's engine log, kept on the job's row."""
+    for name in (f"job-{spec.id}-attempt-{spec.attempt + 1}",):
+        log_file = work_dir / name / "server.log"
+        if log_file.is_file():
+            return log_file.read_bytes()[-limit:].decode("utf-8", "replace")
+    return None
+
+
+PAUSE_ENV = "REGISTRY_FLEET_PAUSE_AT"
+
+
+def _pause_for_tests(phase: str) -> None:
+    """`REGISTRY_FLEET_PAUSE_AT=PHASE:SECONDS` holds a worker at a phase, so that a test
+    can kill it there (test-only; docs/fleet.md)."""
+    spec = os.environ.get(PAUSE_ENV, "")
+    name, _, seconds = spec.partition(":")
+    if name == phase:
+        import time
+
+        time.sleep(float(seconds or 30))
+
+
+async def _reclaim_loop(app: App, opts: WorkerOptions, report: WorkerReport,
+                        worker: Worker) -> None:
+    while True:
+        await asyncio.sleep(opts.heartbeat_s)
+        try:
+            await _reclaim(app, opts, report, worker.worker_id)
+        except Exception as e:  # the next round tries again; the worker keeps working
+            log.warning("reclaiming lost jobs failed: %s", e)
+
+
+async def _reclaim(app: App, opts: WorkerOptions, report: WorkerReport,
+                   me: int | None) -> None:
+    """Put back the jobs of workers whose lease (heartbeat) ran out; never this worker's
+    own (`me`): it knows it is alive, however late its heartbeat."""
+    from procrastinate.jobs import Status
+
+    stalled = await app.job_manager.get_stalled_jobs(
+        seconds_since_heartbeat=opts.stalled_s, task_name=TASK)
+    for job in stalled:
+        assert job.id is not None
+        if me is not None and job.worker_id == me:
+            continue
+        row = await asyncio.to_thread(_row, opts.url, job.id)
+        phase, holder = (row or {}).get("phase"), (row or {}).get("home_queue")
+        queue = holder if phase in SEALED and holder else None
+        last = job.attempts + 1 >= MAX_ATTEMPTS
+        try:
+            if last:
+                await app.job_manager.finish_job(job, status=Status.FAILED, delete_job=False)
+            else:
+                await app.job_manager.retry_job(job, queue=queue)
+        except Exception:  # another worker put it back first
+            continue
+        report.reclaimed.append(job.id)
+        who = (row or {}).get("worker")
+        reason = (f"worker {who} lost its lease at phase {phase}"
+                  + (f"; back to {queue} (its home holds what it sealed)" if queue else "")
+                  + (f"; lost {job.attempts + 1} times, not retried" if last else ""))
+        await asyncio.to_thread(_lost, opts.url, job.id, reason)
+
+
+def _row(url: str, job_id: int) -> dict[str, Any] | None:
+    with connect(url) as conn:
+        return conn.execute("SELECT phase, worker, home_queue FROM registry_fleet_jobs "
+                            "WHERE job_id = %s", (job_id,)).fetchone()
+
+
+def _lost(url: str, job_id: int, reason: str) -> None:
+    with connect(url) as conn:
+        note(conn, job_id, phase="lost", reason=reason)

@@ -1,0 +1,176 @@
+"""A controlled reproduction: the record and a control record re-run in alternating engine
+starts in one window, the speed judged as (new / sealed) over (control now / control
+sealed), so a host that is slower today as a whole fails neither.
+
+Order: record, control, control, record, ... (`starts` of each). Every start is a fresh
+engine, sealed (parent = the record it re-runs). Per suite, each start's figure is the
+median decode rate of its unflagged rows; D = mean over pairs of ln(record / control)
+now, minus ln(record / control) as sealed (each sealed figure the geometric mean of its
+record's starts). Its interval is Student's t with the start-to-start spread pooled from
+the pairs and from each sealed record's own starts (registry.measure.starts). Passed when
+the interval lies at or above the floor, failed when below, else inconclusive; slower
+when it lies below 1.0. Beside it: the host factor (control now / control sealed, the
+"host was N% slower") and the uncontrolled ratio of the same runs.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from registry.base.model import Frozen
+from registry.errors import InvalidInput
+from registry.formats.rundir import BenchRow
+from registry.measure.metrics import formula_text
+from registry.measure.starts import (
+    PairedInterval,
+    StartFigure,
+    alternating,
+    figures_by_start,
+    log_spread,
+    pair_logs,
+    paired_interval,
+    start_figure,
+)
+from registry.recipe.schema import MetricFormula
+from registry.reproduce.judge import PerformanceVerdict, SuitePerformance, judge_rows
+
+if TYPE_CHECKING:
+    from registry.contracts.sealed import SealedRun
+
+RECORD, CONTROL = "record", "control"
+
+
+class ControlStart(Frozen):
+    start: int
+    side: str = Field(description="record | control")
+    record: str = Field(description="the new record this start was sealed as")
+    run_dir: str
+    figures: list[StartFigure] = Field(description="one per suite")
+
+
+class ControlledSuite(Frozen):
+    suite: str
+    record_sealed: float | None = Field(description="the record's sealed figure, tok/s")
+    control_sealed: float | None
+    record_now: float | None = Field(description="geometric mean of the record's starts now")
+    control_now: float | None
+    host_factor: float | None = Field(description="control now / control sealed")
+    uncontrolled: float | None = Field(description="record now / record sealed")
+    interval: PairedInterval | None = Field(description="of (new/sealed)/(control now/sealed)")
+
+
+class Controlled(Frozen):
+    """What the control adds to a reproduction's verdict."""
+
+    control: str = Field(description="the control record")
+    order: list[str]
+    starts: list[ControlStart]
+    suites: list[ControlledSuite]
+    uncontrolled: PerformanceVerdict = Field(description="the row-level verdict of the same "
+                                                         "record starts, for comparison")
+
+
+def control_order(starts: int) -> list[str]:
+    if starts < 1:
+        raise InvalidInput(f"--starts {starts}: at least 1 of each")
+    return alternating(starts, RECORD, CONTROL)
+
+
+def judge_controlled(original: SealedRun, control: SealedRun, starts: list[ControlStart],
+                     rows: dict[str, list[BenchRow]], formula: MetricFormula, window: int,
+                     min_ratio: float) -> tuple[PerformanceVerdict, Controlled]:
+    """The controlled speed verdict; `rows`: record id -> its sealed timed rows."""
+    names = [s.name for s in original.bench.suites]
+    suites = [_suite(k, name, original, control, starts, formula, window)
+              for k, name in enumerate(names)]
+    judged = [_performance(s, formula, window, min_ratio) for s in suites]
+    statuses = {j.status for j in judged}
+    status = next((s for s in ("failed", "inconclusive") if s in statuses), "passed")
+    verdict = PerformanceVerdict(min_ratio=min_ratio, status=status,
+                                 passed=status == "passed", suites=judged)
+    mine = [r for s in starts if s.side == RECORD for r in rows[s.record]]
+    uncontrolled = judge_rows(original.bench.timed_rows, mine, names, formula, window,
+                              min_ratio, 1)
+    return verdict, Controlled(control=control.id, order=[s.side for s in starts],
+                               starts=starts, suites=suites, uncontrolled=uncontrolled)
+
+
+def _suite(k: int, name: str, original: SealedRun, control: SealedRun,
+           starts: Sequence[ControlStart], formula: MetricFormula,
+           window: int) -> ControlledSuite:
+    def sealed(run: SealedRun) -> list[float]:
+        return figures_by_start([r for r in run.bench.timed_rows if r.suite == name],
+                                formula, window)
+
+    r_sealed, c_sealed = sealed(original), sealed(control)
+    figures = [s.figures[k] for s in starts]
+    now = {side: _geomean([f.value for f in figures if f.side == side])
+           for side in (RECORD, CONTROL)}
+    rs, cs = _geomean(r_sealed), _geomean(c_sealed)
+    interval = None
+    if rs and cs:
+        spreads = [x for x in (log_spread(r_sealed), log_spread(c_sealed)) if x]
+        interval = paired_interval(
+            pair_logs(figures, a=CONTROL, b=RECORD), sealed=math.log(rs / cs),
+            sealed_weight=(1 / len(r_sealed) + 1 / len(c_sealed)) / 2, start_spreads=spreads)
+    return ControlledSuite(
+        suite=name, record_sealed=rs, control_sealed=cs, record_now=now[RECORD],
+        control_now=now[CONTROL], host_factor=_ratio(now[CONTROL], cs),
+        uncontrolled=_ratio(now[RECORD], rs), interval=interval)
+
+
+def _performance(s: ControlledSuite, formula: MetricFormula, window: int,
+                 min_ratio: float) -> SuitePerformance:
+    base = SuitePerformance(suite=s.suite, formula=formula_text(formula, window),
+                            original=s.record_sealed, new=s.record_now, ratio=None,
+                            status="inconclusive", detail="")
+    iv = s.interval
+    if s.record_sealed is None or s.control_sealed is None:
+        return base.model_copy(update={
+            "status": "passed", "detail": "the record or its control has no unflagged decode "
+                                          "rate to compare with"})
+    if iv is None:
+        return base.model_copy(update={"status": "failed", "detail": "no start of the record "
+                                       "and its control gave an unflagged decode rate"})
+    host = f"; the host ran at {s.host_factor:.3f} x the control's sealed speed" \
+        if s.host_factor else ""
+    if iv.low is None or iv.high is None:
+        return base.model_copy(update={"ratio": iv.ratio, "detail": f"controlled ratio "
+                                       f"{iv.ratio:.3f}: {iv.method}{host}"})
+    status = ("passed" if iv.low >= min_ratio else "failed" if iv.high < min_ratio
+              else "inconclusive")
+    detail = (f"controlled ratio {iv.ratio:.3f}, {round(100 * iv.level)}% interval "
+              f"[{iv.low:.3f}, {iv.high:.3f}] vs floor {min_ratio} ({iv.method}){host}")
+    if s.uncontrolled:
+        detail += f"; uncontrolled {s.uncontrolled:.3f}"
+    return base.model_copy(update={"ratio": iv.ratio, "ratio_low": iv.low,
+                                   "ratio_high": iv.high, "status": status,
+                                   "slower": iv.high < 1.0, "detail": detail})
+
+
+def start_figures(i: int, side: str, rid: str, rows: list[BenchRow], names: list[str],
+                  formula: MetricFormula, window: int) -> list[StartFigure]:
+    out = []
+    for name in names:
+        value, used = start_figure([r for r in rows if r.suite == name], formula, window)
+        out.append(StartFigure(start=i, side=side, value=value, rows=used, record=rid))
+    return out
+
+
+def run_dir_of(out: Path, i: int, side: str) -> Path:
+    return out / f"{i:02d}-{side}"
+
+
+def _ratio(top: float | None, bottom: float | None) -> float | None:
+    return top / bottom if top and bottom else None
+
+
+def _geomean(values: Sequence[float | None]) -> float | None:
+    kept = [v for v in values if v]
+    return statistics.geometric_mean(kept) if kept else None

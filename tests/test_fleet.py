@@ -1,0 +1,290 @@
+"""The bench queue on a real PostgreSQL server, with worker processes on the scripted
+engine, each given its own hardware identity: every job done exactly once, lost
+leases taken over, a worker never taking another hardware's job."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from tests.fleet_team import STALLED_S, Fleet, build_fleet
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def queue_db(postgres_server):
+    import psycopg
+
+    name = f"q{uuid.uuid4().hex[:16]}"
+    admin = postgres_server.format(db="postgres").replace("+psycopg", "")
+    with psycopg.connect(admin, autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {name}")
+    yield postgres_server.format(db=name).replace("+psycopg", "")
+    with psycopg.connect(admin, autocommit=True) as db:
+        db.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def fleet(tmp_path, queue_db, monkeypatch, hash_cache) -> Fleet:
+    """The lead's home with one record sealed on the scripted engine, pushed to a folder
+    remote; worker homes pin the lead's root and pull it (tests/fleet_team.py)."""
+    for name in ("REGISTRY_DATABASE_URL", "REGISTRY_KEYS_DIR", "REGISTRY_MODELS"):
+        monkeypatch.delenv(name, raising=False)  # restored after the test
+    monkeypatch.setenv("REGISTRY_KEYS_DIR", "")
+    monkeypatch.setenv("REGISTRY_MODELS", "")
+    return build_fleet(tmp_path, queue_db)
+
+
+def add(fleet: Fleet, n: int, hardware: str) -> list[int]:
+    from registry.fleet.queue import Kind, add_job
+
+    return [add_job(fleet.url, Kind.reproduce, fleet.record, hardware).id for _ in range(n)]
+
+
+def jobs(fleet: Fleet) -> dict[int, object]:
+    from registry.fleet.queue import list_jobs
+
+    return {j.id: j for j in list_jobs(fleet.url).jobs}
+
+
+def finish(procs: list[subprocess.Popen[str]], timeout: float = 600) -> list[dict]:
+    out = []
+    for p in procs:
+        stdout, _ = p.communicate(timeout=timeout)
+        assert p.returncode == 0, stdout
+        out.append(json.loads(stdout.strip().splitlines()[-1]))
+    return out
+
+
+def started_count(fleet: Fleet) -> dict[int, int]:
+    """How many times procrastinate started each job (its own event log)."""
+    import psycopg
+
+    with psycopg.connect(fleet.url) as db:
+        rows = db.execute("SELECT job_id, count(*) FROM procrastinate_events "
+                          "WHERE type = 'started' GROUP BY job_id").fetchall()
+    return dict(rows)
+
+
+def team_records(fleet: Fleet) -> list[str]:
+    """Every record the team remote holds, read by a fresh home after a pull."""
+    from registry.store.home import home_at
+    from registry.store.query import find_records
+
+    home = home_at(fleet.home(f"reader-{uuid.uuid4().hex[:6]}"))
+    return [r.id for r in find_records(home)]
+
+
+def test_two_jobs_run_once_each_and_their_records_reach_the_team(fleet: Fleet) -> None:
+    ids = add(fleet, 2, "test-a")
+    [report] = finish([fleet.start("w1", "test-a", once=False, max_jobs=2)])
+    assert sorted(report["jobs"]) == ids, [(j.reason, j.log) for j in jobs(fleet).values()]
+    done = jobs(fleet)
+    for i in ids:
+        j = done[i]
+        assert j.state.value == "done", (j.phase, j.reason, j.log)
+        assert len(j.records) == 1 and len(j.attestations) == 1 and j.pushed
+        assert j.worker == "w1" and j.attempts == 1  # procrastinate counts the run that ended
+    assert started_count(fleet) == {i: 1 for i in ids}
+    team = team_records(fleet)
+    assert fleet.record in team and all(done[i].records[0] in team for i in ids)
+    assert len(team) == 3
+
+
+def wait_for(check, timeout: float = 300, what: str = "") -> None:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def tagged(fleet: Fleet, job_ids: list[int], homes: list[str] | None = None
+           ) -> dict[int, list[str]]:
+    """Per job, the records whose signed subjects carry that job's tag: on the team
+    remote (read by a fresh home after a pull), or in the named worker homes."""
+    import hashlib
+
+    from registry.fleet.execute import TAG, JobSpec, tag_bytes
+    from registry.fleet.queue import hardware_queue
+    from registry.store.home import home_at
+    from registry.store.query import find_records, sealed_statement
+
+    readers = [home_at(fleet.root / h / ".registry") for h in homes] if homes else \
+        [home_at(fleet.home(f"reader-{uuid.uuid4().hex[:6]}"))]
+    found: dict[int, list[str]] = {i: [] for i in job_ids}
+    want = {}
+    for i in job_ids:
+        for hw in ("test-a", "test-b"):
+            spec = JobSpec(id=i, queue=hardware_queue(hw), kind="reproduce", target="")
+            want[hashlib.sha256(tag_bytes(spec)).hexdigest()] = i
+    for home in readers:
+        for row in find_records(home):
+            _, st = sealed_statement(home, row.id)
+            for sub in st.subject:
+                if sub.name == TAG and sub.digest["sha256"] in want:
+                    found[want[sub.digest["sha256"]]].append(row.id)
+    return found
+
+
+def test_fifty_jobs_three_workers_each_done_once_on_its_own_hardware(fleet: Fleet) -> None:
+    """Without a team remote (pushing is the kill test's): each record stays in the home
+    of the worker that sealed it, and every home is searched for every job's tag."""
+    a_jobs, b_jobs = add(fleet, 38, "test-a"), add(fleet, 12, "test-b")
+    procs = [fleet.start(name, hw, remote=None)
+             for name, hw in (("w1", "test-a"), ("w2", "test-a"), ("w3", "test-b"))]
+    wait_for(lambda: all(j.state.value in ("done", "failed")
+                         for j in jobs(fleet).values()), 1500, "50 jobs")
+    for p in procs:  # graceful stop: idle workers leave at once
+        p.send_signal(signal.SIGTERM)
+    reports = {r["name"]: r for r in finish(procs, timeout=60)}
+    done = jobs(fleet)
+    assert all(j.state.value == "done" for j in done.values()), \
+        [(j.id, j.reason) for j in done.values() if j.state.value != "done"]
+    assert started_count(fleet) == {i: 1 for i in a_jobs + b_jobs}  # none ran twice
+    for i in a_jobs:
+        assert done[i].worker in ("w1", "w2")  # never another hardware's job
+    for i in b_jobs:
+        assert done[i].worker == "w3"
+    assert sorted(reports["w3"]["jobs"]) == b_jobs
+    assert sorted(reports["w1"]["jobs"] + reports["w2"]["jobs"]) == a_jobs
+    records = [r for j in done.values() for r in j.records]
+    assert len(records) == len(set(records)) == 50
+    assert all(len(j.attestations) == 1 and not j.pushed for j in done.values())
+    per_job = tagged(fleet, a_jobs + b_jobs, ["w1", "w2", "w3"])
+    assert all(per_job[i] == done[i].records for i in per_job), per_job
+
+
+PHASES = ["taken", "engine", "suite", "sealing", "sealed", "pushing"]
+
+
+def test_a_worker_killed_at_each_step_loses_nothing_and_seals_once(fleet: Fleet) -> None:
+    """kill -9 at each phase: the lease runs out, the job runs again (elsewhere before
+    sealing; on the same home after, since only it holds what was sealed), and the team
+    ends with exactly one record per job."""
+    ids = []
+    for phase in PHASES:
+        [job] = add(fleet, 1, "test-a")
+        ids.append(job)
+        victim = fleet.start("wa", "test-a", env={"REGISTRY_FLEET_PAUSE_AT": f"{phase}:120"})
+        wait_for(lambda job=job, phase=phase: jobs(fleet)[job].phase == phase, 200,
+                 f"job {job} at {phase}")
+        victim.kill()  # SIGKILL: no cleanup, the lease is simply no longer renewed
+        victim.wait()
+        time.sleep(STALLED_S + 1)  # the heartbeat is now older than the lease
+        sealed_phase = phase in ("sealing", "sealed", "pushing")
+        other = fleet.start("wb", "test-a", once=True)
+        [report] = finish([other])
+        if sealed_phase:
+            assert report["jobs"] == [], phase  # not its home's: left for wa
+            assert jobs(fleet)[job].queue == "home:wa"
+            [again] = finish([fleet.start("wa", "test-a", once=True)])
+            assert again["jobs"] == [job]
+        else:
+            assert report["jobs"] == [job], (phase, jobs(fleet)[job])
+        j = jobs(fleet)[job]
+        assert j.state.value == "done", (phase, j.reason)
+        assert started_count(fleet)[job] == 2 and len(j.records) == 1
+        if phase in ("sealed", "pushing"):
+            assert "resumed" in (j.reason or ""), j.reason  # found, not sealed again
+    per_job = tagged(fleet, ids)
+    assert all(len(per_job[i]) == 1 and per_job[i] == jobs(fleet)[i].records for i in ids), \
+        per_job
+
+
+def test_a_job_that_keeps_failing_stops_after_three_runs_with_its_log(fleet: Fleet) -> None:
+    [job] = add(fleet, 1, "test-a")
+    proc = fleet.start("wf", "test-a", env={"FLEET_TEST_ENGINE_FAILS": "1"})
+    wait_for(lambda: jobs(fleet)[job].state.value == "failed", 200, "three failures")
+    proc.send_signal(signal.SIGTERM)
+    finish([proc], timeout=60)
+    j = jobs(fleet)[job]
+    assert j.attempts == 3 and started_count(fleet)[job] == 3
+    assert j.reason and j.reason.startswith("failed 3 times, not retried: "), j.reason
+    assert "engine exited" in j.reason and "out of memory" in (j.log or ""), (j.reason, j.log)
+    assert j.records == []
+
+
+def test_cancel_and_the_commands(fleet: Fleet, cli, monkeypatch) -> None:
+    monkeypatch.setenv("REGISTRY_QUEUE_URL", fleet.url)
+    monkeypatch.setenv("REGISTRY_HOME", str(fleet.lead))
+    r = cli("queue", "add", fleet.record[:12], "--hardware", "test-a", "--json")
+    assert r.exit_code == 0, r.stderr
+    job = json.loads(r.stdout)
+    assert job["state"] == "queued" and job["target"] == fleet.record
+    r = cli("queue", "add", fleet.record[:12], "--json")  # default: the record's host
+    from registry.fleet.hardware import detect
+
+    assert json.loads(r.stdout)["hardware"] == detect().identity
+    listed = json.loads(cli("queue", "list", "--json").stdout)
+    assert [j["id"] for j in listed["jobs"]] == [job["id"], job["id"] + 1]
+    assert listed["backlog"] == {"test-a": 1, detect().identity: 1}
+    assert cli("queue", "cancel", str(job["id"])).exit_code == 0
+    assert json.loads(cli("queue", "list", "--state", "cancelled", "--json").stdout)[
+        "jobs"][0]["id"] == job["id"]
+    [report] = finish([fleet.start("wc", "test-a", once=True)])
+    assert report["jobs"] == []  # a cancelled job is never taken
+    again = cli("queue", "cancel", str(job["id"]))
+    assert again.exit_code == 6 and "cancelled" in again.stderr
+    table = cli("queue", "list")
+    assert table.exit_code == 0 and "backlog:" in table.stdout
+    assert all(len(line) <= 80 for line in table.stdout.splitlines())
+    site = fleet.root / "site"
+    r = cli("report", "--fleet", "--out", site)
+    assert r.exit_code == 0, r.stderr
+    page = (site / "fleet.html").read_text()
+    assert f"<td>{job['id']}</td>" in page and "cancelled" in page and detect().identity in page
+    assert 'href="fleet.html"' in (site / "index.html").read_text()
+    bad = cli("queue", "add", fleet.record[:12], "--hardware", "Big GPU")
+    assert bad.exit_code == 4 and "Traceback" not in bad.stderr
+    assert cli("queue", "add", "ffffffffff").exit_code == 5
+    assert cli("queue", "cancel", "999").exit_code == 5
+    monkeypatch.delenv("REGISTRY_QUEUE_URL")
+    monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
+    none = cli("queue", "list")
+    assert none.exit_code == 2 and "REGISTRY_QUEUE_URL" in none.stderr
+
+
+def test_a_claim_job_moves_the_claim_and_another_home_sees_it(fleet: Fleet, cli,
+                                                              monkeypatch) -> None:
+    from registry.claims.view import show_claim
+    from registry.fleet.submit import submit
+    from registry.store.home import home_at
+    from registry.team.remotes import get_remote
+    from registry.team.sync import push
+
+    monkeypatch.setenv("REGISTRY_HOME", str(fleet.lead))
+    r = cli("claim", "add", "tiny-fleet", "--value", "400", "--metric",
+            "median 99/(t[99]-t[0])", "--by", "lab", "--model", "tiny-llama",
+            "--quantization", "bfloat16", "--engine", "vllm", "--tp", "1")
+    assert r.exit_code == 0, r.stderr
+    r = cli("claim", "advance", "tiny-fleet", "--to", "queued", "--record", fleet.record)
+    assert r.exit_code == 0, r.stderr
+    lead = home_at(fleet.lead)
+    push(lead, get_remote(lead, "origin"))
+    job = submit(lead, "tiny-fleet", hardware="test-a", url=fleet.url)
+    assert job.claim == "tiny-fleet" and job.target == fleet.record
+    [report] = finish([fleet.start("wk", "test-a", once=True)])
+    assert report["jobs"] == [job.id]
+    done = jobs(fleet)[job.id]
+    assert done.state.value == "done", done.reason
+    assert done.claim_moves[0] == "tiny-fleet -> reproducing", done.claim_moves
+    verdict = done.reason or ""
+    final = done.claim_moves[1]
+    if "verdict passed" in verdict:
+        assert final in ("tiny-fleet -> confirmed", "tiny-fleet -> confirmed-adjusted") or \
+            final.startswith("not moved to confirmed"), final
+    else:
+        assert final == "tiny-fleet -> refuted" or final.startswith("not moved to refuted"), \
+            final
+    reader = home_at(fleet.home("claim-reader"))  # the moves travelled with the push
+    seen = show_claim(reader, "tiny-fleet")
+    expected = final.split(" -> ")[1] if " -> " in final else "reproducing"
+    assert seen.status == expected, (seen.status, done.claim_moves)
