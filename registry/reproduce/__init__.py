@@ -22,6 +22,7 @@ from registry.base.confine import inside
 from registry.base.hashing import Progress
 from registry.base.model import Frozen
 from registry.errors import ExitCode, InvalidInput, Refused
+from registry.executor.gpu import GpuSummary
 from registry.formats.record import Override, Statement
 from registry.formats.rundir import BenchRow, LaunchPlan
 from registry.recipe.schema import MetricFormula, Recipe
@@ -64,6 +65,7 @@ class Reproduction(Frozen):
                                                             "controlled speed verdict")
     host_speed: float | None = Field(None, description="the host speed probe's CPU loop, "
                                      "sealed time / time now (0.8: 20% slower today)")
+    gpu: GpuSummary | None = Field(None, description="the new run's GPU samples, summarised")
     passed: bool
     exit_code: int
 
@@ -243,14 +245,16 @@ def attest(home: Home, done: Reproduction) -> Reproduction:
 
 def _judged(checked: Reproduction, home: Home, statement: Statement, original: SealedRun,
             new: SealedRun, recipe: Recipe, performance: PerformanceVerdict) -> Reproduction:
-    from registry.reproduce.host import host_speed
+    from registry.reproduce.host import gpu_summary, host_speed
 
     identity = identity_verdict(original, new)
+    now = _statement(home, new.id)
     contract = contract_verdict(home, _contract(statement, recipe), original, new, recipe)
     passed = identity.passed and contract.passed and performance.passed
     return checked.model_copy(update={
         "identity": identity, "contract": contract, "performance": performance,
-        "host_speed": host_speed(home, statement, _statement(home, new.id)), "passed": passed,
+        "host_speed": host_speed(home, statement, now), "gpu": gpu_summary(home, now),
+        "passed": passed,
         "exit_code": ExitCode.OK if passed else ExitCode.FAILED})
 
 
