@@ -363,3 +363,36 @@ def test_a_control_is_another_record_refused_before_anything_runs(
     assert teacher.exit_code == 4 and "lane tiny-bf16-exact has no teacher record" in teacher.stderr
     assert cli(*base, "--control", "abcdef12").exit_code == 5
     assert len(engine.STARTED) == started and not (tmp_path / "again").exists()
+
+
+def test_the_gpu_sampler_runs_nvidia_smi_beside_the_suite(tmp_path, monkeypatch) -> None:
+    """A stand-in `nvidia-smi` on PATH that prints captured H200 lines: the sampler asks
+    for the fields, keeps its output untouched, and stops it after the suite."""
+    from registry.executor.gpu import FIELDS, Sampler, parse
+
+    captured = (ROOT / "tests/data/gpu-samples/h200x1-20261201-second.csv").read_text()
+    busy = [line for line in captured.splitlines()[400:410]]
+    tool = tmp_path / "bin" / "nvidia-smi"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho \"$@\" > \"$(dirname \"$0\")/args\"\n"
+                    + "".join(f"echo '{line}'\n" for line in busy) + "exec sleep 30\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}:/usr/bin:/bin")
+    sampler = Sampler(tmp_path / "gpu-samples.csv")
+    sampler.start()
+    import time
+
+    for _ in range(50):
+        if len((tmp_path / "gpu-samples.csv").read_text().splitlines()) == len(busy):
+            break
+        time.sleep(0.1)
+    sampler.stop()
+    assert sampler.process is not None and sampler.process.returncode is not None
+    assert f"--query-gpu={','.join(FIELDS)}" in (tool.parent / "args").read_text()
+    assert len(parse((tmp_path / "gpu-samples.csv").read_text())) == len(busy)
+    Sampler(tmp_path / "none.csv")  # without the tool: nothing started, nothing written
+    monkeypatch.setenv("PATH", "/nonexistent")
+    quiet = Sampler(tmp_path / "none.csv")
+    quiet.start()
+    quiet.stop()
+    assert not (tmp_path / "none.csv").exists()

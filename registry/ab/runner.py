@@ -93,7 +93,12 @@ class AbResult(Frozen):
     verdict: str = Field("planned", description="the suites' verdict when they agree, else "
                                                 "inconclusive; `not comparable`; `planned`")
     verification: str | None = Field(None, description="the signed comparison attestation")
-    exit_code: int = 0
+
+    @property
+    def comparable(self) -> bool:
+        """The sides match on every axis not named, and so do their outputs once run."""
+        return self.comparability.comparable and (self.outcome is None
+                                                  or self.outcome.comparable)
 
 
 StartHook = Callable[[int, int, str], None]  # (start, of, side) before each start
@@ -119,8 +124,7 @@ def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 
                       comparability=verdict, order=alternating(starts), starts_per_side=starts,
                       level=level, noise_pct=noise_pct, dry_run=dry_run,
                       plans={k: _plan(s, models_dir) for k, s in sides.items()},
-                      verdict="planned" if verdict.comparable else "not comparable",
-                      exit_code=0 if verdict.comparable else ExitCode.INVALID_INPUT)
+                      verdict="planned" if verdict.comparable else "not comparable")
     if dry_run:
         return result
     out = out_dir or Path("runs") / f"ab-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
@@ -201,8 +205,7 @@ def judge(home: Home, planned: AbResult, done: list[AbStart], recipe: Recipe) ->
     if not outcome.comparable:
         verdict = "not comparable"
     return planned.model_copy(update={
-        "starts": done, "outcome": outcome, "suites": suites, "verdict": verdict,
-        "exit_code": 0 if outcome.comparable else ExitCode.INVALID_INPUT})
+        "starts": done, "outcome": outcome, "suites": suites, "verdict": verdict})
 
 
 def _suite(name: str, k: int, done: list[AbStart], formula: str,

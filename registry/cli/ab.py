@@ -47,6 +47,7 @@ def ab(
     Example: registry ab bf16.toml fp8.toml --delta precision.kv_cache --starts 3
     """
     from registry.ab.runner import ab as run_ab
+    from registry.cli.exits import compared, leave, with_code
     from registry.cli.output import print_json
     from registry.cli.run import progress, sealing_home, term_as_interrupt
     from registry.store.home import find_home
@@ -57,9 +58,9 @@ def ab(
                       out_dir=out, dry_run=dry_run, level=level, noise_pct=noise,
                       hooks=bars.hooks if bars else None,
                       on_start=None if json else _announce)
-    print_json(done) if json else _print(done)
-    if done.exit_code:
-        raise typer.Exit(done.exit_code)
+    code = compared(done)
+    print_json(with_code(done, code)) if json else _print(done)
+    leave(code)
 
 
 def _announce(i: int, total: int, side: str) -> None:

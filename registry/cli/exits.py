@@ -18,6 +18,7 @@ from registry.errors import ExitCode
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from registry.ab.runner import AbResult
     from registry.contracts.check import CheckResult
     from registry.importer.folder import Problem as ImportProblem
     from registry.reproduce import Reproduction
@@ -64,6 +65,11 @@ def shown(record: ShownRecord) -> ExitCode:
     if record.artifacts_changed:
         return ExitCode.FAILED
     return ExitCode.UNVERIFIABLE if record.artifacts else ExitCode.OK
+
+
+def compared(result: AbResult) -> ExitCode:
+    """4 when the sides (or, once run, their outputs) are not comparable, else 0."""
+    return ExitCode.OK if result.comparable else ExitCode.INVALID_INPUT
 
 
 def reresolved(report: Reresolved) -> ExitCode:

@@ -120,6 +120,13 @@ def _verdict_lines(done: Reproduction) -> list[str]:
     if done.host_speed is not None:
         lines.append(f"host        the speed probe ran at {done.host_speed:.3f} x its speed "
                      "when the record was sealed")
+    if done.gpu is not None:
+        g = done.gpu
+        lines.append(f"gpu         {g.samples} samples, {g.busy} busy; SM clock at least "
+                     f"{g.sm_mhz_min_busy} MHz while busy, at most {g.temperature_c_max} C, "
+                     f"{g.power_w_max} W; " + (f"THROTTLED ({', '.join(g.throttled)}) from "
+                                               f"{g.first_throttle}" if g.throttled else
+                                               "no throttle reason"))
     lines += _controlled_lines(done)
     lines.append("REPRODUCED" if done.passed else "NOT REPRODUCED")
     if done.verification:

@@ -22,9 +22,13 @@ from registry.base.confine import inside
 from registry.base.hashing import Progress
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, Refused
+from registry.executor.gpu import GpuSummary
 from registry.formats.record import Override, Statement
 from registry.formats.rundir import BenchRow, LaunchPlan
 from registry.recipe.schema import MetricFormula, Recipe
+
+# imported before `def attest`: a submodule loaded later replaces the package's function
+from registry.reproduce import attest as _attest_module  # noqa: F401
 from registry.reproduce.control import Controlled
 from registry.reproduce.environment import EnvironmentCheck, check_environment
 from registry.reproduce.judge import (
@@ -64,6 +68,7 @@ class Reproduction(Frozen):
                                                             "controlled speed verdict")
     host_speed: float | None = Field(None, description="the host speed probe's CPU loop, "
                                      "sealed time / time now (0.8: 20% slower today)")
+    gpu: GpuSummary | None = Field(None, description="the new run's GPU samples, summarised")
     passed: bool
 
 
@@ -243,14 +248,16 @@ def attest(home: Home, done: Reproduction) -> Reproduction:
 
 def _judged(checked: Reproduction, home: Home, statement: Statement, original: SealedRun,
             new: SealedRun, recipe: Recipe, performance: PerformanceVerdict) -> Reproduction:
-    from registry.reproduce.host import host_speed
+    from registry.reproduce.host import gpu_summary, host_speed
 
     identity = identity_verdict(original, new)
+    now = _statement(home, new.id)
     contract = contract_verdict(home, _contract(statement, recipe), original, new, recipe)
     passed = identity.passed and contract.passed and performance.passed
     return checked.model_copy(update={
         "identity": identity, "contract": contract, "performance": performance,
-        "host_speed": host_speed(home, statement, _statement(home, new.id)), "passed": passed})
+        "host_speed": host_speed(home, statement, now), "gpu": gpu_summary(home, now),
+        "passed": passed})
 
 
 def _recipe(rid: str, statement: Statement, recipe_path: Path | None) -> Recipe:
