@@ -26,9 +26,6 @@ from registry.executor.gpu import GpuSummary
 from registry.formats.record import Override, Statement
 from registry.formats.rundir import BenchRow, LaunchPlan
 from registry.recipe.schema import MetricFormula, Recipe
-
-# imported before `def attest`: a submodule loaded later replaces the package's function
-from registry.reproduce import attest as _attest_module  # noqa: F401
 from registry.reproduce.control import Controlled
 from registry.reproduce.environment import EnvironmentCheck, check_environment
 from registry.reproduce.judge import (
