@@ -135,7 +135,7 @@ def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 
 
 def attest(home: Home, done: AbResult) -> AbResult:
     """Seal a finished A/B as a signed verification attestation naming every start."""
-    from registry.ab.attest import ab_statement
+    from registry.ab.attestation import ab_statement
     from registry.store.verifications import seal_verification
     from registry.store.writer import ready_signer
 
