@@ -7,6 +7,7 @@ sha256 of these bytes, so the same content always gives the same id.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 import rfc8785
@@ -36,3 +37,17 @@ def sha256_hex(data: bytes) -> str:
 def digest(value: Any) -> str:
     """sha256 of the canonical bytes of `value`."""
     return sha256_hex(canonical_bytes(value))
+
+
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+_GIT_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def is_sha256(value: str) -> bool:
+    """64 lowercase hex digits: a record id, a key id, an object's digest."""
+    return _SHA256_HEX.fullmatch(value) is not None
+
+
+def is_git_sha(value: str) -> bool:
+    """40 lowercase hex digits: a git commit, as git prints it."""
+    return _GIT_SHA.fullmatch(value) is not None

@@ -23,10 +23,11 @@ def register(app: typer.Typer) -> None:
 
 
 def pin_keys(home: Home, keyids: list[str], threshold: int) -> None:
+    from registry.base.canonical import is_sha256
     from registry.errors import InvalidInput
     from registry.store.trust import pin_roots
 
-    bad = [k for k in keyids if len(k) != 64 or any(c not in "0123456789abcdef" for c in k)]
+    bad = [k for k in keyids if not is_sha256(k)]
     if bad:
         raise InvalidInput(f"{bad[0]!r}: a root is pinned by its full 64-digit key id")
     pin_roots(home, keyids, threshold)

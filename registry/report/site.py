@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from registry.base.canonical import is_sha256
 from registry.base.model import Frozen
 from registry.errors import Refused
 from registry.report import pages
@@ -223,7 +224,7 @@ def _logs(home: Home, site: Path, records: Sequence[RecordData]) -> dict[str, di
         mapping = {}
         for source in sorted(sources):
             subject = r.statement.subject_named(p.artifacts.get(source, source))
-            if subject is None or not _hex64(subject.sha256):
+            if subject is None or not is_sha256(subject.sha256):
                 continue
             if subject.sha256 not in written and not _log(store.path(subject.sha256), site,
                                                           source, subject.sha256):
@@ -243,10 +244,6 @@ def _log(path: Path, site: Path, name: str, sha256: str) -> bool:
         return False  # a missing object: the evidence is named, not linked
     _write(site, PATHS.log(sha256), pages.log_page(name, sha256, text))
     return True
-
-
-def _hex64(value: str) -> bool:
-    return len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 def teacher_changes(home: Home, members: Sequence[RecordData]) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from registry.base.canonical import is_sha256
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, Refused
 
@@ -105,7 +106,7 @@ def default_keyid(directory: Path | None = None) -> str | None:
         keyid = marker.read_bytes()[:200].decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    return keyid if len(keyid) == 64 and all(c in "0123456789abcdef" for c in keyid) else None
+    return keyid if is_sha256(keyid) else None
 
 
 def check_private_file(path: Path) -> None:

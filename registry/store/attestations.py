@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from registry.base.canonical import sha256_hex
+from registry.base.canonical import is_sha256, sha256_hex
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, RegistryError
 from registry.signing import dsse
@@ -24,7 +24,6 @@ from registry.store.lock import exclusive
 
 VERIFICATIONS = "verifications"
 CLAIMS = "claims"
-_NAME = re.compile(r"[0-9a-f]{64}\Z")
 CLAIM_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}\Z")
 
 
@@ -86,7 +85,7 @@ def read_documents(home: Home, folder: str, payload_type: str) -> list[SignedDoc
         name = path.rsplit("/", 1)[-1].removesuffix(".json")
         envelope = blobs.get(sha)
         payload = _payload(envelope)
-        if not _NAME.match(name):
+        if not is_sha256(name):
             check = SignatureCheck(trust=Trust.invalid, detail=f"{path}: not a document name")
         else:
             check = check_signed(payload, envelope, expected_id=name, keyring=keyring,

@@ -17,11 +17,11 @@ Only what is committed counts: a record folder without a commit (a crash before
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 import zlib
 from pathlib import Path
 
+from registry.base.canonical import is_git_sha
 from registry.base.files import write_bytes
 from registry.errors import InvalidInput
 from registry.signing.commits import PERSON, commit_bytes, signed_message
@@ -32,7 +32,6 @@ RECORDS = "records"
 STATEMENT = "statement.json"
 ENVELOPE = "envelope.json"
 BRANCH = "refs/heads/main"
-_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 def blob_sha(data: bytes) -> str:
@@ -64,7 +63,7 @@ class Ledger:
         except OSError:
             found = next((line.split()[0] for line in _lines(git_dir / "packed-refs")
                           if line.endswith(f" {BRANCH}")), "")
-        return found if _SHA.fullmatch(found) else None
+        return found if is_git_sha(found) else None
 
     def record_dir(self, record_id: str) -> Path:
         return self.path / RECORDS / record_id

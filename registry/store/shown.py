@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from registry.base.canonical import is_git_sha
 from registry.base.model import Frozen
 from registry.formats.record import Statement, parse_statement
 from registry.signing.signed import SignatureCheck
@@ -58,7 +59,7 @@ def _adds(home: Home, commit: str, path: str) -> bool:
     from registry.store.git import run_git
     from registry.store.ledger import BRANCH
 
-    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+    if not is_git_sha(commit):
         return False
     asked = f"{commit}:{path}\n{commit}^:{path}\n{BRANCH}:{path}\n"
     here, before, head = run_git(home.ledger, "cat-file", "--batch-check",

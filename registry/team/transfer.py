@@ -26,7 +26,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import re
 import shlex
 import stat
 import subprocess
@@ -35,12 +34,12 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from registry.base.canonical import is_sha256
 from registry.base.hashing import sha256_file
 from registry.errors import InvalidInput, Unverifiable
 from registry.store.objects import ObjectStore
 from registry.team.remotes import Location, Remote
 
-DIGEST = re.compile(r"[0-9a-f]{64}\Z")
 INCOMING = "incoming"
 TIMEOUT_ENV = "REGISTRY_REMOTE_TIMEOUT"
 CHUNK = 1 << 20
@@ -182,7 +181,7 @@ def _walk(root: Path) -> Iterable[str]:
     for shard in os.scandir(root):
         if shard.is_dir() and len(shard.name) == 2:
             for entry in os.scandir(shard.path):
-                if DIGEST.match(digest := shard.name + entry.name):
+                if is_sha256(digest := shard.name + entry.name):
                     yield digest
 
 
@@ -230,9 +229,9 @@ class SshObjects(ObjectRemote):
         for entry in filter(None, out.split("\0")):
             if entry.startswith("part "):
                 size, _, name = entry[5:].partition(" ")
-                if DIGEST.match(digest := name.removesuffix(".part")) and size.isdigit():
+                if is_sha256(digest := name.removesuffix(".part")) and size.isdigit():
                     partial[digest] = int(size)
-            elif DIGEST.match(digest := entry.replace("/", "", 1)):
+            elif is_sha256(digest := entry.replace("/", "", 1)):
                 present.add(digest)
         return present, partial
 
