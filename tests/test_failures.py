@@ -99,3 +99,19 @@ def test_sealing_the_same_run_again_returns_its_record(cli, store_home, sealed,
     r = cli("seal", run, "--recipe", ROOT / "recipes" / "tiny-fp8-kv.toml", "--again", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["id"] != sealed
     assert len(json.loads(cli("list", "--json").stdout)) == 2
+
+
+def test_init_before_keys_init_says_to_make_a_key_first(cli, tmp_path, monkeypatch) -> None:
+    """A newcomer's home with no key and an empty ledger: the hint is `keys init` then
+    `init`, not a team's pin (there is nothing to pin yet)."""
+    monkeypatch.setenv("REGISTRY_KEYS_DIR", str(tmp_path / "keys"))
+    monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
+    home = tmp_path / ".registry"
+    r = cli("init", "--home", home)
+    assert r.exit_code == 0 and "no signing key yet: registry keys init" in r.stdout
+    r = cli("list", "--home", home)
+    assert r.exit_code == ExitCode.UNVERIFIABLE and "Traceback" not in r.stderr
+    assert "registry keys init, then registry init again" in r.stderr
+    assert cli("keys", "init").exit_code == 0
+    assert cli("init", "--home", home).exit_code == 0
+    assert cli("list", "--home", home).exit_code == 0

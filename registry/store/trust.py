@@ -39,6 +39,8 @@ from registry.store.lock import exclusive
 FILE = "trust.json"
 PIN_HINT = ("pin the ledger's root keys first: registry keys pin KEYID "
             "(ask the ledger's owner for their key id)")
+START_HINT = ("a home of your own: registry keys init, then registry init again (it signs "
+              "keyring v1 with your key); to read a team's ledger: registry keys pin KEYID")
 
 
 class TrustState(Frozen):
@@ -58,7 +60,8 @@ def load_state(home: Home) -> TrustState:
         _check_mode(path)
         return TrustState.model_validate_json(data)
     except FileNotFoundError:
-        raise Unverifiable(f"{home.root} has no root of trust ({FILE})", hint=PIN_HINT) from None
+        hint = PIN_HINT if Ledger(home.ledger).head() else START_HINT  # empty: nothing to pin
+        raise Unverifiable(f"{home.root} has no root of trust ({FILE})", hint=hint) from None
     except (OSError, ValueError, ValidationError) as e:
         raise InvalidInput(f"{path}: not a trust state ({str(e).splitlines()[0]})",
                            hint="restore it, or pin again: registry keys pin KEYID") from None
