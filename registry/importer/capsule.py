@@ -186,19 +186,9 @@ def existing(home: Home, evidence: str) -> tuple[SealedRecord, Predicate] | None
     """The record already imported from the same evidence by the same importer: each
     imported record's statement file is read where the ledger keeps it, and used only
     if it still hashes to its id."""
-    from registry.formats.record import parse_statement, record_id
-    from registry.store.ledger import RECORDS, STATEMENT
-    from registry.store.query import find_records
+    from registry.store.query import statements_holding
 
-    needle = evidence.encode()
-    for row in find_records(home, ["imported=true"]):
-        try:
-            data = (home.ledger / RECORDS / row.id / STATEMENT).read_bytes()
-        except OSError:
-            continue
-        if needle not in data or record_id(data) != row.id:
-            continue
-        statement = parse_statement(data)
+    for row, statement in statements_holding(home, ["imported=true"], evidence.encode()):
         i = statement.predicate.imported
         if i is not None and i.evidence_sha256 == evidence:
             sealed = SealedRecord(id=row.id, ledger_commit=row.ledger_commit or "",

@@ -17,23 +17,14 @@ def already_sealed(home: Home, run_dir: Path, parent: str | None = None) -> Seal
     if it still hashes to its id. None when the run has no rows: an engine-only run is
     sealed as often as asked."""
     from registry.base.hashing import sha256_file
-    from registry.formats.record import parse_statement, record_id
-    from registry.store.ledger import RECORDS, STATEMENT
-    from registry.store.query import find_records
+    from registry.store.query import statements_holding
 
     if not (run_dir / rundir.BENCH).is_file():
         return None
     wanted = {rundir.SERVER_LOG: sha256_file(run_dir / rundir.SERVER_LOG),
               rundir.BENCH: sha256_file(run_dir / rundir.BENCH)}
-    needle = wanted[rundir.BENCH].encode()
-    for row in find_records(home, ["imported=false"]):
-        try:
-            data = (home.ledger / RECORDS / row.id / STATEMENT).read_bytes()
-        except OSError:
-            continue
-        if needle not in data or record_id(data) != row.id:
-            continue
-        statement = parse_statement(data)
+    for row, statement in statements_holding(home, ["imported=false"],
+                                             wanted[rundir.BENCH].encode()):
         digests = {s.name: s.sha256 for s in statement.subject}
         if statement.predicate.parent == parent and all(
                 digests.get(name) == digest for name, digest in wanted.items()):

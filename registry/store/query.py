@@ -9,7 +9,7 @@ the verified keyring (registry/signing/signed.py), and carries the result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from registry.errors import InvalidInput, NotFound
@@ -153,3 +153,19 @@ def sealed_statement(home: Home, prefix: str, committed: Sequence[str] | None = 
     if not check.ok:
         raise check.error(f"record {rid[:16]}")
     return rid, parse_statement(data)
+
+
+def statements_holding(home: Home, where: Sequence[str], needle: bytes
+                       ) -> Iterator[tuple[RecordRow, Statement]]:
+    """The committed records of `where` whose statement bytes hold `needle`, each read
+    where the ledger keeps it and used only if it still hashes to its id (a cheap
+    byte search first: most records are never parsed)."""
+    from registry.formats.record import record_id
+
+    for row in find_records(home, where):
+        try:
+            data = (home.ledger / RECORDS / row.id / STATEMENT).read_bytes()
+        except OSError:
+            continue
+        if needle in data and record_id(data) == row.id:
+            yield row, parse_statement(data)
