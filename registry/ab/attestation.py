@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from registry import __version__
 from registry.formats.verification import (
     Check,
     Figure,
@@ -50,8 +49,7 @@ def ab_statement(done: AbResult, keyid: str) -> VerificationStatement:
         "order": list(done.order), "level": done.level, "noise_pct": done.noise_pct,
         "a": done.a, "b": done.b})
     return verification(records, checks, policy=policy, note=f"verdict: {done.verdict}",
-                        verifier=Verifier(id="registry/ab", version={"registry": __version__},
-                                          key=keyid))
+                        verifier=Verifier.registry("ab", keyid))
 
 
 def _boost(s: SuiteBoost, level: float) -> Check:

@@ -40,6 +40,13 @@ class Verifier(Frozen):
     version: dict[str, str] = Field(default_factory=dict, description="component -> version")
     key: str = Field(description="key id that signs the attestation")
 
+    @classmethod
+    def registry(cls, command: str, key: str) -> Verifier:
+        """This registry's `command` (reproduce, review, ab), signing with `key`."""
+        from registry import __version__
+
+        return cls(id=f"registry/{command}", version={"registry": __version__}, key=key)
+
 
 class Policy(Frozen):
     name: str = Field(description="e.g. reproduce, review, ab")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from registry import __version__
 from registry.formats.verification import (
     Check,
     Figure,
@@ -47,8 +46,7 @@ def reproduction_statement(done: Reproduction, new: Statement, keyid: str
         "environment_drift": list(done.environment.drift)})
     return verification({"original": done.original, "reproduction": done.record},
                         [identity, contract, performance], policy=policy,
-                        verifier=Verifier(id="registry/reproduce",
-                                          version={"registry": __version__}, key=keyid))
+                        verifier=Verifier.registry("reproduce", keyid))
 
 
 def _result(passed: bool) -> Result:

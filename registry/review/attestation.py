@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from registry import __version__
 from registry.formats.verification import (
     Check,
     Figure,
@@ -46,5 +45,4 @@ def review_statement(review: Review, statement: Statement | None, keyid: str
     return verification({"reviewed": review.id}, checks,
                         policy=Policy(name="review", uri=POLICY_URI,
                                       parameters={"decision": review.verdict.value}),
-                        verifier=Verifier(id="registry/review",
-                                          version={"registry": __version__}, key=keyid))
+                        verifier=Verifier.registry("review", keyid))
