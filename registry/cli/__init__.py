@@ -11,7 +11,7 @@ it uses (tests/test_startup.py).
 
 from __future__ import annotations
 
-from registry.cli.app import LazyGroup, app
+from registry.cli.app import LazyGroup, app, interrupted
 
 COMMANDS: dict[str, str] = {
     "recipe": "recipe", "inspect": "inspect", "kv": "inspect", "run": "run",
@@ -28,13 +28,12 @@ LazyGroup.modules = COMMANDS
 
 def main() -> None:
     """Run the command line (registry/__main__.py installs the Ctrl-C handler first)."""
-    import signal
     import sys
 
     try:
         app()
     except KeyboardInterrupt:  # one that escaped the command (typer's own parsing)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        interrupted()
         sys.stderr.write("interrupted\n")
         sys.exit(130)
 

@@ -57,10 +57,7 @@ class RegistryGroup(TyperGroup):
             print_error(e)
             raise typer.Exit(int(e.exit_code)) from None
         except KeyboardInterrupt:
-            import signal
-
-            if _ours():  # the message and exit, uninterrupted
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            interrupted()
             typer.echo("interrupted", err=True)
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except Exception as e:
@@ -72,6 +69,20 @@ class RegistryGroup(TyperGroup):
 
             print_internal(e)
             raise typer.Exit(int(ExitCode.INTERNAL)) from None
+
+
+def interrupted() -> None:
+    """A Ctrl-C has been caught: the message and exit go on uninterrupted, with exit 130.
+
+    CPython remembers a KeyboardInterrupt that escaped an `exec()` of source text
+    (dataclasses and namedtuples build their methods that way, so an import hit by the
+    signal does it) and, under `python -m`, ends the process with SIGINT (-2) however the
+    exception was handled; evaluating source text once more clears that memory."""
+    import signal
+
+    if _ours():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exec("None")
 
 
 def _ours() -> bool:
