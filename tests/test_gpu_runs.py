@@ -33,7 +33,7 @@ COMPARED = ("precision.kv_cache", "kv.capacity_tokens", "kv.memory_gib", "kv.max
 
 
 # captured before the job kept `show --json`, or by a job that kept none
-WITHOUT_SHOW_JSON = ("h200x1-20261130", "h200x1-20261201")
+WITHOUT_SHOW_JSON = ("h200x1-20261130", "h200x1-20261201", "h200x1-20261201-second")
 
 
 def hosts() -> list[Path]:
@@ -132,6 +132,18 @@ def test_captured_gpu_runs_seal_and_diff(store_home, tmp_path, cli, host) -> Non
     assert ids
     shown = results_match_the_gpu_hosts(cli, host, ids)
     assert shown or host.name in WITHOUT_SHOW_JSON
+
+
+def test_the_sampled_one_gpu_session_never_throttled() -> None:
+    """docs/gpu.md: in the second one-H200 session of 2026-12-01 (sampled every 250 ms),
+    the busy GPU kept its top SM clock, below its power limit, with no clock events."""
+    from registry.executor.gpu import parse, summary
+
+    seen = summary(parse((GPU_RUNS / "h200x1-20261201-second" / "smi.csv").read_text()))
+    assert seen.busy > 0 and seen.throttled == [] and seen.first_throttle is None
+    assert seen.sm_mhz_min_busy == seen.sm_mhz_max == 1980
+    assert seen.power_w_max is not None and seen.power_w_max < 350
+    assert seen.temperature_c_max is not None and seen.temperature_c_max <= 41
 
 
 @pytest.mark.parametrize("host, log", reproductions(), ids=lambda p: p.name)

@@ -8,9 +8,10 @@ folder under tests/data/gpu-runs/. Kept: every run directory (server.log, bench.
 launch.json, environment.json, status.json, recipe, metrics, suites), and from logs/ the
 resolve JSON per run, the checkpoints' small files and `registry inspect` JSON, the
 reproduce verdicts, the records as shown there (`show --json`), figures.txt,
-nvidia-smi.txt, project.txt, records.txt, failed.txt; compare/agreement.json. A file
-over MAX_BYTES is left out and named in CAPTURE.txt. Nothing is edited; the registry
-home (signatures, ledger) is not kept: tests seal the runs again with their own keys.
+nvidia-smi.txt, project.txt, records.txt, failed.txt; compare/agreement.json; `smi.csv`,
+a job's own GPU sampling when it kept one. A file over MAX_BYTES is left out and named
+in CAPTURE.txt. Nothing is edited; the registry home (signatures, ledger) is not kept:
+tests seal the runs again with their own keys.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ MAX_BYTES = 2 << 20
 KEPT = ["runs/*/**", "logs/resolve-*.json", "logs/checkpoints/**", "logs/reproduce-*.log",
         "logs/figures.txt", "logs/nvidia-smi.txt", "logs/project.txt", "logs/records.txt",
         "logs/failed.txt", "logs/diff-*.log", "logs/show-*.json", "compare/agreement.json",
-        "pipeline.log"]
+        "pipeline.log", "smi.csv"]
 
 
 def unpack(results: Path, into: Path) -> Path:
