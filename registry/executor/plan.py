@@ -92,7 +92,8 @@ def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
     cache_dirs = {var: str(cache_root / var.lower()) for var in profile.cache_vars}
     engine = engine_for(recipe.engine.name)
     command = profile.command or engine.start_command(recipe.engine.version, found)
-    argv = [*command, *engine.render_argv(args), *engine.serve_args(HOST, port)]
+    argv = [*command, *engine.render_argv(args, recipe.engine.version),
+            *engine.serve_args(HOST, port)]
     return LaunchPlan(platform=profile.name.value, argv=argv,
                       env=_env(recipe, profile, found, cache_dirs), cwd=str(cwd), host=HOST,
                       port=port, cache_dirs=cache_dirs, engine=engine.name,
