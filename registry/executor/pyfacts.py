@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.metadata as metadata
 import importlib.util
 import json
+import os
 import platform
 import sys
 from typing import Any
@@ -44,14 +45,21 @@ def engine_source() -> dict[str, Any] | None:
 
 
 def engine_package() -> dict[str, Any] | None:
-    """The installed engine package's folder and its distribution's version."""
+    """The installed engine package's folder, and the distribution that put it there
+    (matched by location: `packages_distributions()` would read every distribution's
+    file list, a second on a large environment)."""
     spec = importlib.util.find_spec(ENGINE_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         return None
-    dists = metadata.packages_distributions().get(ENGINE_PACKAGE, [])
-    return {"path": next(iter(spec.submodule_search_locations)),
-            "distribution": dists[0] if dists else None,
-            "version": metadata.version(dists[0]) if dists else None}
+    folder = next(iter(spec.submodule_search_locations))
+    for name in ENGINE_DISTRIBUTIONS:
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        if os.path.realpath(str(dist.locate_file(ENGINE_PACKAGE))) == os.path.realpath(folder):
+            return {"path": folder, "distribution": name, "version": dist.version}
+    return {"path": folder, "distribution": None, "version": None}
 
 
 def facts(names: list[str]) -> dict[str, Any]:
