@@ -150,3 +150,19 @@ def test_reproduce_asks_the_engine_interpreter(cli, sealed_capture, models, hash
     assert plan["python"] == str(bare / "bin" / "python")
     assert found["engine.distribution"].get("now") is None  # none: left out of the JSON
     assert not found["engine.distribution"]["equal"]
+
+
+def test_a_config_file_that_is_not_toml(tmp_path) -> None:
+    environ = config(tmp_path, "x")
+    (tmp_path / "xdg" / "registry" / "config.toml").write_text("[engine\npython = 1\n")
+    with pytest.raises(InvalidInput, match="not a readable TOML config"):
+        engine_python(None, environ)
+
+
+def test_the_cli_refuses_a_bad_setting_before_anything_runs(cli, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(ENV_PYTHON, str(tmp_path / "no-such-python"))
+    r = cli("run", ROOT / "recipes" / "tiny-bf16-kv.toml", "--models", tmp_path, "--dry-run",
+            "--out", tmp_path / "run")
+    assert r.exit_code == 4, r.stderr
+    assert f"${ENV_PYTHON}: {tmp_path / 'no-such-python'} is not an executable file" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "run").exists()
