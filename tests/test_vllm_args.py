@@ -110,3 +110,28 @@ def test_the_newest_table_is_what_the_tool_reads_from_vllm(tmp_path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     [written] = tmp_path.glob("vllm_args_*.json")
     assert written.read_bytes() == (TABLES / written.name).read_bytes()
+
+
+def gpu_runs() -> list[Path]:
+    return sorted((ROOT / "tests/data/gpu-runs").glob("*/runs/*/server.log"))
+
+
+def test_what_vllm_0_25_reported_is_in_its_table() -> None:
+    """The H200 runs' engine (vLLM 0.25.0) printed its non-default arguments: each is an
+    argument of the 0.25 table, and the argv that ran is what that table renders."""
+    import ast
+
+    logs = gpu_runs()
+    assert len(logs) >= 10
+    for log in logs:
+        recipe = json.loads((log.parent / "recipe.json").read_text())
+        version = recipe["engine"]["version"]
+        assert vllm.table_for(version).release == (0, 25), log
+        line = next(x for x in log.read_text().splitlines() if "non-default args: {" in x)
+        reported = ast.literal_eval(line.split("non-default args: ", 1)[1])
+        assert all(vllm.is_known_arg(name, version) for name in reported), (log, reported)
+        argv = json.loads((log.parent / "launch.json").read_text())["argv"]
+        rendered = vllm.render_argv(recipe["engine"]["args"], version=version)
+        ran = argv[3:argv.index("--host")]  # after `python -m MODULE`, before the executor's
+        assert [a for a in ran if a.startswith("--")] == \
+            [a for a in rendered if a.startswith("--")], log
