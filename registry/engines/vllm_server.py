@@ -26,8 +26,8 @@ class VLLMServer:
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]:
         return vllm.server_command(version)
 
-    def render_argv(self, args: dict[str, Any]) -> list[str]:
-        return vllm.render_argv(args)
+    def render_argv(self, args: dict[str, Any], version: str | None = None) -> list[str]:
+        return vllm.render_argv(args, version=version)
 
     def serve_args(self, host: str, port: int) -> list[str]:
         return ["--host", host, "--port", str(port)]

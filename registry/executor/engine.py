@@ -75,10 +75,17 @@ def base_env(platform: str, environ: Mapping[str, str] | None = None) -> dict[st
     return {k: v for k, v in environ.items() if any(fnmatch.fnmatchcase(k, p) for p in patterns)}
 
 
-def resolve_command(argv: list[str]) -> list[str]:
-    """`python` is the registry's interpreter; anything else must be on PATH."""
+def engine_env(launch: LaunchPlan) -> dict[str, str]:
+    """The engine's whole environment: the caller's variables the profile lets through,
+    the plan's on top."""
+    return {**base_env(launch.platform), **launch.env}
+
+
+def resolve_command(argv: list[str], python: str | None = None) -> list[str]:
+    """`python` is the engine's interpreter (the plan's `python`, else the registry's);
+    anything else must be on PATH."""
     if argv[0] == "python":
-        return [sys.executable, *argv[1:]]
+        return [python or sys.executable, *argv[1:]]
     found = shutil.which(argv[0])
     if found is None:
         raise EngineFailed(f"engine binary {argv[0]!r} not found on PATH",
@@ -140,13 +147,13 @@ class Engine:
         if port_open(self.plan.host, self.plan.port):
             raise EngineFailed(f"port {self.plan.port} on {self.plan.host} is already in use",
                                hint="stop what listens there, or choose another --port")
-        argv = resolve_command(self.plan.argv)
+        argv = resolve_command(self.plan.argv, self.plan.python)
         for path in self.plan.cache_dirs.values():
             Path(path).mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env={**base_env(self.plan.platform), **self.plan.env}, cwd=self.plan.cwd,
+                env=engine_env(self.plan), cwd=self.plan.cwd,
                 start_new_session=True)
         STARTED.append(self.proc.pid)
         _LIVE.add(self.proc.pid)

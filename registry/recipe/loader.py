@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 from registry.base.safeload import BadDocument, loads_toml
 from registry.engines import vllm
 from registry.engines.llamacpp import args as llamacpp_args
-from registry.errors import InvalidRecipe
+from registry.errors import InvalidRecipe, RegistryWarning
 from registry.recipe.schema import GGMLCacheType, KVCacheDtype, Platform, Recipe
 
 IDENTITY_SCHEMA = "registry.identity/v1"
@@ -213,8 +214,15 @@ def _llamacpp_args(recipe: Recipe, path: Path) -> dict[str, Any]:
 
 
 def _vllm_args(recipe: Recipe, path: Path) -> dict[str, Any]:
+    """Each argument checked against the argument table of the recipe's engine release
+    (registry.engines.vllm.table_for: the nearest lower one shipped, said in a warning,
+    when that release's own is not)."""
     args = dict(recipe.engine.args)
     known = set(recipe.engine.custom_args)
+    version = recipe.engine.version
+    chosen = vllm.table_for(version)
+    if chosen.note and args:
+        _warn_once(chosen.note)
     for name in args:
         if "-" in name:
             raise InvalidRecipe(path, f"engine.args.{name}",
@@ -223,17 +231,19 @@ def _vllm_args(recipe: Recipe, path: Path) -> dict[str, Any]:
         if name in EXECUTOR_ARGS:
             raise InvalidRecipe(path, f"engine.args.{name}", "the executor chooses this argument",
                                 hint="remove it from the recipe")
-        if not vllm.is_known_arg(name) and name not in known:
-            close = difflib.get_close_matches(name, list(vllm.arg_table()), n=1)
+        if not vllm.is_known_arg(name, version) and name not in known:
+            close = difflib.get_close_matches(name, list(vllm.arg_table(version)), n=1)
             raise InvalidRecipe(
-                path, f"engine.args.{name}", "not a vLLM 0.32 `vllm serve` argument"
+                path, f"engine.args.{name}", f"not a {chosen.label} `vllm serve` argument"
                 + (f"; did you mean {close[0]!r}?" if close else ""),
-                hint="a patched engine's own arguments go in engine.custom_args",
+                hint="a patched engine's own arguments go in engine.custom_args"
+                     + ("" if version else "; engine.version names the release to check "
+                        "against"),
             )
-        problem = vllm.arg_problem(name, args[name])
+        problem = vllm.arg_problem(name, args[name], version)
         if problem:
             raise InvalidRecipe(path, f"engine.args.{name}", problem,
-                                hint="write it as vLLM 0.32's argument table types it "
+                                hint=f"write it as {chosen.label}'s argument table types it "
                                      "(true/false, a number, a table)")
     for name, (source, value) in _derived_args(recipe).items():
         if name in args and not _agrees(name, value, args[name]):
@@ -244,6 +254,15 @@ def _vllm_args(recipe: Recipe, path: Path) -> dict[str, Any]:
             )
         args.setdefault(name, value)
     return args
+
+
+_WARNED: set[str] = set()  # one warning a process: a command may load a recipe twice
+
+
+def _warn_once(note: str) -> None:
+    if note not in _WARNED:
+        _WARNED.add(note)
+        warnings.warn(note, RegistryWarning, stacklevel=3)
 
 
 def _check_hardware(r: Recipe, path: Path) -> None:

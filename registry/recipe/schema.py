@@ -197,6 +197,9 @@ class EngineSpec(Frozen):
     version: str | None = Field(None, description="engine release the recipe was written for")
     commit: str | None = Field(None, description="pinned engine source commit (full hash)")
     source: str | None = Field(None, description="engine source tree (may use ${VAR})")
+    python: str | None = Field(
+        None, description="the interpreter of the engine's environment (may use ${VAR}, ~); "
+        "$REGISTRY_ENGINE_PYTHON overrides it, the user's config file is the default")
     args: dict[str, Any] = Field(
         default_factory=dict, description="`vllm serve` arguments under their snake_case names"
     )

@@ -1,8 +1,10 @@
 """Environment drift: what a sealed record ran on, against what would run now.
 
 Checked before anything runs, from installed metadata and files only (torch and vLLM
-are never imported). Each fact is compared as a whole value; any difference is
-drift, and `reproduce` refuses it unless the user allows it (docs/reproduce.md):
+are never imported); the engine's facts come from the interpreter the plan would start
+it with (`engine.python`, registry/executor/interpreter.py), not from this process.
+Each fact is compared as a whole value; any difference is drift, and `reproduce`
+refuses it unless the user allows it (docs/reproduce.md):
 
 - platform: machine architecture, OS release, CPU model, the accelerators (model and
   memory of each, in index order) and their driver (the kernel release is left out: it
@@ -24,6 +26,8 @@ from pydantic import Field
 
 from registry.base.model import Frozen
 from registry.executor import environment as host
+from registry.executor.engine import engine_env
+from registry.executor.interpreter import InterpreterFacts, probe
 from registry.executor.plan import model_path
 from registry.formats.record import Predicate, Source
 from registry.formats.rundir import LaunchPlan
@@ -53,12 +57,13 @@ class EnvironmentCheck(Frozen):
 def check_environment(predicate: Predicate, recipe: Recipe, launch: LaunchPlan,
                       allow: bool = False) -> EnvironmentCheck:
     sealed_host = predicate.environment.host_facts()
+    engine = probe(launch.python, engine_env(launch))
     facts = [
         *_platform(sealed_host),
         _fact("engine.distribution", _distribution(sealed_host.get("packages") or {}),
-              _distribution(host.packages(list(ENGINE_DISTRIBUTIONS)))),
-        _fact("engine.origin", sealed_host.get("engine_source"), host.engine_source()),
-        _engine_tree(predicate.sources, recipe),
+              _distribution(engine.packages)),
+        _fact("engine.origin", sealed_host.get("engine_source"), engine.engine_source),
+        _engine_tree(predicate.sources, recipe, engine),
         *_checkpoints(predicate, recipe, launch),
     ]
     drift = [f.name for f in facts if not f.equal]
@@ -109,12 +114,12 @@ def _distribution(packages: dict[str, Any]) -> str | None:
     return ", ".join(found) or None
 
 
-def _engine_tree(sources: list[Source], recipe: Recipe) -> Fact:
+def _engine_tree(sources: list[Source], recipe: Recipe, engine: InterpreterFacts) -> Fact:
     from registry.seal import engine_tree
     from registry.seal.sources import capture
 
     sealed = next((s for s in sources if s.role == "engine"), None)
-    location, version = engine_tree(recipe, host.engine_source())
+    location, version = engine_tree(recipe, engine.engine_source, engine.engine_package)
     now = None
     if location is not None:
         source = capture("engine", location)[0]

@@ -184,9 +184,12 @@ def capture_sources(run_dir: Path, recipe: Recipe | None, recipe_path: Path | No
     if recipe_path is not None:
         wanted.append(("recipe", recipe_path.resolve().parent, None))
     host = _host(run_dir)
-    source = host.engine_source if isinstance(host, rundir.Environment) else \
-        host.get("engine_source")
-    location, version = engine_tree(recipe, source if isinstance(source, dict) else None)
+    if isinstance(host, rundir.Environment):
+        direct_url, installed = host.engine_source, host.engine_package
+    else:  # environment.json as written, when it is not the typed model
+        found = host.get("engine_source")
+        direct_url, installed = (found if isinstance(found, dict) else None), None
+    location, version = engine_tree(recipe, direct_url, installed)
     if location is not None:
         wanted.append(("engine", location, version))
     if (run_dir / rundir.LAUNCH).is_file():
@@ -205,11 +208,14 @@ def capture_sources(run_dir: Path, recipe: Recipe | None, recipe_path: Path | No
     return sources, files
 
 
-def engine_tree(recipe: Recipe | None, direct_url: dict[str, Any] | None
+def engine_tree(recipe: Recipe | None, direct_url: dict[str, Any] | None,
+                installed: rundir.EnginePackage | None = None
                 ) -> tuple[Path | None, str | None]:
     """The engine's source tree and distribution version: the recipe's `engine.source`,
     else the local tree a source build was installed from (its PEP 610 `direct_url`),
-    else the installed package itself (found without importing it)."""
+    else the installed package itself: where the engine's interpreter found it
+    (`installed`, environment.json), else where this process finds it (a run directory
+    written before the engine's interpreter was asked; found without importing it)."""
     from registry.seal.sources import engine_location
 
     if recipe is not None and recipe.engine.source:
@@ -217,7 +223,11 @@ def engine_tree(recipe: Recipe | None, direct_url: dict[str, Any] | None
     if recipe is not None and recipe.engine.name != "vllm":
         return None, None  # the installed vLLM is not this engine's tree
     tree = source_dir(direct_url)
-    return (tree, None) if tree is not None else engine_location()
+    if tree is not None:
+        return tree, None
+    if installed is not None:
+        return Path(installed.path), installed.version
+    return engine_location()
 
 
 def source_dir(direct_url: dict[str, Any] | None) -> Path | None:

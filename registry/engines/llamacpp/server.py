@@ -52,8 +52,8 @@ class LlamaServer:
                            hint="run tools/llama_server.sh (builds it), or set "
                                 f"{SERVER_VAR} to one")
 
-    def render_argv(self, args: dict[str, Any]) -> list[str]:
-        return table.render_argv(args)
+    def render_argv(self, args: dict[str, Any], version: str | None = None) -> list[str]:
+        return table.render_argv(args)  # one build's table (b11434) for every version
 
     def serve_args(self, host: str, port: int) -> list[str]:
         # verbosity 4: from 2026 builds the default (3) hides libllama's loader, context
