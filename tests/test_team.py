@@ -633,6 +633,40 @@ def test_an_oversized_commit_is_refused_unread_and_removed(cli, shared, tmp_path
     assert head(bob) == before and not has_object(bob, sha) and not has_object(bob, junk)
 
 
+def test_a_huge_commit_is_refused_within_bounded_memory(cli, shared, tmp_path,
+                                                       monkeypatch) -> None:
+    """Issue 23: git's own fetch peaked at 292 MiB on a 300 MB commit (inflated whole by
+    pack-objects and index-pack before the size caps could refuse it). Each git the
+    pull starts is measured by /usr/bin/time around it (what git waits for included)."""
+    import registry.store.git as registry_git
+
+    _, bob, remote, _ = shared
+    clone = outsider_clone(remote / "ledger.git", tmp_path)
+    big = tmp_path / "message"
+    with open(big, "wb") as f:
+        for _ in range(100):
+            f.write(b"x" * 1_000_000)
+    subprocess.run(["git", "-C", str(clone), "commit", "-q", "--allow-empty", "-F", str(big)],
+                   check=True)
+    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
+    peaks = tmp_path / "git-rss"
+    plain = registry_git.git_args
+    monkeypatch.setattr(registry_git, "git_args", lambda repo, *a: [
+        "/usr/bin/time", "-a", "-o", str(peaks), "-f", "%M", *plain(repo, *a)])
+    act(monkeypatch, bob)
+    before = head(bob)
+    r = cli("pull")
+    assert r.exit_code == ExitCode.UNVERIFIABLE, (r.stdout, r.stderr)
+    assert "needed more than 64 MiB" in r.stderr and "nothing was applied" in r.stderr
+    assert r.stderr.count("error:") == 1 and "Traceback" not in r.stderr
+    kib = [int(x) for x in peaks.read_text().split() if x.isdigit()]
+    assert kib and max(kib) < 100 * 1024, max(kib)
+    assert head(bob) == before and not has_object(bob, sha)
+    assert not list((bob.home / "ledger" / ".git" / "objects" / "pack").glob("tmp_*"))
+
+
 def test_keys_init_after_init_pin_keeps_the_team_pin(cli, team, tmp_path, monkeypatch) -> None:
     """Issue 23: `keys init` after `init --pin` silently replaced the team's pin."""
     alice, _ = team
