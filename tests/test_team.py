@@ -502,7 +502,8 @@ def test_a_revocation_reaches_the_remote_while_the_revoked_key_pushes(
     and pull of Alice's was refused forever ("version 2 is older than version 3")."""
     alice, bob, _remote, _ = shared
     act(monkeypatch, alice)
-    assert cli("keys", "revoke", bob.keyid[:12], "--reason", "laptop stolen").exit_code == 0
+    assert cli("keys", "revoke", bob.keyid[:12], "--reason", "laptop stolen",
+               "--compromised").exit_code == 0
     act(monkeypatch, bob)
     theirs = seal(bob, make_run("bob-before-he-knows"))
     assert cli("push").exit_code == 0
@@ -520,6 +521,39 @@ def test_a_revocation_reaches_the_remote_while_the_revoked_key_pushes(
     assert bob.keyid in keyring_of(bob)["revoked"]
     act(monkeypatch, alice)
     assert cli("pull").exit_code == 0 and head(alice) == head(bob)
+
+
+def test_a_revocation_keeps_earlier_records_and_a_backdated_one_is_refused(
+        cli, shared, tmp_path, make_run, monkeypatch) -> None:
+    """Alice revokes Bob from keyring v3 on (he left; not compromised): his record pushed
+    before it still verifies in both homes, marked. Bob, who has not pulled v3, seals
+    another on his side of history and force-pushes that history over the remote with
+    plain git, so his record sits before the revocation: the pull refuses it (the remote
+    no longer descends from the head Alice verified) and nothing changes."""
+    alice, bob, remote, _ = shared
+    act(monkeypatch, bob)
+    earlier = seal(bob, make_run("bob-earlier"))
+    assert cli("push").exit_code == 0
+    act(monkeypatch, alice)
+    assert cli("keys", "revoke", bob.keyid[:12], "--reason", "left the lab").exit_code == 0
+    assert cli("push").exit_code == 0
+    report = verify_all(cli, alice)
+    assert report["code"] == 0, report
+    check = {c["id"]: c for c in report["records"]}[earlier]
+    assert check["verified"] and check["signer"] == bob.keyid
+    assert "before its revocation in keyring version 3" in check["note"]
+    act(monkeypatch, bob)
+    backdated = seal(bob, make_run("bob-backdated"))  # his home still has v2
+    subprocess.run(["git", "-C", str(remote / "ledger.git"), "config",
+                    "receive.denyNonFastForwards", "false"], check=True)
+    subprocess.run(["git", "-C", str(bob.home / "ledger"), "push", "-qf",
+                    str(remote / "ledger.git"), "main:main"], check=True)
+    act(monkeypatch, alice)
+    before = head(alice)
+    r = cli("pull")
+    assert r.exit_code == ExitCode.FAILED and "nothing was applied" in r.stderr, r.stderr
+    assert head(alice) == before and not (alice.home / "ledger" / "records" / backdated).exists()
+    assert verify_all(cli, alice)["code"] == 0
 
 
 def test_keyring_versions_made_on_both_sides_compose(cli, shared, tmp_path, make_run,

@@ -177,16 +177,24 @@ def keys_retire(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None) -> None:
 
 
 @keys_app.command("revoke")
-def keys_revoke(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None) -> None:
-    """Revoke a compromised key: nothing it ever signed is trusted any more.
+def keys_revoke(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None,
+                compromised: Annotated[bool, typer.Option(
+                    "--compromised", help="Someone else may hold the key: untrust everything "
+                    "it ever signed, records from before the revocation too.")] = False,
+                ) -> None:
+    """Revoke a key: never trusted again. What it signed before this keyring version
+    still verifies, marked as signed by a key revoked since; with --compromised,
+    nothing it ever signed is trusted.
 
-    Example: registry keys revoke 3f2a9c41 --reason "laptop stolen"
+    Example: registry keys revoke 3f2a9c41 --reason "laptop stolen" --compromised
     """
     from registry.cli.output import console
     from registry.store.keyring import remove_key
 
-    gone = remove_key(find(home), keyid, reason, revoke=True)
-    console.print(f"revoked key {gone}: its records are untrusted from now on", highlight=False)
+    gone = remove_key(find(home), keyid, reason, revoke=True, compromised=compromised)
+    what = "nothing it ever signed is trusted" if compromised else \
+        "records it signs from now on are untrusted; earlier ones still verify"
+    console.print(f"revoked key {gone}: {what}", highlight=False)
 
 
 @keys_app.command("rotate")

@@ -80,9 +80,11 @@ def add_key(home: Home, pem: bytes, source: object, roles: list[Role]) -> tuple[
     return entry.keyid, True
 
 
-def remove_key(home: Home, prefix: str, reason: str, *, revoke: bool) -> str:
-    """Retire (rotation: its records stay valid) or revoke (compromise: nothing it
-    signed is trusted) a key; returns its id."""
+def remove_key(home: Home, prefix: str, reason: str, *, revoke: bool,
+               compromised: bool = False) -> str:
+    """Retire (rotation: its records stay valid) or revoke a key (never trusted again:
+    what it signed before this version still verifies, marked; with `compromised`,
+    nothing it ever signed is trusted); returns its id."""
     current = current_keyring(home).current
     found = [k for k in current.keys if k.keyid.startswith(prefix.lower())] if prefix else []
     if len(found) != 1:
@@ -91,12 +93,14 @@ def remove_key(home: Home, prefix: str, reason: str, *, revoke: bool) -> str:
     entry = found[0]
 
     def edit(ring: Keyring) -> Keyring:
-        gone = Departed(public=entry.public, version=ring.version + 1, reason=reason)
+        gone = Departed(public=entry.public, version=ring.version + 1, reason=reason,
+                        compromised=compromised if revoke else None)
         keys = [k for k in ring.keys if k.keyid != entry.keyid]
         field = "revoked" if revoke else "retired"
         return ring.model_copy(update={"keys": keys, field: [*getattr(ring, field), gone]})
 
-    _locked_change(home, edit, f"{'revoke' if revoke else 'retire'} {entry.keyid[:16]}: {reason}")
+    verb = ("revoke compromised" if compromised else "revoke") if revoke else "retire"
+    _locked_change(home, edit, f"{verb} {entry.keyid[:16]}: {reason}")
     return entry.keyid
 
 
