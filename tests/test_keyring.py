@@ -112,6 +112,32 @@ def test_a_revocation_keeps_what_the_key_signed_before_it(cli, store_home, tmp_p
     assert {c["id"]: c for c in report["records"]}[theirs.id]["verified"]
 
 
+def test_a_revocation_widens_to_compromised(cli, store_home, tmp_path, make_run,
+                                            seal_run_dir) -> None:
+    """Revoked from a version on, then found stolen; or retired, then stolen: `keys
+    revoke --compromised` untrusts everything the key signed, in a new version."""
+    keys = {}
+    for name in ("left", "rotated"):
+        keys[name] = create_key(tmp_path / name)
+        (tmp_path / f"{name}.pub").write_text(keys[name].public_pem)
+        assert cli("keys", "trust", tmp_path / f"{name}.pub").exit_code == 0
+    signed = {name: seal_run_dir(make_run(f"run-{name}"), signer=signing_key(tmp_path / name)).id
+              for name in keys}
+    assert cli("keys", "revoke", keys["left"].keyid[:12], "--reason", "left").exit_code == 0
+    assert cli("keys", "retire", keys["rotated"].keyid[:12], "--reason", "rotated").exit_code == 0
+    assert verify_all(cli)["code"] == 0
+    for name in keys:
+        r = cli("keys", "revoke", keys[name].keyid[:12], "--reason", "stolen", "--compromised")
+        assert r.exit_code == 0, r.stderr
+    ring = current_keyring(store_home).current
+    assert {d.keyid for d in ring.revoked if d.voids_past} == {k.keyid for k in keys.values()}
+    assert not ring.retired
+    report = verify_all(cli)
+    assert report["code"] == ExitCode.FAILED
+    checks = {c["id"]: c for c in report["records"]}
+    assert not any(checks[rid]["verified"] for rid in signed.values())
+
+
 def test_a_compromise_can_widen_a_revocation_but_nothing_narrows_it(tmp_path) -> None:
     """A later version may mark a revocation compromised; none may drop the mark (a
     root that could would bring back everything the key signed)."""

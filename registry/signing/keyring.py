@@ -167,10 +167,13 @@ def compose(theirs: Keyring, before: Keyring, after: Keyring) -> Keyring:
     departed = {}
     for field in ("retired", "revoked"):
         old = {d.keyid for d in getattr(before, field)}
+        skip = gone if field == "retired" else {d.keyid for d in theirs.revoked}
         departed[field] = [*getattr(theirs, field), *(
             d.model_copy(update={"version": version}) for d in getattr(after, field)
-            if d.keyid not in old and d.keyid not in gone)]
+            if d.keyid not in old and d.keyid not in skip)]
     departed["revoked"] = _escalated(departed["revoked"], after)
+    now_revoked = {d.keyid for d in departed["revoked"]}  # a retired key revoked since
+    departed["retired"] = [d for d in departed["retired"] if d.keyid not in now_revoked]
     for d in departed["revoked"]:
         keys.pop(d.keyid, None)
     threshold = after.threshold if after.threshold != before.threshold else theirs.threshold
