@@ -754,3 +754,26 @@ def test_a_reader_without_a_key_pulls_again_and_again(cli, shared, tmp_path, mak
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["received"] == [new]
     assert verify_all(cli, reader)["code"] == 0 and len(ids) == 2
+
+
+def test_the_git_heap_cap_grows_with_the_ledger_and_can_be_set(shared, monkeypatch) -> None:
+    """The cap is sized from this side only (the ledger's own object count: a remote
+    cannot raise it); REGISTRY_GIT_MEMORY sets it for a first pull of a huge ledger."""
+    from registry.errors import InvalidInput
+    from registry.store.git import MEMORY_ENV, PER_OBJECT, REMOTE_MEMORY, remote_heap
+
+    _, bob, _, _ = shared
+    ledger = bob.home / "ledger"
+    counted = subprocess.run(["git", "-C", str(ledger), "count-objects", "-v"],
+                             capture_output=True, text=True, check=True).stdout
+    fields = dict(line.split(": ") for line in counted.splitlines())
+    objects = int(fields["count"]) + int(fields["in-pack"])
+    assert objects > 10
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    assert remote_heap(ledger) == REMOTE_MEMORY + PER_OBJECT * objects
+    monkeypatch.setenv(MEMORY_ENV, "512")
+    assert remote_heap(ledger) == 512 << 20
+    for bad in ("lots", "8", "-1"):
+        monkeypatch.setenv(MEMORY_ENV, bad)
+        with pytest.raises(InvalidInput, match=MEMORY_ENV):
+            remote_heap(ledger)

@@ -44,9 +44,13 @@ SAFE_CONFIG = (
     "core.symlinks=false", "commit.gpgsign=false", "protocol.file.allow=always",
 )
 REMOTE_MEMORY = 64 << 20
-"""The heap a git fetch or push, and each process it starts, may use: well above a
-legitimate ledger's needs (objects under the caps of registry/store/history.py with
-the small caches below), far below what a hostile object costs."""
+"""The heap a git fetch or push, and each process it starts, may use beyond what the
+ledger's size calls for (`remote_heap`): objects under the caps of
+registry/store/history.py with the small caches below fit; a hostile one does not."""
+PER_OBJECT = 512
+"""Heap per object the ledger holds: measured, pack-objects needs about 250 bytes for
+each object it sends and index-pack about 150 for each it receives."""
+MEMORY_ENV = "REGISTRY_GIT_MEMORY"
 MEMORY_CONFIG = (
     "core.bigFileThreshold=1m", "core.deltaBaseCacheLimit=16m", "pack.windowMemory=16m",
     "pack.deltaCacheSize=16m", "pack.threads=1",
@@ -101,6 +105,24 @@ def try_git(repo: Path, *args: str, env: Mapping[str, str] | None = None,
         # would carry (and be charged) the registry's own pages until its exec
         argv = ["/bin/sh", "-c", f'ulimit -d {heap >> 10} && exec "$0" "$@"', *argv]
     return subprocess.run(argv, capture_output=True, env=git_env(env), timeout=timeout)
+
+
+def remote_heap(repo: Path) -> int:
+    """The heap cap of a git that talks to a remote from `repo`: REMOTE_MEMORY plus
+    PER_OBJECT for each object `repo` holds (what a pull or push of a ledger of that
+    size needs), or REGISTRY_GIT_MEMORY MiB when set (a first pull of a ledger of
+    more than about 250,000 objects needs it). Sized from this side only: nothing the
+    remote holds can raise it."""
+    given = os.environ.get(MEMORY_ENV, "").strip()
+    if given:
+        if not given.isdigit() or int(given) < 16:
+            raise InvalidInput(f"{MEMORY_ENV}={given!r}: not a number of MiB (16 or more)",
+                               hint=f"e.g. {MEMORY_ENV}=512, or unset it")
+        return int(given) << 20
+    counted = dict(line.split(": ", 1) for line in
+                   run_git(repo, "count-objects", "-v").decode().splitlines() if ": " in line)
+    objects = int(counted.get("count", "0")) + int(counted.get("in-pack", "0"))
+    return REMOTE_MEMORY + PER_OBJECT * objects
 
 
 def out_of_memory(stderr: str) -> bool:

@@ -51,11 +51,12 @@ from registry.signing.keys import Signer
 from registry.store import journal
 from registry.store.git import (
     MEMORY_CONFIG,
-    REMOTE_MEMORY,
+    MEMORY_ENV,
     REMOTE_RECEIVE_PACK,
     REMOTE_UPLOAD_PACK,
     out_of_memory,
     read_objects,
+    remote_heap,
     run_git,
     try_git,
 )
@@ -164,9 +165,10 @@ def fetch(ledger: Ledger, remote: Remote) -> str | None:
 def _git(ledger: Ledger, remote: Remote, *args: str) -> subprocess.CompletedProcess[bytes]:
     """A git fetch or push to the remote, within the remote timeout (the caller holds
     the home lock: a remote that never answers must not keep it)."""
+    heap = remote_heap(ledger.path)
     try:
         done = try_git(ledger.path, *PROTOCOLS, *BOUNDED, *args, timeout=remote_timeout(),
-                       env={"GIT_SSH_COMMAND": remote.ssh_command}, heap=REMOTE_MEMORY)
+                       env={"GIT_SSH_COMMAND": remote.ssh_command}, heap=heap)
     except subprocess.TimeoutExpired:
         raise Unverifiable(f"remote {remote.name!r}: git {args[0]} timed out after "
                            f"{remote_timeout():.0f} s", hint=f"{TIMEOUT_ENV} sets the limit; "
@@ -174,10 +176,12 @@ def _git(ledger: Ledger, remote: Remote, *args: str) -> subprocess.CompletedProc
     if done.returncode != 0 and out_of_memory(done.stderr.decode(errors="replace")):
         raise Unverifiable(
             f"refused: remote {remote.name!r}: git {args[0]} needed more than "
-            f"{REMOTE_MEMORY >> 20} MiB: the remote holds an object far over a ledger's caps "
+            f"{heap >> 20} MiB: the remote holds an object far over a ledger's caps "
             f"(a commit is at most {MAX_BYTES['commit'] >> 20} MiB, a tree "
-            f"{MAX_BYTES['tree'] >> 20} MiB)",
-            hint="nothing was applied; the remote was tampered with: tell its owner")
+            f"{MAX_BYTES['tree'] >> 20} MiB), or far more objects than this ledger",
+            hint=f"nothing was applied; a first pull of a very large ledger: set "
+                 f"{MEMORY_ENV}=MiB (e.g. 512); else the remote was tampered with: tell "
+                 "its owner")
     return done
 
 

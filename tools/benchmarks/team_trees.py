@@ -110,6 +110,10 @@ def main() -> None:
                           f"{got['pull'][1]:.1f} s)", flush=True)
         finally:
             sshd.stop()
+        report(runs, args)  # before the folder's removal, which takes a while
+
+
+def report(runs: dict[Path, list[dict[str, list[float]]]], args: argparse.Namespace) -> None:
     print(f"push then pull of {args.n} records, {args.mb} MB of objects, over ssh "
           f"({args.repeat} rounds, trees alternated; load average now "
           f"{os.getloadavg()[0]:.1f}); baseline 24.8 s on a quiet machine, target <= 27.3 s")
