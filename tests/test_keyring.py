@@ -131,6 +131,7 @@ def test_a_revocation_widens_to_compromised(cli, store_home, tmp_path, make_run,
         assert r.exit_code == 0, r.stderr
     ring = current_keyring(store_home).current
     assert {d.keyid for d in ring.revoked if d.voids_past} == {k.keyid for k in keys.values()}
+    assert cli("keys", "list").stdout.count("compromised") == 2
     assert not ring.retired
     report = verify_all(cli)
     assert report["code"] == ExitCode.FAILED

@@ -108,7 +108,10 @@ def keys_list(home: HomeOpt = None, json: Json = False) -> None:
              else "yes" if k.keyid in ids else ""] for k in (ring.keys if ring else [])]
     rows += [[d.keyid[:16], "-", f"{state} v{d.version}", "yes" if d.keyid in ids else ""]
              for state, gone in (("retired", ring.retired if ring else []),
-                                 ("revoked", ring.revoked if ring else [])) for d in gone]
+                                 ("revoked", ring.revoked if ring else [])) for d in gone
+             if state == "retired" or not d.voids_past]
+    rows += [[d.keyid[:16], "-", f"revoked v{d.version}, compromised", "yes" if d.keyid in ids
+              else ""] for d in (ring.revoked if ring else []) if d.voids_past]
     known = {r[0] for r in rows}
     rows += [[k.keyid[:16], "-", "not in keyring", "yes (default)" if k.default else "yes"]
              for k in mine if k.keyid[:16] not in known]
