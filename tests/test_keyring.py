@@ -51,7 +51,7 @@ def test_revoking_a_key_untrusts_everything_it_signed(cli, store_home, tmp_path,
     assert cli("keys", "trust", tmp_path / "c.pub").exit_code == 0
     theirs = seal_run_dir(make_run("theirs"), signer=signing_key(tmp_path / "colleague"))
     mine = seal_run_dir(make_run("mine"))
-    r = cli("keys", "revoke", other.keyid[:12], "--reason", "laptop stolen")
+    r = cli("keys", "revoke", other.keyid[:12], "--reason", "laptop stolen", "--compromised")
     assert r.exit_code == 0
     report = verify_all(cli)
     assert report["code"] == ExitCode.FAILED  # its commit is signed by a revoked key
@@ -61,6 +61,107 @@ def test_revoking_a_key_untrusts_everything_it_signed(cli, store_home, tmp_path,
     shown = json.loads(cli("show", theirs.id[:12], "--json").stdout)
     assert shown["check"]["trust"] == "untrusted"
     assert cli("keys", "trust", tmp_path / "c.pub").exit_code == ExitCode.REFUSED  # never again
+
+
+def test_a_revocation_keeps_what_the_key_signed_before_it(cli, store_home, tmp_path, make_run,
+                                                         seal_run_dir) -> None:
+    """Revoked from a version on (not compromised): the record its signed history puts
+    before the revocation verifies, marked; the key is never trusted again; a record it
+    signed that someone commits after the revocation with plain git fails."""
+    import shutil
+    import subprocess
+
+    from registry.recipe import load_recipe
+    from registry.seal import seal_resolved
+    from registry.store.create import init_home
+    from registry.store.trust import genesis
+    from tests.conftest import ROOT, resolved_identity
+
+    other = create_key(tmp_path / "colleague")
+    (tmp_path / "c.pub").write_text(other.public_pem)
+    assert cli("keys", "trust", tmp_path / "c.pub").exit_code == 0
+    theirs = seal_run_dir(make_run("theirs"), signer=signing_key(tmp_path / "colleague"))
+    r = cli("keys", "revoke", other.keyid[:12], "--reason", "left the lab")
+    assert r.exit_code == 0 and "earlier ones still verify" in r.stdout
+    mine = seal_run_dir(make_run("mine"))
+    report = verify_all(cli)
+    assert report["code"] == 0, report
+    checks = {c["id"]: c for c in report["records"]}
+    assert checks[theirs.id]["verified"] and checks[theirs.id]["signer"] == other.keyid
+    assert "before its revocation in keyring version 3 (left the lab)" in checks[theirs.id]["note"]
+    assert checks[mine.id]["verified"] and checks[mine.id].get("note") is None
+    assert "note: signed by key" in cli("verify", "--all").stdout
+    shown = json.loads(cli("show", theirs.id[:12], "--json").stdout)
+    assert shown["check"]["trust"] == "verified"
+    assert cli("keys", "trust", tmp_path / "c.pub").exit_code == ExitCode.REFUSED  # never again
+    # the revoked key signs a record elsewhere; an outsider commits it here with plain git
+    elsewhere = init_home(tmp_path / "elsewhere" / ".registry")
+    genesis(elsewhere, signing_key(tmp_path / "colleague"))
+    late = seal_resolved(make_run("late"), home=elsewhere, identity=resolved_identity(),
+                         recipe=load_recipe(ROOT / "recipes" / "tiny-bf16-kv.toml"),
+                         signer=signing_key(tmp_path / "colleague"))
+    ledger = store_home.ledger
+    shutil.copytree(elsewhere.ledger / "records" / late.id, ledger / "records" / late.id)
+    git = ["git", "-C", str(ledger), "-c", "user.name=x", "-c", "user.email=x@x"]
+    subprocess.run([*git, "add", "records"], check=True)
+    subprocess.run([*git, "commit", "-qm", "seal"], check=True)
+    report = verify_all(cli)
+    assert report["code"] == ExitCode.FAILED
+    late_check = {c["id"]: c for c in report["records"]}[late.id]
+    assert not late_check["verified"] and "revoked key" in json.dumps(late_check)
+    assert {c["id"]: c for c in report["records"]}[theirs.id]["verified"]
+
+
+def test_a_revocation_widens_to_compromised(cli, store_home, tmp_path, make_run,
+                                            seal_run_dir) -> None:
+    """Revoked from a version on, then found stolen; or retired, then stolen: `keys
+    revoke --compromised` untrusts everything the key signed, in a new version."""
+    keys = {}
+    for name in ("left", "rotated"):
+        keys[name] = create_key(tmp_path / name)
+        (tmp_path / f"{name}.pub").write_text(keys[name].public_pem)
+        assert cli("keys", "trust", tmp_path / f"{name}.pub").exit_code == 0
+    signed = {name: seal_run_dir(make_run(f"run-{name}"), signer=signing_key(tmp_path / name)).id
+              for name in keys}
+    assert cli("keys", "revoke", keys["left"].keyid[:12], "--reason", "left").exit_code == 0
+    assert cli("keys", "retire", keys["rotated"].keyid[:12], "--reason", "rotated").exit_code == 0
+    assert verify_all(cli)["code"] == 0
+    for name in keys:
+        r = cli("keys", "revoke", keys[name].keyid[:12], "--reason", "stolen", "--compromised")
+        assert r.exit_code == 0, r.stderr
+    ring = current_keyring(store_home).current
+    assert {d.keyid for d in ring.revoked if d.voids_past} == {k.keyid for k in keys.values()}
+    assert cli("keys", "list").stdout.count("compromised") == 2
+    assert not ring.retired
+    report = verify_all(cli)
+    assert report["code"] == ExitCode.FAILED
+    checks = {c["id"]: c for c in report["records"]}
+    assert not any(checks[rid]["verified"] for rid in signed.values())
+
+
+def test_a_compromise_can_widen_a_revocation_but_nothing_narrows_it(tmp_path) -> None:
+    """A later version may mark a revocation compromised; none may drop the mark (a
+    root that could would bring back everything the key signed)."""
+    root, other = create_key(tmp_path / "root"), create_key(tmp_path / "other")
+    signer = signing_key(tmp_path / "root")
+    entry = KeyEntry(public=root.public_pem, roles=[Role.root, Role.signer])
+    gone = {"public": other.public_pem, "version": 2, "reason": "stolen"}
+
+    def ring(version: int, **revoked: object) -> bytes:
+        made = Keyring(version=version, keys=[entry], revoked=[{**gone, **revoked}])
+        return sign_version(made, [signer])
+
+    pin = Pin(roots=[root.keyid], threshold=1)
+    base = {1: sign_version(Keyring(version=1, keys=[
+        entry, KeyEntry(public=other.public_pem, roles=[Role.signer])]), [signer])}
+    widened = verify_chain({**base, 2: ring(2, compromised=False), 3: ring(3, compromised=True)},
+                           pin)
+    assert widened.current.revoked[0].voids_past
+    assert not widened.versions[2].revoked[0].voids_past
+    with pytest.raises(Revoked, match="narrows the revocation"):
+        verify_chain({**base, 2: ring(2, compromised=True), 3: ring(3, compromised=False)}, pin)
+    with pytest.raises(Revoked, match="narrows the revocation"):  # absent: compromised
+        verify_chain({**base, 2: ring(2), 3: ring(3, compromised=False)}, pin)
 
 
 def test_rotation_keeps_old_records_valid(cli, store_home, make_run, seal_run_dir) -> None:

@@ -213,3 +213,69 @@ def test_a_recipe_named_at_seal_must_be_the_one_the_run_used(cli, store_home, ma
     assert "is not the recipe this run used" in r.stderr
     # make_run's log is no engine log: kept with a reason (registry/seal/proof.py)
     assert cli("seal", run, "--recipe", ran, "--allow-unproven", "a made-up log").exit_code == 0
+
+
+def _lab_at(place: Path, lab: Path, run: Path) -> tuple[Path, Path]:
+    """The lab repository and the run directory copied under `place` (a second checkout
+    of the same tree, elsewhere on another machine), the run's launcher in the copy."""
+    shutil.copytree(lab, place / "lab")
+    shutil.copytree(run, place / "run")
+    plan = json.loads((place / "run" / "launch.json").read_text())
+    plan["launcher"] = str(place / "lab" / "serve.sh")
+    (place / "run" / "launch.json").write_text(json.dumps(plan))
+    return place / "lab", place / "run"
+
+
+def test_sources_are_named_relative_to_the_roots_wherever_sealed(
+        cli, store_home, lab_run, recipe_repo, tmp_path) -> None:
+    named = []
+    for place in (tmp_path / "alice", tmp_path / "srv" / "bob" / "work"):
+        lab, run = _lab_at(place, recipe_repo, lab_run)
+        r = cli("seal", run, "--recipe", lab / RECIPE, "--again")
+        assert r.exit_code == 0, r.stderr
+        statement = sealed_statement(cli, r.stdout.split()[0])
+        assert str(place) not in json.dumps(statement)  # no absolute path of this machine
+        named.append({s["role"]: (s.get("root"), s["path"], s.get("commit"))
+                      for s in statement["predicate"]["sources"]})
+    assert named[0] == named[1]
+    head = git.Repo(recipe_repo).head.commit.hexsha
+    # the recipe's git tree is the folder above the recipe's: both name it the same way
+    assert named[0]["recipe"] == ("recipe", "..", head) == named[0]["launcher"]
+
+
+def test_a_path_outside_every_root_is_named_by_its_base_name(
+        cli, store_home, lab_run, recipe_repo, tmp_path) -> None:
+    script = tmp_path / "opt" / "alice" / "bin" / "serve-b70.sh"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\nexec vllm serve \"$@\"\n")
+    plan = json.loads((lab_run / "launch.json").read_text())
+    (lab_run / "launch.json").write_text(json.dumps(plan | {"launcher": str(script)}))
+    record = cli("seal", lab_run, "--recipe", recipe_repo / RECIPE).stdout.split()[0]
+    statement = sealed_statement(cli, record)
+    launcher = next(s for s in statement["predicate"]["sources"] if s["role"] == "launcher")
+    assert (launcher["root"], launcher["path"]) == ("outside", "serve-b70.sh")
+    assert launcher["sha256"] == hashlib.sha256(script.read_bytes()).hexdigest()
+    assert "outside the run, recipe and model folders" in launcher["note"]
+    assert "/opt/alice" not in json.dumps(statement)
+    shown = cli("show", record)
+    assert shown.exit_code == 0 and "<outside>/serve-b70.sh" in shown.stdout
+
+
+def test_a_record_sealed_with_absolute_paths_still_verifies_and_shows_them(
+        cli, store_home) -> None:
+    """Records sealed before roots name their sources by the sealer's absolute path (no
+    `root`): they keep parsing, verifying and showing as they were signed."""
+    from registry.formats.identity import ResolvedIdentity
+    from registry.formats.record import Predicate, RunInfo, Source
+    from registry.store.writer import Artifact, write_record
+
+    old = Source(role="launcher", path="/home/alice/lab/serve.sh", sha256="ab" * 32)
+    predicate = Predicate(identity=ResolvedIdentity(fields={}), sources=[old],
+                          run=RunInfo(state="unknown", sealed_at="2026-07-26T21:50:00+00:00"))
+    sealed = write_record(store_home, [Artifact(name="server.log", data=b"INFO up\n")], predicate)
+    statement = sealed_statement(cli, sealed.id)
+    assert statement["predicate"]["sources"] == [
+        {"role": "launcher", "path": "/home/alice/lab/serve.sh", "sha256": "ab" * 32}]
+    assert cli("verify", sealed.id).exit_code == 0
+    assert cli("verify", "--all").exit_code == 0
+    assert "/home/alice/lab/serve.sh" in cli("show", sealed.id).stdout

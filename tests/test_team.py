@@ -502,7 +502,8 @@ def test_a_revocation_reaches_the_remote_while_the_revoked_key_pushes(
     and pull of Alice's was refused forever ("version 2 is older than version 3")."""
     alice, bob, _remote, _ = shared
     act(monkeypatch, alice)
-    assert cli("keys", "revoke", bob.keyid[:12], "--reason", "laptop stolen").exit_code == 0
+    assert cli("keys", "revoke", bob.keyid[:12], "--reason", "laptop stolen",
+               "--compromised").exit_code == 0
     act(monkeypatch, bob)
     theirs = seal(bob, make_run("bob-before-he-knows"))
     assert cli("push").exit_code == 0
@@ -520,6 +521,39 @@ def test_a_revocation_reaches_the_remote_while_the_revoked_key_pushes(
     assert bob.keyid in keyring_of(bob)["revoked"]
     act(monkeypatch, alice)
     assert cli("pull").exit_code == 0 and head(alice) == head(bob)
+
+
+def test_a_revocation_keeps_earlier_records_and_a_backdated_one_is_refused(
+        cli, shared, tmp_path, make_run, monkeypatch) -> None:
+    """Alice revokes Bob from keyring v3 on (he left; not compromised): his record pushed
+    before it still verifies in both homes, marked. Bob, who has not pulled v3, seals
+    another on his side of history and force-pushes that history over the remote with
+    plain git, so his record sits before the revocation: the pull refuses it (the remote
+    no longer descends from the head Alice verified) and nothing changes."""
+    alice, bob, remote, _ = shared
+    act(monkeypatch, bob)
+    earlier = seal(bob, make_run("bob-earlier"))
+    assert cli("push").exit_code == 0
+    act(monkeypatch, alice)
+    assert cli("keys", "revoke", bob.keyid[:12], "--reason", "left the lab").exit_code == 0
+    assert cli("push").exit_code == 0
+    report = verify_all(cli, alice)
+    assert report["code"] == 0, report
+    check = {c["id"]: c for c in report["records"]}[earlier]
+    assert check["verified"] and check["signer"] == bob.keyid
+    assert "before its revocation in keyring version 3" in check["note"]
+    act(monkeypatch, bob)
+    backdated = seal(bob, make_run("bob-backdated"))  # his home still has v2
+    subprocess.run(["git", "-C", str(remote / "ledger.git"), "config",
+                    "receive.denyNonFastForwards", "false"], check=True)
+    subprocess.run(["git", "-C", str(bob.home / "ledger"), "push", "-qf",
+                    str(remote / "ledger.git"), "main:main"], check=True)
+    act(monkeypatch, alice)
+    before = head(alice)
+    r = cli("pull")
+    assert r.exit_code == ExitCode.FAILED and "nothing was applied" in r.stderr, r.stderr
+    assert head(alice) == before and not (alice.home / "ledger" / "records" / backdated).exists()
+    assert verify_all(cli, alice)["code"] == 0
 
 
 def test_keyring_versions_made_on_both_sides_compose(cli, shared, tmp_path, make_run,
@@ -633,6 +667,40 @@ def test_an_oversized_commit_is_refused_unread_and_removed(cli, shared, tmp_path
     assert head(bob) == before and not has_object(bob, sha) and not has_object(bob, junk)
 
 
+def test_a_huge_commit_is_refused_within_bounded_memory(cli, shared, tmp_path,
+                                                       monkeypatch) -> None:
+    """Issue 23: git's own fetch peaked at 292 MiB on a 300 MB commit (inflated whole by
+    pack-objects and index-pack before the size caps could refuse it). Each git the
+    pull starts is measured by /usr/bin/time around it (what git waits for included)."""
+    import registry.store.git as registry_git
+
+    _, bob, remote, _ = shared
+    clone = outsider_clone(remote / "ledger.git", tmp_path)
+    big = tmp_path / "message"
+    with open(big, "wb") as f:
+        for _ in range(100):
+            f.write(b"x" * 1_000_000)
+    subprocess.run(["git", "-C", str(clone), "commit", "-q", "--allow-empty", "-F", str(big)],
+                   check=True)
+    sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
+    peaks = tmp_path / "git-rss"
+    plain = registry_git.git_args
+    monkeypatch.setattr(registry_git, "git_args", lambda repo, *a: [
+        "/usr/bin/time", "-a", "-o", str(peaks), "-f", "%M", *plain(repo, *a)])
+    act(monkeypatch, bob)
+    before = head(bob)
+    r = cli("pull")
+    assert r.exit_code == ExitCode.UNVERIFIABLE, (r.stdout, r.stderr)
+    assert "needed more than 64 MiB" in r.stderr and "nothing was applied" in r.stderr
+    assert r.stderr.count("error:") == 1 and "Traceback" not in r.stderr
+    kib = [int(x) for x in peaks.read_text().split() if x.isdigit()]
+    assert kib and max(kib) < 100 * 1024, max(kib)
+    assert head(bob) == before and not has_object(bob, sha)
+    assert not list((bob.home / "ledger" / ".git" / "objects" / "pack").glob("tmp_*"))
+
+
 def test_keys_init_after_init_pin_keeps_the_team_pin(cli, team, tmp_path, monkeypatch) -> None:
     """Issue 23: `keys init` after `init --pin` silently replaced the team's pin."""
     alice, _ = team
@@ -686,3 +754,26 @@ def test_a_reader_without_a_key_pulls_again_and_again(cli, shared, tmp_path, mak
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["received"] == [new]
     assert verify_all(cli, reader)["code"] == 0 and len(ids) == 2
+
+
+def test_the_git_heap_cap_grows_with_the_ledger_and_can_be_set(shared, monkeypatch) -> None:
+    """The cap is sized from this side only (the ledger's own object count: a remote
+    cannot raise it); REGISTRY_GIT_MEMORY sets it for a first pull of a huge ledger."""
+    from registry.errors import InvalidInput
+    from registry.store.git import MEMORY_ENV, PER_OBJECT, REMOTE_MEMORY, remote_heap
+
+    _, bob, _, _ = shared
+    ledger = bob.home / "ledger"
+    counted = subprocess.run(["git", "-C", str(ledger), "count-objects", "-v"],
+                             capture_output=True, text=True, check=True).stdout
+    fields = dict(line.split(": ") for line in counted.splitlines())
+    objects = int(fields["count"]) + int(fields["in-pack"])
+    assert objects > 10
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    assert remote_heap(ledger) == REMOTE_MEMORY + PER_OBJECT * objects
+    monkeypatch.setenv(MEMORY_ENV, "512")
+    assert remote_heap(ledger) == 512 << 20
+    for bad in ("lots", "8", "-1"):
+        monkeypatch.setenv(MEMORY_ENV, bad)
+        with pytest.raises(InvalidInput, match=MEMORY_ENV):
+            remote_heap(ledger)

@@ -108,7 +108,10 @@ def keys_list(home: HomeOpt = None, json: Json = False) -> None:
              else "yes" if k.keyid in ids else ""] for k in (ring.keys if ring else [])]
     rows += [[d.keyid[:16], "-", f"{state} v{d.version}", "yes" if d.keyid in ids else ""]
              for state, gone in (("retired", ring.retired if ring else []),
-                                 ("revoked", ring.revoked if ring else [])) for d in gone]
+                                 ("revoked", ring.revoked if ring else [])) for d in gone
+             if state == "retired" or not d.voids_past]
+    rows += [[d.keyid[:16], "-", f"revoked v{d.version}, compromised", "yes" if d.keyid in ids
+              else ""] for d in (ring.revoked if ring else []) if d.voids_past]
     known = {r[0] for r in rows}
     rows += [[k.keyid[:16], "-", "not in keyring", "yes (default)" if k.default else "yes"]
              for k in mine if k.keyid[:16] not in known]
@@ -177,16 +180,24 @@ def keys_retire(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None) -> None:
 
 
 @keys_app.command("revoke")
-def keys_revoke(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None) -> None:
-    """Revoke a compromised key: nothing it ever signed is trusted any more.
+def keys_revoke(keyid: KeyArg, reason: ReasonOpt, home: HomeOpt = None,
+                compromised: Annotated[bool, typer.Option(
+                    "--compromised", help="Someone else may hold the key: untrust everything "
+                    "it ever signed, records from before the revocation too.")] = False,
+                ) -> None:
+    """Revoke a key: never trusted again. What it signed before this keyring version
+    still verifies, marked as signed by a key revoked since; with --compromised,
+    nothing it ever signed is trusted.
 
-    Example: registry keys revoke 3f2a9c41 --reason "laptop stolen"
+    Example: registry keys revoke 3f2a9c41 --reason "laptop stolen" --compromised
     """
     from registry.cli.output import console
     from registry.store.keyring import remove_key
 
-    gone = remove_key(find(home), keyid, reason, revoke=True)
-    console.print(f"revoked key {gone}: its records are untrusted from now on", highlight=False)
+    gone = remove_key(find(home), keyid, reason, revoke=True, compromised=compromised)
+    what = "nothing it ever signed is trusted" if compromised else \
+        "records it signs from now on are untrusted; earlier ones still verify"
+    console.print(f"revoked key {gone}: {what}", highlight=False)
 
 
 @keys_app.command("rotate")

@@ -201,7 +201,7 @@ def _render(record: ShownRecord) -> None:
         say(f"  {name} = {formula}")
     say()
     print_fitted(["role", "commit", "dirty", "path"], [
-        [s.role, (s.commit or "")[:12], shown(s.dirty), s.path] for s in p.sources],
+        [s.role, (s.commit or "")[:12], shown(s.dirty), s.shown_path] for s in p.sources],
         keep=[True, True, True, False], title="sources")
     if p.imported:
         from registry.cli.importing import print_imported

@@ -58,6 +58,8 @@ def _print(report: VerifyReport, code: int) -> None:
              f"{check.artifacts} artifacts  {signer}", None if check.verified else "red"))
         for p in check.problems:
             say(f"       {p.part}: {p.detail}")
+        if check.note:
+            say((f"       note: {check.note}", "yellow"))
     for problem in report.attestation_problems:
         say((f"FAILED {problem.part}: {problem.detail}", "red"))
     history = "history ok" if not report.ledger else "history FAILED"

@@ -39,11 +39,19 @@ class Subject(Frozen):
         return self.digest["sha256"]
 
 
+OUTSIDE = "outside"
+"""A source's root when its absolute path lay under none of the run's roots."""
+
+
 class Source(Frozen):
     """The state of one source tree the run came from."""
 
     role: str = Field(description="recipe | engine | launcher")
-    path: str
+    path: str = Field(description="relative to `root`; absolute in records sealed before "
+                                  "roots (root None)")
+    root: str | None = Field(None, description=(
+        "what `path` is relative to: run | recipe | models | model (registry/seal/roots.py); "
+        "`outside`: under none of them, `path` is its base name only"))
     commit: str | None = Field(None, description="HEAD commit; None when not a git tree")
     branch: str | None = Field(None, description="None on a detached HEAD")
     remote: str | None = Field(None, description="URL of the branch's remote, else `origin`")
@@ -53,6 +61,13 @@ class Source(Frozen):
     version: str | None = Field(None, description="installed distribution version, if any")
     sha256: str | None = Field(None, description="a lone file outside any git tree: its digest")
     note: str | None = None
+
+    @property
+    def shown_path(self) -> str:
+        """The path as views print it: `<root>/path`, or the old absolute path."""
+        if self.root is None:
+            return self.path
+        return f"<{self.root}>" if self.path == "." else f"<{self.root}>/{self.path}"
 
 
 class SuiteResult(Frozen):

@@ -175,7 +175,7 @@ def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str
         parts.append(section("compare", Html("<ul>" + "".join(
             f"<li>{link(_up(path), label)}</li>" for label, path in related) + "</ul>")))
     parts.append(section("sources", table(["role", "commit", "branch", "dirty", "path"], [
-        [s.role, s.commit, s.branch, s.dirty, s.path] for s in p.sources])))
+        [s.role, s.commit, s.branch, s.dirty, s.shown_path] for s in p.sources])))
     parts.append(section("artifacts", table(["name", "sha256"], [
         [s.name, Html(f"<code>{esc(s.sha256)}</code>")] for s in r.statement.subject])))
     return page(f"record {short(r.id)}", "\n".join(parts), depth=1, charts=bool(r.rates or (

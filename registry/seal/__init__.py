@@ -177,6 +177,7 @@ def capture_sources(run_dir: Path, recipe: Recipe | None, recipe_path: Path | No
                     home: Home) -> tuple[list[Source], list[Artifact]]:
     """The recipe's repository, the engine tree and any launcher, each as a Source;
     the registry home and the keys folder never enter a diff."""
+    from registry.seal.roots import portable
     from registry.seal.sources import capture
     from registry.signing.keys import keys_dir
 
@@ -192,10 +193,10 @@ def capture_sources(run_dir: Path, recipe: Recipe | None, recipe_path: Path | No
     location, version = engine_tree(recipe, direct_url, installed)
     if location is not None:
         wanted.append(("engine", location, version))
-    if (run_dir / rundir.LAUNCH).is_file():
-        plan: rundir.LaunchPlan = rundir.read_model(run_dir / rundir.LAUNCH, rundir.LaunchPlan)
-        if plan.launcher:
-            wanted.append(("launcher", Path(plan.launcher), None))
+    plan = _launch_plan(run_dir)
+    if plan is not None and plan.launcher:  # a relative launcher is the plan's cwd's
+        wanted.append(("launcher", Path(plan.cwd) / plan.launcher, None))
+    roots = run_roots(run_dir, recipe_path, plan)
     sources, files = [], []
     for role, path, version in wanted:
         if "$" in str(path):  # os.path.expandvars leaves unset variables in place
@@ -203,9 +204,35 @@ def capture_sources(run_dir: Path, recipe: Recipe | None, recipe_path: Path | No
                                   note="a variable in this path is not set here"))
             continue
         source, artifacts = capture(role, path, exclude=[home.root, keys_dir()])
-        sources.append(source.model_copy(update={"version": version}) if version else source)
+        source = source.model_copy(update={"version": version}) if version else source
+        sources.append(portable(source, roots))
         files += artifacts
     return sources, files
+
+
+def _launch_plan(run_dir: Path) -> rundir.LaunchPlan | None:
+    if not (run_dir / rundir.LAUNCH).is_file():
+        return None
+    plan: rundir.LaunchPlan = rundir.read_model(run_dir / rundir.LAUNCH, rundir.LaunchPlan)
+    return plan
+
+
+def run_roots(run_dir: Path, recipe_path: Path | None,
+              plan: rundir.LaunchPlan | None) -> dict[str, Path]:
+    """The folders a record's paths are named against (registry/seal/roots.py): the run
+    directory, the recipe's folder, ${REGISTRY_MODELS} as the sealer has it, and the
+    checkpoint the plan's `--model` names."""
+    from registry.executor.plan import MODELS_VAR, model_path
+
+    roots = {"run": run_dir}
+    if recipe_path is not None:
+        roots["recipe"] = recipe_path.resolve().parent
+    if os.path.isabs(os.environ.get(MODELS_VAR, "")):
+        roots["models"] = Path(os.environ[MODELS_VAR])
+    model = model_path(plan) if plan is not None else None
+    if model is not None and "$" not in model:
+        roots["model"] = Path(plan.cwd if plan else ".") / model
+    return roots
 
 
 def engine_tree(recipe: Recipe | None, direct_url: dict[str, Any] | None,

@@ -10,8 +10,10 @@ ledger: no ledger commit alone can add a key.
 
 Key ids are always computed from the key (sha256 of the raw public key), never read
 from a file name or a signature's claim. Keys leave a keyring in one of two ways:
-*retired* (rotation: records it signed while active stay valid) or *revoked*
-(compromised: everything it ever signed is untrusted).
+*retired* (rotation: records it signed while active stay valid) or *revoked*: never
+trusted again, and either from that version on (what it signed before, which the signed
+history places before the revocation, still verifies, marked as signed by a key since
+revoked) or, when `compromised`, for everything it ever signed.
 """
 
 from __future__ import annotations
@@ -79,10 +81,19 @@ class Departed(Frozen):
     public: str
     version: int = Field(description="the keyring version that removed it")
     reason: str
+    compromised: bool | None = Field(None, description=(
+        "a revocation only: true, nothing the key ever signed is trusted; false, what it "
+        "signed before `version` still is; absent (written before this field), true"))
 
     @cached_property
     def keyid(self) -> str:
         return key_id(load_public_pem(self.public.encode(), "keyring entry"))
+
+    @property
+    def voids_past(self) -> bool:
+        """Whether a revocation untrusts what the key signed before it too (a revocation
+        from before `compromised` existed meant exactly that)."""
+        return self.compromised is not False
 
 
 class Keyring(Frozen):
@@ -109,10 +120,11 @@ class Keyring(Frozen):
         return next((d for d in self.revoked if d.keyid == keyid), None)
 
     def record_keys(self) -> dict[str, Ed25519PublicKey]:
-        """Keys whose signatures on records count: active signers and retired keys
-        (the signed history proves when a retired key's records were added)."""
+        """Keys whose signatures on records count: active signers, retired keys and keys
+        revoked from a version on (the signed history proves when their records were
+        added: verify and pull check it)."""
         keys = self.with_role(Role.signer)
-        for d in self.retired:
+        for d in (*self.retired, *(r for r in self.revoked if not r.voids_past)):
             keys.setdefault(d.keyid, load_public_pem(d.public.encode(), "keyring entry"))
         return keys
 
@@ -155,14 +167,26 @@ def compose(theirs: Keyring, before: Keyring, after: Keyring) -> Keyring:
     departed = {}
     for field in ("retired", "revoked"):
         old = {d.keyid for d in getattr(before, field)}
+        skip = gone if field == "retired" else {d.keyid for d in theirs.revoked}
         departed[field] = [*getattr(theirs, field), *(
             d.model_copy(update={"version": version}) for d in getattr(after, field)
-            if d.keyid not in old and d.keyid not in gone)]
+            if d.keyid not in old and d.keyid not in skip)]
+    departed["revoked"] = _escalated(departed["revoked"], after)
+    now_revoked = {d.keyid for d in departed["revoked"]}  # a retired key revoked since
+    departed["retired"] = [d for d in departed["retired"] if d.keyid not in now_revoked]
     for d in departed["revoked"]:
         keys.pop(d.keyid, None)
     threshold = after.threshold if after.threshold != before.threshold else theirs.threshold
     return theirs.model_copy(update={"version": version, "threshold": threshold,
                                      "keys": list(keys.values()), **departed})
+
+
+def _escalated(revoked: list[Departed], after: Keyring) -> list[Departed]:
+    """Revocations the other side made from a version on, which this side found
+    compromised: made compromised (a revocation only ever widens)."""
+    here = {d.keyid for d in after.revoked if d.voids_past}
+    return [d.model_copy(update={"compromised": True}) if d.keyid in here and not d.voids_past
+            else d for d in revoked]
 
 
 class Pin(Frozen):
@@ -220,11 +244,15 @@ def _revocations_kept(keyring: Keyring, previous: Keyring) -> None:
     """A revoked key stays revoked in every later version: still listed, never a key
     again (a root that could undo a revocation would make it mean nothing)."""
     where = file_name(keyring.version)
-    listed = {d.keyid for d in keyring.revoked}
+    listed = {d.keyid: d for d in keyring.revoked}
     for gone in previous.revoked:
         if gone.keyid not in listed:
             raise Revoked(f"keyring: {where} drops the revocation of key {gone.keyid[:16]} "
                           f"(revoked in version {gone.version}: {gone.reason}); a revoked key "
+                          "is never trusted again")
+        if gone.voids_past and not listed[gone.keyid].voids_past:
+            raise Revoked(f"keyring: {where} narrows the revocation of compromised key "
+                          f"{gone.keyid[:16]} to later records; what a compromised key signed "
                           "is never trusted again")
     back = [k.keyid for k in keyring.keys if k.keyid in listed]
     if back:

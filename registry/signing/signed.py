@@ -4,9 +4,11 @@ record, a teacher binding or anything else from the ledger.
 A record is `verified` when its statement hashes to its id and its DSSE envelope
 carries that statement with a signature valid under a key the verified keyring lets
 sign records (an active signer, or a retired one: the signed history proves when its
-records were added). A revoked key, an unknown key, a bad signature or a statement
-that is not the record's: anything else is shown, if at all, under that mark and
-never under the signer the envelope claims.
+records were added). A key revoked from a version on counts for what it signed while
+it was a signer (`keys` says which keys were, where the caller knows when the record was
+added), with a `note` saying it was revoked since. A key revoked as compromised, an
+unknown key, a bad signature or a statement that is not the record's: anything else is
+shown, if at all, under that mark and never under the signer the envelope claims.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class SignatureCheck(Frozen):
     detail: str | None = None
     part: str = "signature"  # or "statement": which file is wrong
     kind: Kind | None = None  # why it is not verified (registry.signing.failures)
+    note: str | None = None  # verified, by a key revoked since (from a later version)
 
     @property
     def ok(self) -> bool:
@@ -70,11 +73,15 @@ def check_signed(payload: bytes | None, envelope: bytes | None, *, expected_id: 
     claimed = {s.keyid for s in parsed.signatures}
     for keyid, key in sorted(candidates.items(), key=lambda kv: kv[0] not in claimed):
         if any(_verifies(key, s.sig, message) for s in parsed.signatures):
-            if revoked := keyring.revocation(keyid):
+            if (revoked := keyring.revocation(keyid)) is None:
+                return SignatureCheck(trust=Trust.verified, signer=keyid)
+            if revoked.voids_past or keyid not in allowed:
                 return SignatureCheck(trust=Trust.untrusted, kind=Kind.revoked,
                                       detail=f"signed by revoked key {keyid[:16]} "
                                              f"({revoked.reason})")
-            return SignatureCheck(trust=Trust.verified, signer=keyid)
+            return SignatureCheck(trust=Trust.verified, signer=keyid, note=(
+                f"signed by key {keyid[:16]} before its revocation in keyring version "
+                f"{revoked.version} ({revoked.reason})"))
     names = ", ".join(sorted(k[:16] for k in claimed))
     return SignatureCheck(trust=Trust.untrusted, kind=Kind.unknown_key,
                           detail=f"no signature by a key this home trusts (claims {names})")

@@ -16,6 +16,14 @@ their own command line, where the remote repository's config cannot override the
 `reference-transaction`, ...), `core.hooksPath` or `core.alternateRefsCommand` planted
 in a remote runs as the member.
 
+A git that talks to a remote runs bounded (`REMOTE_MEMORY`): a commit or tree is
+inflated whole in memory by the sending pack-objects and the receiving index-pack, so
+one hostile 300 MB commit message cost 292 MiB in them before the size caps of
+registry/store/history.py could refuse it. Blobs over 1 MiB are streamed, git's own
+caches are held small, and the heap (RLIMIT_DATA: anonymous memory, not the packs git
+maps from disk) is capped for git and every process it starts; an object that needs
+more fails the fetch, which the caller turns into one clean refusal.
+
 GitPython (used to read a source tree's branch and remote at seal time) is opened
 through `open_repo`, with the same configuration and environment.
 """
@@ -35,10 +43,24 @@ SAFE_CONFIG = (
     "core.sshCommand=false", "gc.auto=0", "maintenance.auto=false", "core.autocrlf=false",
     "core.symlinks=false", "commit.gpgsign=false", "protocol.file.allow=always",
 )
+REMOTE_MEMORY = 64 << 20
+"""The heap a git fetch or push, and each process it starts, may use beyond what the
+ledger's size calls for (`remote_heap`): objects under the caps of
+registry/store/history.py with the small caches below fit; a hostile one does not."""
+PER_OBJECT = 512
+"""Heap per object the ledger holds: measured, pack-objects needs about 250 bytes for
+each object it sends and index-pack about 150 for each it receives."""
+MEMORY_ENV = "REGISTRY_GIT_MEMORY"
+MEMORY_CONFIG = (
+    "core.bigFileThreshold=1m", "core.deltaBaseCacheLimit=16m", "pack.windowMemory=16m",
+    "pack.deltaCacheSize=16m", "pack.threads=1",
+)
 # What a remote's receive-pack / upload-pack runs under: no hooks, no command from the
-# remote's config (true prints no refs: alternates are not advertised), no gc.
+# remote's config (true prints no refs: alternates are not advertised), no gc; its
+# pack-objects bounded as ours.
 # (uploadpack.packObjectsHook is read only from protected config, never a repository's.)
-REMOTE_CONFIG = (*SAFE_CONFIG, "core.alternateRefsCommand=true", "receive.autogc=false")
+REMOTE_CONFIG = (*SAFE_CONFIG, *MEMORY_CONFIG, "core.alternateRefsCommand=true",
+                 "receive.autogc=false")
 REMOTE_RECEIVE_PACK = " ".join(["git", *(f"-c {c}" for c in REMOTE_CONFIG), "receive-pack"])
 REMOTE_UPLOAD_PACK = " ".join(["git", *(f"-c {c}" for c in REMOTE_CONFIG), "upload-pack"])
 IDENTITY = {"GIT_AUTHOR_NAME": "registry", "GIT_AUTHOR_EMAIL": "registry@localhost",
@@ -73,11 +95,40 @@ def run_git(repo: Path, *args: str, input: bytes | None = None,
 
 
 def try_git(repo: Path, *args: str, env: Mapping[str, str] | None = None,
-            timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+            timeout: float | None = None, heap: int | None = None
+            ) -> subprocess.CompletedProcess[bytes]:
     """One git command on `repo`, its exit status left to the caller (a fetch that finds
-    no branch, a push the remote refuses, `merge-base --is-ancestor`)."""
-    return subprocess.run(git_args(repo, *args), capture_output=True, env=git_env(env),
-                          timeout=timeout)
+    no branch, a push the remote refuses, `merge-base --is-ancestor`); `heap` caps the
+    memory of git and what it starts (RLIMIT_DATA, bytes)."""
+    argv = git_args(repo, *args)
+    if heap is not None:  # set by a shell that then becomes git: a forked Python child
+        # would carry (and be charged) the registry's own pages until its exec
+        argv = ["/bin/sh", "-c", f'ulimit -d {heap >> 10} && exec "$0" "$@"', *argv]
+    return subprocess.run(argv, capture_output=True, env=git_env(env), timeout=timeout)
+
+
+def remote_heap(repo: Path) -> int:
+    """The heap cap of a git that talks to a remote from `repo`: REMOTE_MEMORY plus
+    PER_OBJECT for each object `repo` holds (what a pull or push of a ledger of that
+    size needs), or REGISTRY_GIT_MEMORY MiB when set (a first pull of a ledger of
+    more than about 250,000 objects needs it). Sized from this side only: nothing the
+    remote holds can raise it."""
+    given = os.environ.get(MEMORY_ENV, "").strip()
+    if given:
+        if not given.isdigit() or int(given) < 16:
+            raise InvalidInput(f"{MEMORY_ENV}={given!r}: not a number of MiB (16 or more)",
+                               hint=f"e.g. {MEMORY_ENV}=512, or unset it")
+        return int(given) << 20
+    counted = dict(line.split(": ", 1) for line in
+                   run_git(repo, "count-objects", "-v").decode().splitlines() if ": " in line)
+    objects = int(counted.get("count", "0")) + int(counted.get("in-pack", "0"))
+    return REMOTE_MEMORY + PER_OBJECT * objects
+
+
+def out_of_memory(stderr: str) -> bool:
+    """Whether a git under a heap cap failed for want of memory."""
+    text = stderr.lower()
+    return "out of memory" in text or "cannot allocate memory" in text
 
 
 def open_repo(path: Path) -> Any:

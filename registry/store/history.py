@@ -236,7 +236,7 @@ class _Walk:
         elif not commit.verifies(key):
             self.problem(commit.sha, f"commit {sha}: its signature does not verify",
                          Kind.bad_signature)
-        elif commit.keyid in self.revoked:
+        elif commit.keyid in self.revoked and self.revoked[commit.keyid].voids_past:
             self.problem(commit.sha, f"commit {sha} is signed by revoked key "
                                      f"{commit.keyid[:16]} ({self.revoked[commit.keyid].reason})",
                          Kind.revoked)

@@ -80,10 +80,14 @@ def add_key(home: Home, pem: bytes, source: object, roles: list[Role]) -> tuple[
     return entry.keyid, True
 
 
-def remove_key(home: Home, prefix: str, reason: str, *, revoke: bool) -> str:
-    """Retire (rotation: its records stay valid) or revoke (compromise: nothing it
-    signed is trusted) a key; returns its id."""
+def remove_key(home: Home, prefix: str, reason: str, *, revoke: bool,
+               compromised: bool = False) -> str:
+    """Retire (rotation: its records stay valid) or revoke a key (never trusted again:
+    what it signed before this version still verifies, marked; with `compromised`,
+    nothing it ever signed is trusted); returns its id."""
     current = current_keyring(home).current
+    if revoke and (left := _departed(current, prefix, compromised)) is not None:
+        return _revoke_departed(home, left, reason, compromised)
     found = [k for k in current.keys if k.keyid.startswith(prefix.lower())] if prefix else []
     if len(found) != 1:
         raise NotFound(f"no single key in the keyring matches {prefix!r}",
@@ -91,13 +95,39 @@ def remove_key(home: Home, prefix: str, reason: str, *, revoke: bool) -> str:
     entry = found[0]
 
     def edit(ring: Keyring) -> Keyring:
-        gone = Departed(public=entry.public, version=ring.version + 1, reason=reason)
+        gone = Departed(public=entry.public, version=ring.version + 1, reason=reason,
+                        compromised=compromised if revoke else None)
         keys = [k for k in ring.keys if k.keyid != entry.keyid]
         field = "revoked" if revoke else "retired"
         return ring.model_copy(update={"keys": keys, field: [*getattr(ring, field), gone]})
 
-    _locked_change(home, edit, f"{'revoke' if revoke else 'retire'} {entry.keyid[:16]}: {reason}")
+    verb = ("revoke compromised" if compromised else "revoke") if revoke else "retire"
+    _locked_change(home, edit, f"{verb} {entry.keyid[:16]}: {reason}")
     return entry.keyid
+
+
+def _departed(ring: Keyring, prefix: str, compromised: bool) -> Departed | None:
+    """The one key that already left `ring` and that this revocation still widens: a
+    retired key (now revoked), or one revoked from a version on (now compromised)."""
+    if not prefix:
+        return None
+    found = [d for d in (*ring.retired, *(r for r in ring.revoked if compromised
+                                          and not r.voids_past))
+             if d.keyid.startswith(prefix.lower())]
+    return found[0] if len(found) == 1 else None
+
+
+def _revoke_departed(home: Home, left: Departed, reason: str, compromised: bool) -> str:
+    def edit(ring: Keyring) -> Keyring:
+        gone = Departed(public=left.public, version=ring.version + 1, reason=reason,
+                        compromised=compromised)
+        revoked = [d for d in ring.revoked if d.keyid != left.keyid]
+        retired = [d for d in ring.retired if d.keyid != left.keyid]
+        return ring.model_copy(update={"revoked": [*revoked, gone], "retired": retired})
+
+    verb = "revoke compromised" if compromised else "revoke"
+    _locked_change(home, edit, f"{verb} {left.keyid[:16]}: {reason}")
+    return left.keyid
 
 
 def rotate_key(home: Home) -> str:

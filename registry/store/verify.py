@@ -46,6 +46,7 @@ class RecordCheck(Frozen):
     signer: str | None  # only when the signature verifies under a trusted key
     artifacts: int
     problems: list[Problem]
+    note: str | None = None  # verified, signed by a key revoked since (registry.signing.signed)
 
 
 class VerifyReport(Frozen):
@@ -156,7 +157,7 @@ def _check(ctx: _Context, rid: str) -> RecordCheck:
     problems: list[Problem] = []
     files = {name: _ledger_file(ctx, rid, name, problems) for name in (STATEMENT, ENVELOPE)}
     statement = files[STATEMENT]
-    signer = _check_signature(ctx, rid, statement, files[ENVELOPE], problems)
+    signer, note = _check_signature(ctx, rid, statement, files[ENVELOPE], problems)
     subjects: list[Subject] = []
     if signer is not None and statement is not None:
         try:  # parsed once, within safeload's limits: a signed statement is input too
@@ -168,13 +169,14 @@ def _check(ctx: _Context, rid: str) -> RecordCheck:
             problems += _check_artifacts(ctx, subjects)
             problems += _check_index(ctx, rid, parsed, signer)
     return RecordCheck(id=rid, verified=not problems, signer=signer, artifacts=len(subjects),
-                       problems=problems)
+                       problems=problems, note=note)
 
 
 def _check_signature(ctx: _Context, rid: str, statement: bytes | None, envelope: bytes | None,
-                     problems: list[Problem]) -> str | None:
-    """The signer, when the envelope signs this statement under a key that could sign
-    records when it was added (and is not revoked since)."""
+                     problems: list[Problem]) -> tuple[str | None, str | None]:
+    """(the signer, a note), when the envelope signs this statement under a key that
+    could sign records when it was added and is not revoked since as compromised (the
+    note names a revocation from a later version)."""
     version = ctx.history.keyring_at.get(rid)
     ring = ctx.chain.versions.get(version or 0)
     keys = ring.with_role(Role.signer) if ring else {}
@@ -184,7 +186,7 @@ def _check_signature(ctx: _Context, rid: str, statement: bytes | None, envelope:
         problems.append(Problem(part=check.part, detail=check.detail or check.trust.value,
                                 failure=Failure.unverifiable if check.trust is Trust.untrusted
                                 else Failure.wrong))
-    return check.signer
+    return check.signer, check.note
 
 
 def _ledger_file(ctx: _Context, rid: str, name: str, problems: list[Problem]) -> bytes | None:

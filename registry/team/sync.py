@@ -50,13 +50,17 @@ from registry.signing.keyring import (
 from registry.signing.keys import Signer
 from registry.store import journal
 from registry.store.git import (
+    MEMORY_CONFIG,
+    MEMORY_ENV,
     REMOTE_RECEIVE_PACK,
     REMOTE_UPLOAD_PACK,
+    out_of_memory,
     read_objects,
+    remote_heap,
     run_git,
     try_git,
 )
-from registry.store.history import oversized, read_commits
+from registry.store.history import MAX_BYTES, oversized, read_commits
 from registry.store.home import Home
 from registry.store.index import entry_rows, open_index
 from registry.store.ledger import BRANCH, ENVELOPE, RECORDS, STATEMENT, Ledger
@@ -74,6 +78,7 @@ CRASH_POINTS = ("pull-fetched", "pull-objects", "pull-replayed", "pull-journal",
 there: tests/test_team_crash.py kills each in turn)."""
 PROTOCOLS = ("-c", "protocol.allow=never", "-c", "protocol.ssh.allow=always",
              "-c", "protocol.file.allow=always")
+BOUNDED = tuple(x for pair in MEMORY_CONFIG for x in ("-c", pair))
 ATTEMPTS = 5
 
 
@@ -160,13 +165,24 @@ def fetch(ledger: Ledger, remote: Remote) -> str | None:
 def _git(ledger: Ledger, remote: Remote, *args: str) -> subprocess.CompletedProcess[bytes]:
     """A git fetch or push to the remote, within the remote timeout (the caller holds
     the home lock: a remote that never answers must not keep it)."""
+    heap = remote_heap(ledger.path)
     try:
-        return try_git(ledger.path, *PROTOCOLS, *args, timeout=remote_timeout(),
-                       env={"GIT_SSH_COMMAND": remote.ssh_command})
+        done = try_git(ledger.path, *PROTOCOLS, *BOUNDED, *args, timeout=remote_timeout(),
+                       env={"GIT_SSH_COMMAND": remote.ssh_command}, heap=heap)
     except subprocess.TimeoutExpired:
         raise Unverifiable(f"remote {remote.name!r}: git {args[0]} timed out after "
                            f"{remote_timeout():.0f} s", hint=f"{TIMEOUT_ENV} sets the limit; "
                            "nothing was applied") from None
+    if done.returncode != 0 and out_of_memory(done.stderr.decode(errors="replace")):
+        raise Unverifiable(
+            f"refused: remote {remote.name!r}: git {args[0]} needed more than "
+            f"{heap >> 20} MiB: the remote holds an object far over a ledger's caps "
+            f"(a commit is at most {MAX_BYTES['commit'] >> 20} MiB, a tree "
+            f"{MAX_BYTES['tree'] >> 20} MiB), or far more objects than this ledger",
+            hint=f"nothing was applied; a first pull of a very large ledger: set "
+                 f"{MEMORY_ENV}=MiB (e.g. 512); else the remote was tampered with: tell "
+                 "its owner")
+    return done
 
 
 def _last(text: str) -> str:

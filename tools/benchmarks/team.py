@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools" / "benchmarks"))
+HERE = ROOT / "tools" / "benchmarks"
+# this folder after the standard library: its queue.py would shadow `queue` (threads need it)
+sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != HERE), str(HERE)]
 
 from ledgers import fill, new_home  # noqa: E402
 
