@@ -3,8 +3,10 @@
 # reinstalls only when pyproject.toml changed.
 set -euo pipefail
 # The team tests start a real sshd on localhost (tests/sshd.py): Debian's openssh-server.
-if [ ! -x /usr/sbin/sshd ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null
+# A pull test measures each git's peak memory with GNU time (/usr/bin/time): Debian's time.
+if { [ ! -x /usr/sbin/sshd ] || [ ! -x /usr/bin/time ]; } && command -v apt-get >/dev/null \
+    && [ "$(id -u)" = 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server time >/dev/null
 fi
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
