@@ -11,7 +11,7 @@ it uses (tests/test_startup.py).
 
 from __future__ import annotations
 
-from registry.cli.app import LazyGroup, app
+from registry.cli.app import LazyGroup, app, output_closed
 
 COMMANDS: dict[str, str] = {
     "recipe": "recipe", "inspect": "inspect", "kv": "inspect", "run": "run",
@@ -32,7 +32,12 @@ def main() -> None:
     import sys
 
     try:
-        app()
+        try:
+            app()
+        finally:  # the last of the output, while a closed pipe can still be told apart
+            sys.stdout.flush()
+    except BrokenPipeError:
+        output_closed()
     except KeyboardInterrupt:  # one that escaped the command (typer's own parsing)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         sys.stderr.write("interrupted\n")
