@@ -122,7 +122,8 @@ def _pooled_at(draws: np.ndarray, owner: np.ndarray, values: np.ndarray,
     low = np.floor(at).astype(np.int64)
     lo = _first_reaching(counts, upto, low + 1)
     hi = _first_reaching(counts, upto, np.minimum(low + 2, total))
-    return values[lo] + (values[hi] - values[lo]) * (at - low)
+    estimates: np.ndarray = values[lo] + (values[hi] - values[lo]) * (at - low)
+    return estimates
 
 
 def _first_reaching(counts: np.ndarray, upto: np.ndarray, target: np.ndarray) -> np.ndarray:
