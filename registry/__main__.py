@@ -20,8 +20,18 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+READS = frozenset({"list", "show", "verify", "diff", "compare", "report"})
+"""Commands that read the home and start no program but git."""
+
+
 def run() -> None:
     signal.signal(signal.SIGINT, _interrupt)
+    if sys.argv[1:2] and sys.argv[1] in READS:
+        # pydantic looks for plugins before it builds its first validator: every installed
+        # distribution's entry points, through importlib.metadata (a twentieth of `list`).
+        # A read command validates the registry's own documents and starts no program
+        # that could want one; a user's own setting wins.
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from registry.cli import main
 
     main()
