@@ -63,3 +63,23 @@ def test_pooled_bootstrap_searches_every_resample_at_once_with_the_same_figures(
         for p in (0, 1, 50, 90, 99, 100):
             each, at = _pooled_each(draws, owner, values, p), _pooled_at(draws, owner, values, p)
             assert each.tobytes() == at.tobytes(), (rows, p)
+
+
+def test_percentiles_in_one_pass_are_each_percentile() -> None:
+    import numpy as np
+
+    from registry.measure.interval import percentile, percentiles
+
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 3, 10, 101, 1000):
+        values = list(np.round(rng.exponential(3, size=n), 2))  # ties included
+        ps = (0, 1, 10, 50, 90, 99, 99.9, 100)
+        assert percentiles(values, ps) == [percentile(values, p) for p in ps]
+
+
+def test_one_line_keeps_plain_text_and_escapes_the_rest() -> None:
+    from registry.base.text import one_line
+
+    assert one_line("plain ASCII, 42 tok/s") == "plain ASCII, 42 tok/s"
+    assert one_line("a\x1b[2Jb\nc\u202ed\x7f") == "a\\e[2Jb\\nc\\u202ed\\x7f"
+    assert one_line("naïve") == "naïve"  # printable, not ASCII: the regex decides

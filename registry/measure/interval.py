@@ -35,6 +35,15 @@ def percentile(values: Sequence[float], p: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=float), p))
 
 
+def percentiles(values: Sequence[float], ps: Sequence[float]) -> list[float]:
+    """`percentile` at each of `ps`, in one pass over the values (the same figures)."""
+    import numpy as np
+
+    if not len(values):
+        raise ValueError("percentile of no values")
+    return [float(x) for x in np.percentile(np.asarray(values, dtype=float), list(ps))]
+
+
 def _bounds(estimates: np.ndarray) -> Interval | None:
     import numpy as np
 
