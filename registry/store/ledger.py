@@ -234,18 +234,20 @@ def committed_ids(path: Path, prefix: str = "") -> list[str]:
     such an id (one shard for a prefix of two digits or more)."""
     if not Ledger(path).head():
         return []
-    top = _names(run_git(path, "ls-tree", "-z", "--name-only", BRANCH, f"{RECORDS}/"))
-    ids = [name for name in top if len(name) == 64 and name.startswith(prefix)]
-    shards = [f"{RECORDS}/{name}/" for name in top
-              if len(name) == 2 and name.startswith(prefix[:2])]
-    if shards:
+    shard = [f"{RECORDS}/{prefix[:2]}/"] if len(prefix) >= 2 else []  # listed at once
+    listed = _names(run_git(path, "ls-tree", "-z", "--name-only", BRANCH, f"{RECORDS}/", *shard))
+    top = [name for folder, name in listed if folder == RECORDS]
+    ids = [name for folder, name in listed if name.startswith(prefix) and len(name) == 64]
+    if not shard and (shards := [f"{RECORDS}/{n}/" for n in top if len(n) == 2]):
         inner = _names(run_git(path, "ls-tree", "-z", "--name-only", BRANCH, *shards))
-        ids += [name for name in inner if name.startswith(prefix) and len(name) == 64]
+        ids += [name for _, name in inner if name.startswith(prefix) and len(name) == 64]
     return sorted(set(ids))
 
 
-def _names(listed: bytes) -> list[str]:
-    return [e.decode(errors="replace").rpartition("/")[2] for e in listed.split(b"\0") if e]
+def _names(listed: bytes) -> list[tuple[str, str]]:
+    """(folder, name) of each path `ls-tree -z --name-only` listed."""
+    paths = (e.decode(errors="replace") for e in listed.split(b"\0") if e)
+    return [(folder, name) for folder, _, name in (p.rpartition("/") for p in paths)]
 
 
 def adding_commit(path: Path, record_id: str) -> str | None:
