@@ -20,7 +20,6 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import Field
 
 from registry.base.model import Frozen
@@ -72,6 +71,7 @@ class _Context:
 
     ledger: Ledger
     chain: Chain
+    history: History
     tree: dict[str, Committed]
     blobs: dict[str, bytes]
     index: dict[str, Rows] | None  # None when the index cannot be read
@@ -114,16 +114,12 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
         wanted = [match_id(prefix, ids)] if prefix else ids
         blobs = ledger.blobs([sha for rid in wanted for name in (STATEMENT, ENVELOPE)
                               if (sha := tree[rid].blobs.get(name))])
-        ctx = _Context(ledger=ledger, chain=chain, tree=tree, blobs=blobs,
-                       index=_index_entries(home), objects=ObjectStore(home.objects))
-        # while git diffs the history, each record is checked against the newest keyring's
-        # signers: kept for a record added under those very signers (most), else checked
-        # again once the walk has said which keyring was in effect
-        newest = _signers(chain, max(chain.versions))
-        early = [_check(ctx, rid, newest) for rid in wanted]
+        index = _index_entries(home)
         history = walked.result()
     ledger_problems = [_failed("ledger", p.detail) for p in history.problems]
-    checks = [_finish(ctx, history, e) for e in early]
+    ctx = _Context(ledger=ledger, chain=chain, history=history, tree=tree, blobs=blobs,
+                   index=index, objects=ObjectStore(home.objects))
+    checks = [_check(ctx, rid) for rid in wanted]
     if prefix is None and ctx.index is not None:
         checks += [_absent(rid) for rid in sorted(set(ctx.index) - set(ids))]
     remember(home, state, chain, head=None if history.problems else history.head)
@@ -156,57 +152,32 @@ def _absent(rid: str) -> RecordCheck:
     return RecordCheck(id=rid, verified=False, signer=None, artifacts=0, problems=[gone])
 
 
-@dataclass
-class _Early:
-    """A record checked against `keys` (signer key ids, in order): all but the index."""
-
-    rid: str
-    keys: list[str]
-    problems: list[Problem]
-    signer: str | None
-    statement: Statement | None  # parsed, when a key of `keys` signed it
-
-
-def _signers(chain: Chain, version: int | None) -> dict[str, Ed25519PublicKey]:
-    """The keys that could sign records under keyring `version` (none for no version)."""
-    ring = chain.versions.get(version or 0)
-    return ring.with_role(Role.signer) if ring else {}
-
-
-def _check(ctx: _Context, rid: str, keys: dict[str, Ed25519PublicKey]) -> _Early:
+def _check(ctx: _Context, rid: str) -> RecordCheck:
     problems: list[Problem] = []
     files = {name: _ledger_file(ctx, rid, name, problems) for name in (STATEMENT, ENVELOPE)}
     statement = files[STATEMENT]
-    signer = _check_signature(ctx, rid, statement, files[ENVELOPE], keys, problems)
-    parsed = None
+    signer = _check_signature(ctx, rid, statement, files[ENVELOPE], problems)
+    subjects: list[Subject] = []
     if signer is not None and statement is not None:
         try:  # parsed once, within safeload's limits: a signed statement is input too
             parsed = parse_statement(statement)
         except RegistryError as e:
             problems.append(_failed("statement", e.message))
         else:
-            problems += _check_artifacts(ctx, parsed.subject)
-    return _Early(rid=rid, keys=list(keys), problems=problems, signer=signer, statement=parsed)
-
-
-def _finish(ctx: _Context, history: History, early: _Early) -> RecordCheck:
-    """The record's check, under the keyring in effect when it was added: the early one
-    when that keyring's signers are the keys it was checked against, else again."""
-    keys = _signers(ctx.chain, history.keyring_at.get(early.rid))
-    if list(keys) != early.keys:
-        early = _check(ctx, early.rid, keys)
-    problems = list(early.problems)
-    subjects = early.statement.subject if early.statement else []
-    if early.statement is not None and early.signer is not None:
-        problems += _check_index(ctx, history, early.rid, early.statement, early.signer)
-    return RecordCheck(id=early.rid, verified=not problems, signer=early.signer,
-                       artifacts=len(subjects), problems=problems)
+            subjects = parsed.subject
+            problems += _check_artifacts(ctx, subjects)
+            problems += _check_index(ctx, rid, parsed, signer)
+    return RecordCheck(id=rid, verified=not problems, signer=signer, artifacts=len(subjects),
+                       problems=problems)
 
 
 def _check_signature(ctx: _Context, rid: str, statement: bytes | None, envelope: bytes | None,
-                     keys: dict[str, Ed25519PublicKey], problems: list[Problem]) -> str | None:
-    """The signer, when the envelope signs this statement under one of `keys` (those that
-    could sign records when it was added) and is not revoked since."""
+                     problems: list[Problem]) -> str | None:
+    """The signer, when the envelope signs this statement under a key that could sign
+    records when it was added (and is not revoked since)."""
+    version = ctx.history.keyring_at.get(rid)
+    ring = ctx.chain.versions.get(version or 0)
+    keys = ring.with_role(Role.signer) if ring else {}
     check = check_signed(statement, envelope, expected_id=rid, keyring=ctx.chain.current,
                          keys=keys)
     if not check.ok:
@@ -247,8 +218,7 @@ def _check_artifacts(ctx: _Context, subjects: list[Subject]) -> list[Problem]:
     return out
 
 
-def _check_index(ctx: _Context, history: History, rid: str, statement: Statement,
-                 signer: str) -> list[Problem]:
+def _check_index(ctx: _Context, rid: str, statement: Statement, signer: str) -> list[Problem]:
     """The index is a cache: its row must say what the signed statement says."""
     if ctx.index is None:
         return [_unverifiable("index", "the index cannot be read (registry reindex)")]
@@ -258,7 +228,7 @@ def _check_index(ctx: _Context, history: History, rid: str, statement: Statement
         return [_unverifiable("index", "record not in the index (registry reindex)")]
     differs = entry_differences(indexed, signed)
     commit = indexed["records"][0].get("ledger_commit")
-    if commit != history.added.get(rid):
+    if commit != ctx.history.added.get(rid):
         differs.append("records.ledger_commit")
     if differs:
         return [_failed("index", f"the index row differs from the signed statement in "
