@@ -3,7 +3,9 @@
 The SIGINT handler is installed before anything else is imported: an interrupt while
 the command line is still loading (nothing written yet) ends at once; one during a
 command raises KeyboardInterrupt, so its cleanup runs, and `registry.cli.app` reports
-it once (a second Ctrl-C during that cleanup is ignored).
+it once (a second Ctrl-C during that cleanup is ignored). One that lands in a finalizer
+(a `__del__`, a weakref callback), where Python could only print "Exception ignored"
+and carry on, is raised again from outside it.
 """
 
 import os
@@ -20,8 +22,30 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _swallowed(unraisable: "sys.UnraisableHookArgs") -> None:
+    if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+        sys.__unraisablehook__(unraisable)
+        return
+    import threading
+
+    signal.signal(signal.SIGINT, _interrupt)  # _interrupt ignored further ones: undone
+    # from another thread, so that the handler runs once this finalizer has returned
+    threading.Timer(0.001, signal.raise_signal, (signal.SIGINT,)).start()
+
+
+READS = frozenset({"list", "show", "verify", "diff", "compare", "report"})
+"""Commands that read the home and start no program but git."""
+
+
 def run() -> None:
     signal.signal(signal.SIGINT, _interrupt)
+    sys.unraisablehook = _swallowed
+    if sys.argv[1:2] and sys.argv[1] in READS:
+        # pydantic looks for plugins before it builds its first validator: every installed
+        # distribution's entry points, through importlib.metadata (a twentieth of `list`).
+        # A read command validates the registry's own documents and starts no program
+        # that could want one; a user's own setting wins.
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from registry.cli import main
 
     main()

@@ -21,6 +21,7 @@ class ExitCode(IntEnum):
     ENGINE = 7  # the engine failed to start, crashed or timed out
     INTERNAL = 70  # a bug in registry (EX_SOFTWARE): one message, never a traceback
     INTERRUPTED = 130
+    CLOSED_OUTPUT = 141  # the reader closed stdout (`registry list | head`): quiet, as git
 
 
 class Failure(StrEnum):

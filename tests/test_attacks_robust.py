@@ -19,6 +19,7 @@ import git
 import pytest
 
 from registry.errors import ExitCode
+from registry.store.ledger import folder_at
 from tests.conftest import ROOT
 
 CPU_RUNS = ROOT / "tests" / "data" / "cpu-runs"
@@ -185,7 +186,7 @@ def test_a_safetensors_header_with_a_huge_integer(cli, tmp_path) -> None:
 @pytest.mark.parametrize("content", [DEEP, b"\x00\xff" * 50, b'{"payload": NaN}'])
 def test_a_corrupt_ledger_statement_and_envelope(cli, store_home, tmp_path, content) -> None:
     record = cli("seal", copy_run(tmp_path)).stdout.split()[0]
-    folder = store_home.ledger / "records" / record
+    folder = folder_at(store_home.ledger, record)
     for name in ("statement.json", "envelope.json"):
         (folder / name).write_bytes(content)
     repo = git.Repo(store_home.ledger)
@@ -213,7 +214,7 @@ def test_a_corrupt_object(cli, store_home, tmp_path) -> None:
 
 def test_markup_in_a_key_id(cli, store_home, tmp_path) -> None:
     record = cli("seal", copy_run(tmp_path)).stdout.split()[0]
-    envelope = store_home.ledger / "records" / record / "envelope.json"
+    envelope = folder_at(store_home.ledger, record) / "envelope.json"
     data = json.loads(envelope.read_bytes())
     data["signatures"][0]["keyid"] = "[/red]"
     data["signatures"][0]["sig"] = "A" * 86 + "=="  # a signature no key made: the claim is shown

@@ -122,3 +122,17 @@ def test_list_fits_and_cuts_nothing(cli, env, monkeypatch, width) -> None:
     assert {line.split()[0] for line in lines[1:-1] if not line.startswith(" ")} == {
         x[:12] for x in [*env["bf16"], *env["others"], env["laguna"]]}
     assert "None" not in "\n".join(lines) and "False" not in "\n".join(lines)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_records_without_figures_compare_on_the_default_columns(cli, store_home, make_run,
+                                                                seal_run_dir) -> None:
+    """The headline figure is a column of every record: records that measured nothing
+    (no bench rows) still compare on the default columns, the figure empty."""
+    run = make_run()
+    (run / "bench.json").unlink()
+    sealed = seal_run_dir(run)
+    r = cli("compare", sealed.id, "--json")
+    assert r.exit_code == 0, r.stderr
+    [row] = json.loads(r.stdout)
+    assert row["id"].startswith(sealed.id[:12]) and row["decode_tok_s.median"] is None

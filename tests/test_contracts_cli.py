@@ -16,6 +16,7 @@ from registry.formats.record import ContractInfo
 from registry.formats.rundir import Bench, SuiteRef
 from registry.formats.verdict import Verdict, VerdictStatus
 from registry.store.index import open_index
+from registry.store.ledger import folder_at
 from registry.store.objects import ObjectStore
 from registry.store.teachers import index_bindings, teachers
 from tests.conftest import ROOT, resolved_identity
@@ -132,7 +133,7 @@ def test_an_fp8_record_relabelled_bf16_is_not_judged(teacher_record, tmp_path, s
     """Editing the signed identity to pass as the teacher's precision is caught: the
     statement no longer hashes to the record id."""
     rid = seal_run_dir(write_run(tmp_path, "fp8"), fp8_identity()).id
-    path = store_home.ledger / "records" / rid / "statement.json"
+    path = folder_at(store_home.ledger, rid) / "statement.json"
     statement = json.loads(path.read_bytes())
     fields = statement["predicate"]["identity"]["fields"]
     fields["precision.kv_cache"]["resolved"] = "bfloat16"

@@ -10,6 +10,7 @@ import pytest
 
 from registry.compare.diff import diff
 from registry.compare.sides import side_from_run_dir
+from registry.store.ledger import folder_at
 from tests.ab_runs import make_ab_run
 
 KV_AXES = {"precision.kv_cache", "precision.kv_scales", "precision.draft_kv_cache"}
@@ -86,7 +87,7 @@ def test_unknown_record_is_a_clear_error(store_home, cli) -> None:
 
 
 def _statement(home, rid):
-    return home.ledger / "records" / rid / "statement.json"
+    return folder_at(home.ledger, rid) / "statement.json"
 
 
 def test_a_record_whose_statement_was_edited_is_not_compared(ab, store_home, cli) -> None:

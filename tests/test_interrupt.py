@@ -44,7 +44,10 @@ def test_ctrl_c_is_one_line_and_exit_130(cli, store_home, tmp_path) -> None:
 
 
 PROBE = """
+import os
 import signal
+import sys
+import time
 import typer
 import registry.__main__
 from registry.cli.app import new_app
@@ -55,11 +58,21 @@ app = new_app("probe")
 def build() -> None:
     exec("raise KeyboardInterrupt")  # as a Ctrl-C landing while a dataclass is built
 
+class Finalized:
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(100_000):  # the handler runs here, inside the finalizer
+            pass
+
+
 @app.command()
-def other() -> None:
-    pass
+def finalizer() -> None:
+    Finalized()  # dropped at once: its __del__ runs
+    time.sleep(5)
+    print("finished")
 
 signal.signal(signal.SIGINT, registry.__main__._interrupt)
+sys.unraisablehook = registry.__main__._swallowed
 app()
 """
 
@@ -75,6 +88,18 @@ def test_an_interrupt_inside_exec_still_exits_130(tmp_path) -> None:
     p = subprocess.run([sys.executable, "-m", "probe", "build"], env=env, capture_output=True,
                        timeout=120)
     assert (p.returncode, p.stderr) == (130, b"interrupted\n")
+
+
+def test_an_interrupt_inside_a_finalizer_is_not_lost(tmp_path) -> None:
+    """A Ctrl-C whose handler runs inside a `__del__` would be printed as "Exception
+    ignored" and lost (the command went on to the end); it is raised again outside."""
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "probe" / "__init__.py").write_text("")
+    (tmp_path / "probe" / "__main__.py").write_text(PROBE)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
+    p = subprocess.run([sys.executable, "-m", "probe", "finalizer"], env=env,
+                       capture_output=True, timeout=120)
+    assert (p.returncode, p.stdout, p.stderr) == (130, b"", b"interrupted\n")
 
 
 def _without_import_times(stderr: bytes) -> tuple[bytes, bool]:

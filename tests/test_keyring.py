@@ -362,3 +362,31 @@ def test_compose_makes_a_change_again_on_top_of_theirs(tmp_path) -> None:
     promoted = Keyring(version=3, keys=[root, carol.model_copy(update={"roles": [Role.root]})])
     with pytest.raises(KeyringConflict, match="revoked on the other side"):
         compose(revoked, base, promoted)
+
+
+def test_a_record_is_judged_by_the_keyring_of_when_it_was_added(cli, store_home, tmp_path,
+                                                                 make_run, seal_run_dir) -> None:
+    """A record signed by a key that the keyring trusted only later (committed under a
+    trusted key's commit) is not trusted: `verify` checks each record under the keyring
+    in effect when it was added, even though the newest keyring trusts its signer."""
+    from registry.formats.record import record_id
+    from registry.signing import dsse
+    from registry.store.ledger import Ledger
+    from registry.store.transaction import transaction
+
+    sealed = seal_run_dir(make_run())
+    other = create_key(tmp_path / "colleague")
+    colleague = signing_key(tmp_path / "colleague")
+    statement = (Ledger(store_home.ledger).record_dir(sealed.id) / "statement.json").read_bytes()
+    early = statement.replace(b'"sealed_at":"', b'"sealed_at":"1', 1)
+    rid = record_id(early)
+    envelope = dsse.envelope_bytes(dsse.sign(early, *colleague))
+    with transaction(store_home):  # the commit is signed by the home's own (trusted) key
+        Ledger(store_home.ledger).commit_record(rid, early, envelope, rid, signing_key())
+    (tmp_path / "c.pub").write_text(other.public_pem)
+    assert cli("keys", "trust", tmp_path / "c.pub").exit_code == 0  # trusted from now on
+    report = verify_all(cli)
+    checks = {c["id"]: c for c in report["records"]}
+    assert checks[sealed.id]["verified"] and not checks[rid]["verified"]
+    assert checks[rid].get("signer") is None and any(
+        p["part"] == "signature" for p in checks[rid]["problems"]), checks[rid]

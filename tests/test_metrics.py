@@ -45,3 +45,41 @@ def test_decode_rate_needs_the_whole_window() -> None:
     even = [0.01 * i for i in range(100)]
     assert decode_rate(even, MetricFormula.intervals_99) == pytest.approx(100)
     assert decode_rate(even, MetricFormula.legacy_100) == pytest.approx(100 / 0.99)
+
+
+def test_pooled_bootstrap_searches_every_resample_at_once_with_the_same_figures() -> None:
+    """The binary search over all resamples gives, bit for bit, what one resample at a
+    time gives (ties and rows never drawn included), at every percentile."""
+    import numpy as np
+
+    from registry.measure.interval import _draws, _pooled_at, _pooled_each
+
+    rng = np.random.default_rng(7)
+    for rows in (2, 3, 8, 40):
+        sizes = rng.integers(1, 30, size=rows)
+        values = np.sort(np.round(rng.exponential(5, size=int(sizes.sum())), 1))  # ties
+        owner = rng.permutation(np.repeat(np.arange(rows), sizes))
+        draws = _draws(rows, rng, 300)
+        for p in (0, 1, 50, 90, 99, 100):
+            each, at = _pooled_each(draws, owner, values, p), _pooled_at(draws, owner, values, p)
+            assert each.tobytes() == at.tobytes(), (rows, p)
+
+
+def test_percentiles_in_one_pass_are_each_percentile() -> None:
+    import numpy as np
+
+    from registry.measure.interval import percentile, percentiles
+
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 3, 10, 101, 1000):
+        values = list(np.round(rng.exponential(3, size=n), 2))  # ties included
+        ps = (0, 1, 10, 50, 90, 99, 99.9, 100)
+        assert percentiles(values, ps) == [percentile(values, p) for p in ps]
+
+
+def test_one_line_keeps_plain_text_and_escapes_the_rest() -> None:
+    from registry.base.text import one_line
+
+    assert one_line("plain ASCII, 42 tok/s") == "plain ASCII, 42 tok/s"
+    assert one_line("a\x1b[2Jb\nc\u202ed\x7f") == "a\\e[2Jb\\nc\\u202ed\\x7f"
+    assert one_line("naïve") == "naïve"  # printable, not ASCII: the regex decides

@@ -28,6 +28,7 @@ import git
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from registry.store.ledger import folder_at
 from tests.checkpoints import build, llama_config, weights
 from tests.conftest import FIXTURES, ROOT
 
@@ -265,7 +266,7 @@ def test_ledger_files(cli, store_home, tmp_path, data, name) -> None:
         sealed[store_home.root] = r.stdout.split()[0]
         test_ledger_files.sealed = sealed  # type: ignore[attr-defined]
     record = sealed[store_home.root]
-    path = store_home.ledger / "records" / record / name
+    path = folder_at(store_home.ledger, record) / name
     original = path.read_bytes()
     try:
         path.write_bytes(hostile(data, original))

@@ -141,10 +141,10 @@ def test_chosen_records_and_a_rewrite_of_an_earlier_report(cli, env, tmp_path) -
 
 
 def test_a_changed_record_is_listed_not_shown(cli, env, tmp_path) -> None:
-    from registry.store.ledger import RECORDS, STATEMENT
+    from registry.store.ledger import STATEMENT, folder_at
 
     rid = env["others"][1]
-    statement = env["home"].ledger / RECORDS / rid / STATEMENT
+    statement = folder_at(env["home"].ledger, rid) / STATEMENT
     original = statement.read_bytes()
     try:
         statement.write_bytes(original.replace(b'"complete"', b'"completed"', 1))

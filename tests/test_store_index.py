@@ -24,8 +24,8 @@ def test_seal_commits_one_record_per_commit(store_home, make_run, seal_run_dir) 
     assert head.hexsha == sealed.ledger_commit
     assert head.message.splitlines()[0] == sealed.id
     assert sealed.summary in head.message and "kv=bfloat16" in sealed.summary
-    assert sorted(head.stats.files) == [f"records/{sealed.id}/envelope.json",
-                                        f"records/{sealed.id}/statement.json"]
+    shard = f"records/{sealed.id[:2]}/{sealed.id}"  # its shard: docs/formats.md
+    assert sorted(head.stats.files) == [f"{shard}/envelope.json", f"{shard}/statement.json"]
     run_files = [p for p in (store_home.root.parent.parent / "run").rglob("*") if p.is_file()]
     assert sealed.artifacts == len(run_files) == 5
     assert not repo.is_dirty(untracked_files=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from registry.errors import ExitCode
+from registry.store.ledger import folder_at, record_folder
 from tests.conftest import ROOT, resolved_identity
 from tests.sshd import SSHD, start_sshd
 
@@ -204,7 +205,7 @@ def test_a_rewritten_remote_is_refused(cli, shared, tmp_path, monkeypatch) -> No
 def test_a_deleted_record_is_refused(cli, shared, tmp_path, monkeypatch) -> None:
     _, bob, remote, ids = shared
     clone = outsider_clone(remote / "ledger.git", tmp_path)
-    subprocess.run(["git", "-C", str(clone), "rm", "-rq", f"records/{ids[0]}"], check=True)
+    subprocess.run(["git", "-C", str(clone), "rm", "-rq", record_folder(ids[0])], check=True)
     subprocess.run(["git", "-C", str(clone), "commit", "-qm", "tidy"], check=True)
     subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
     act(monkeypatch, bob)
@@ -229,7 +230,7 @@ def test_a_forged_record_is_refused(cli, shared, tmp_path, make_run, monkeypatch
     clone = outsider_clone(remote / "ledger.git", tmp_path)
     create_key(tmp_path / "mallory")
     keyid, key = signing_key(tmp_path / "mallory")
-    statement = (alice.home / "ledger" / "records" / ids[0] / "statement.json").read_bytes()
+    statement = (folder_at(alice.home / "ledger", ids[0]) / "statement.json").read_bytes()
     statement = statement.replace(b"bfloat16", b"fp8_e4m3")
     rid = record_id(statement)
     envelope = dsse.envelope_bytes(dsse.sign(statement, keyid, key))
@@ -261,7 +262,7 @@ def test_corrupt_objects_on_the_remote_apply_nothing(cli, shared, tmp_path, make
     before = head(bob)
     r = cli("pull")
     assert r.exit_code == ExitCode.UNVERIFIABLE and "arrived with other bytes" in r.stderr
-    assert head(bob) == before and not (bob.home / "ledger" / "records" / new).exists()
+    assert head(bob) == before and not (folder_at(bob.home / "ledger", new)).exists()
 
 
 def test_a_home_that_started_its_own_keyring_cannot_pull(cli, shared, tmp_path,
@@ -341,7 +342,7 @@ def test_a_signed_record_that_does_not_parse_is_never_applied(cli, shared, tmp_p
                                                               monkeypatch) -> None:
     """Issue 21: the branch moved before the new statements were parsed."""
     alice, bob, remote, ids = shared
-    genuine = json.loads((alice.home / "ledger" / "records" / ids[0] / "statement.json")
+    genuine = json.loads((folder_at(alice.home / "ledger", ids[0]) / "statement.json")
                          .read_bytes())
     del genuine["predicate"]["run"]  # signed and hashing to its id, but not a record
     rid = plant_signed(outsider_clone(remote / "ledger.git", tmp_path), alice, genuine)
@@ -350,7 +351,7 @@ def test_a_signed_record_that_does_not_parse_is_never_applied(cli, shared, tmp_p
     r = cli("pull", "--home", bob.home)
     assert r.exit_code == ExitCode.FAILED and "Traceback" not in r.stderr, r.stderr
     assert "nothing was applied" in r.stderr and rid[:16] in r.stderr
-    assert head(bob) == before and not (bob.home / "ledger" / "records" / rid).exists()
+    assert head(bob) == before and not (folder_at(bob.home / "ledger", rid)).exists()
     assert (bob.home / "trust.json").read_bytes() == trust
     assert verify_all(cli, bob)["code"] == 0
 
@@ -370,7 +371,7 @@ def test_a_record_from_a_newer_registry_verifies_pulls_and_shows(cli, shared, tm
     """docs/formats.md: optional fields a newer version adds are kept; the signed bytes
     stay as they were signed."""
     alice, bob, remote, ids = shared
-    statement = json.loads((alice.home / "ledger" / "records" / ids[0] / "statement.json")
+    statement = json.loads((folder_at(alice.home / "ledger", ids[0]) / "statement.json")
                            .read_bytes())
     statement["predicate"]["run"]["label"] = "run-2"  # unique, and still a valid run
     statement["predicate"]["carbon"] = {"grams": 12}  # fields this version does not know
@@ -382,7 +383,7 @@ def test_a_record_from_a_newer_registry_verifies_pulls_and_shows(cli, shared, tm
     assert json.loads(r.stdout)["received"] == [rid]
     from registry.base.canonical import canonical_bytes
 
-    stored = bob.home / "ledger" / "records" / rid / "statement.json"
+    stored = folder_at(bob.home / "ledger", rid) / "statement.json"
     assert stored.read_bytes() == canonical_bytes(statement)
     shown = json.loads(cli("show", rid[:12], "--json").stdout)
     assert shown["check"]["trust"] == "verified"
@@ -394,7 +395,7 @@ def test_a_newer_major_format_is_refused_as_such(cli, shared, tmp_path, monkeypa
     from registry.team.incoming import PullRefused
 
     alice, bob, remote, ids = shared
-    statement = json.loads((alice.home / "ledger" / "records" / ids[0] / "statement.json")
+    statement = json.loads((folder_at(alice.home / "ledger", ids[0]) / "statement.json")
                            .read_bytes())
     statement["predicateType"] = "https://registry.dev/serving-record/v2"
     plant_signed(outsider_clone(remote / "ledger.git", tmp_path), alice, statement)
@@ -628,7 +629,7 @@ def test_hostile_objects_in_a_folder_remote_are_refused(cli, shared, tmp_path, m
     assert done.returncode == ExitCode.UNVERIFIABLE, (done.stdout, done.stderr)
     assert "refused" in done.stderr and "not a regular file" in done.stderr
     assert "Traceback" not in done.stderr
-    assert head(bob) == before and not (bob.home / "ledger" / "records" / new).exists()
+    assert head(bob) == before and not (folder_at(bob.home / "ledger", new)).exists()
     incoming = bob.home / "objects" / "incoming"
     assert not incoming.exists() or sum(p.stat().st_size for p in incoming.iterdir()) < 1 << 20
 

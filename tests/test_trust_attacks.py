@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from registry.base.canonical import canonical_bytes, sha256_hex
 from registry.errors import ExitCode
+from registry.store.ledger import folder_at, record_folder
 
 pytestmark = pytest.mark.usefixtures("store_home")
 
@@ -53,7 +54,7 @@ def forge(statement: dict, key: Ed25519PrivateKey, claim: str | None = None) -> 
 
 def doubled(home, rid: str) -> dict:
     """The genuine statement with its decode rate doubled."""
-    statement = json.loads((home.ledger / "records" / rid / "statement.json").read_bytes())
+    statement = json.loads((folder_at(home.ledger, rid) / "statement.json").read_bytes())
     for suite in statement["predicate"]["results"]:
         for metric in suite["metrics"].values():
             metric["value"] *= 2
@@ -61,7 +62,7 @@ def doubled(home, rid: str) -> dict:
 
 
 def plant(home, rid: str, statement: bytes, envelope: bytes, message: str) -> None:
-    folder = home.ledger / "records" / rid
+    folder = folder_at(home.ledger, rid)
     folder.mkdir(parents=True)
     (folder / "statement.json").write_bytes(statement)
     (folder / "envelope.json").write_bytes(envelope)
@@ -128,7 +129,7 @@ def test_a_forgery_under_the_victims_key_id_is_never_shown_as_theirs(cli, store_
 
 def test_a_deleted_record_stays_deleted_through_reindex(cli, store_home, genuine) -> None:
     assert verify_all(cli)[0] == 0  # the home remembers this head
-    git(store_home.ledger, "rm", "-rq", f"records/{genuine.id}")
+    git(store_home.ledger, "rm", "-rq", record_folder(genuine.id))
     git(store_home.ledger, "commit", "-qm", "tidy up")
     r = cli("reindex")
     assert r.exit_code == ExitCode.FAILED and "deleted by commit" in r.stderr
@@ -154,7 +155,7 @@ def test_an_evil_merge_is_refused_without_a_traceback(cli, store_home, genuine) 
     rid, statement, envelope = forge(doubled(store_home, genuine.id), mallory)
     plant(store_home, rid, statement, envelope, "side record")
     git(store_home.ledger, "checkout", "-q", "main")
-    (store_home.ledger / "records" / genuine.id / "envelope.json").write_bytes(envelope)
+    (folder_at(store_home.ledger, genuine.id) / "envelope.json").write_bytes(envelope)
     git(store_home.ledger, "add", "-A")
     git(store_home.ledger, "commit", "-qm", "re-sign")
     git(store_home.ledger, "merge", "-q", "--no-edit", "side")
@@ -220,7 +221,7 @@ def test_a_launcher_that_is_the_signing_key_is_hashed_not_stored(store_home, mak
 
     sources, files = capture_sources(run, None, None, store_home)
     sealed = seal_run_dir(run, sources=sources, extra=files)
-    statement = json.loads((store_home.ledger / "records" / sealed.id / "statement.json")
+    statement = json.loads((folder_at(store_home.ledger, sealed.id) / "statement.json")
                            .read_bytes())
     launcher = next(s for s in statement["predicate"]["sources"] if s["role"] == "launcher")
     key = secret.read_bytes()
@@ -258,7 +259,7 @@ def test_a_hook_planted_in_a_shared_ledger_never_runs(cli, store_home, make_run,
 
 
 def test_markup_in_a_key_id_is_printed_not_interpreted(cli, store_home, genuine) -> None:
-    path = store_home.ledger / "records" / genuine.id / "envelope.json"
+    path = folder_at(store_home.ledger, genuine.id) / "envelope.json"
     envelope = json.loads(path.read_bytes())
     envelope["signatures"][0]["keyid"] = "[/red][bold]"
     path.write_bytes(canonical_bytes(envelope))

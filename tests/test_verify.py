@@ -12,6 +12,7 @@ import pytest
 from registry.errors import ExitCode
 from registry.signing import dsse
 from registry.signing.keys import create_key, signing_key
+from registry.store.ledger import folder_at, record_folder
 from registry.store.objects import ObjectStore
 
 
@@ -45,7 +46,7 @@ def sealed(store_home, make_run, seal_run_dir):
 
 
 def record_file(home, sealed, name: str) -> Path:
-    return home.ledger / "records" / sealed.id / name
+    return folder_at(home.ledger, sealed.id) / name
 
 
 def test_a_fresh_record_verifies(cli, sealed) -> None:
@@ -110,7 +111,7 @@ def test_a_later_commit_changing_the_statement(cli, store_home, sealed) -> None:
 
 def test_a_deleted_record_is_reported_by_verify_all(cli, store_home, sealed) -> None:
     repo = git.Repo(store_home.ledger)
-    repo.git.rm("-rq", f"records/{sealed.id}")
+    repo.git.rm("-rq", record_folder(sealed.id))
     repo.git.commit("-qm", "remove")
     code, records = verify(cli, "--all")
     assert code == ExitCode.FAILED and records[0]["id"] == sealed.id

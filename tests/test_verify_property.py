@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from registry.errors import Failure
+from registry.store.ledger import folder_at
 from registry.store.objects import ObjectStore
 from registry.store.verify import verify_records
 
@@ -17,7 +18,7 @@ SEALED: dict[Path, str] = {}
 
 
 def record_parts(home, record_id: str) -> dict[str, Path]:
-    folder = home.ledger / "records" / record_id
+    folder = folder_at(home.ledger, record_id)
     statement = json.loads((folder / "statement.json").read_bytes())
     objects = ObjectStore(home.objects)
     parts = {f"artifact {s['name']}": objects.path(s["digest"]["sha256"])

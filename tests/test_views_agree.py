@@ -88,13 +88,13 @@ def text(value: float | None, quality: str | None) -> str:
 
 @pytest.fixture(scope="module")
 def truth(home) -> dict[str, tuple[float | None, str | None]]:
-    from registry.store.ledger import RECORDS
+    from registry.store.ledger import committed_ids, folder_at
 
     created, _ = home
     out = {}
-    for folder in sorted((created.ledger / RECORDS).iterdir()):
-        statement = json.loads((folder / "statement.json").read_text())
-        out[folder.name] = signed_headline(statement)
+    for rid in committed_ids(created.ledger):
+        statement = json.loads((folder_at(created.ledger, rid) / "statement.json").read_text())
+        out[rid] = signed_headline(statement)
     assert len(out) >= len(complete_runs())
     assert {q for _, q in out.values()} >= {"valid", "degraded"}
     return out

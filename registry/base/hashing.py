@@ -13,7 +13,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
@@ -58,6 +57,8 @@ def sha256_files(
     missing = [p for p in unique if p not in found]
     if progress and found:
         progress(sum(p.stat().st_size for p in found))
+    from concurrent.futures import ThreadPoolExecutor  # hashing many: `show` hashes none
+
     with ThreadPoolExecutor(max_workers=workers or cpu_count()) as pool:
         hashed = list(pool.map(lambda p: _hash_stable(p, progress), missing))
     if cache:

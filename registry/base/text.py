@@ -32,6 +32,8 @@ def _escape(m: re.Match[str]) -> str:
 
 def one_line(text: str) -> str:
     """`text` as one printable line: every control (LF and CR included) escaped."""
+    if text.isascii() and text.isprintable():  # most text: nothing to escape, no regex
+        return text
     return _CONTROLS.sub(_escape, text)
 
 

@@ -11,7 +11,7 @@ it uses (tests/test_startup.py).
 
 from __future__ import annotations
 
-from registry.cli.app import LazyGroup, app, interrupted
+from registry.cli.app import LazyGroup, app, interrupted, output_closed
 
 COMMANDS: dict[str, str] = {
     "recipe": "recipe", "inspect": "inspect", "kv": "inspect", "run": "run",
@@ -31,7 +31,12 @@ def main() -> None:
     import sys
 
     try:
-        app()
+        try:
+            app()
+        finally:  # the last of the output, while a closed pipe can still be told apart
+            sys.stdout.flush()
+    except BrokenPipeError:
+        output_closed()
     except KeyboardInterrupt:  # one that escaped the command (typer's own parsing)
         interrupted()
         sys.stderr.write("interrupted\n")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -56,6 +56,8 @@ class RegistryGroup(TyperGroup):
 
             print_error(e)
             raise typer.Exit(int(e.exit_code)) from None
+        except BrokenPipeError:  # the reader closed stdout (`| head`): nothing to report
+            output_closed()
         except KeyboardInterrupt:
             interrupted()
             typer.echo("interrupted", err=True)
@@ -83,6 +85,18 @@ def interrupted() -> None:
     if _ours():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     exec("None")
+
+
+def output_closed() -> NoReturn:
+    """End quietly, exit 141 (128 + SIGPIPE, as git ends), when whoever reads stdout has
+    closed it: what is still buffered goes nowhere, so Python's own flush at exit has
+    nothing to complain about."""
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    raise SystemExit(int(ExitCode.CLOSED_OUTPUT))
 
 
 def _ours() -> bool:

@@ -16,13 +16,13 @@ from typing import Any
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput
-from registry.formats.figures import headline
+from registry.formats.figures import HEADLINE, headline
 from registry.formats.identity import FIELDS
 from registry.formats.record import Statement
 from registry.store.home import Home
 
 DEFAULT_COLUMNS = ("id", "lane", "precision.weights", "precision.kv_cache", "parallel.tensor",
-                   "decode_tok_s.median", "quality")
+                   HEADLINE, "quality")
 # `quality`: the record's measurement quality (valid | degraded | not judged), as
 # registry.formats.figures.headline gives it beside the headline figure
 RECORD_COLUMNS = ("id", "sealed", "lane", "recipe", "parent", "imported", "state", "quality")
@@ -109,7 +109,8 @@ def _scalar(value: Any) -> Value:
 
 def known_column(statements: Sequence[Statement], name: str) -> bool:
     _, _, metric = name.rpartition(":")
-    return name in RECORD_COLUMNS or name in FIELDS or any(
+    # the headline figure is a column of every record: empty where none has measured it
+    return name in RECORD_COLUMNS or name in FIELDS or name == HEADLINE or any(
         name in s.predicate.identity.fields or any(metric in r.metrics for r in s.predicate.results)
         for s in statements)
 

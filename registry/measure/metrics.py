@@ -29,6 +29,7 @@ from registry.measure.interval import (
     bootstrap_hierarchical,
     bootstrap_pooled,
     percentile,
+    percentiles,
 )
 from registry.measure.quality import assess, usable
 from registry.recipe.schema import MetricFormula
@@ -137,9 +138,10 @@ def _distribution(name: str, per_row: list[list[float]], formula: str) -> list[M
     ci = bootstrap(pooled) if one_each else bootstrap_pooled(groups)
     out = [Metric(name=f"{name}.mean", value=statistics.fmean(pooled), unit="ms",
                   formula=f"mean over successful rows of {formula}", count=len(pooled))]
-    out += [Metric(name=f"{name}.p{p}", value=percentile(pooled, p), unit="ms",
+    out += [Metric(name=f"{name}.p{p}", value=value, unit="ms",
                    formula=f"p{p} (linear) over successful rows of {formula}",
-                   count=len(pooled), **(_ci(ci) if p == 50 else {})) for p in PERCENTILES]
+                   count=len(pooled), **(_ci(ci) if p == 50 else {}))
+            for p, value in zip(PERCENTILES, percentiles(pooled, PERCENTILES), strict=True)]
     return out
 
 

@@ -10,18 +10,19 @@ from registry.signing.keyring import Chain, Role
 from registry.signing.signed import check_signed
 from registry.store.history import History
 from registry.store.index import Rows, entry_rows
-from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger
+from registry.store.ledger import ENVELOPE, STATEMENT, Ledger
 
 
 def verified_entries(ledger: Ledger, chain: Chain, history: History,
                      ids: list[str]) -> tuple[list[Rows], dict[str, str]]:
     """(index rows of the records that verify, record id -> why for the others)."""
-    tree = ledger.tree_files(RECORDS)
+    tree = ledger.records()
+    files = {rid: tree[rid].blobs if rid in tree else {} for rid in ids}
     blobs = ledger.blobs([sha for rid in ids for name in (STATEMENT, ENVELOPE)
-                          if (sha := tree.get(f"{RECORDS}/{rid}/{name}"))])
+                          if (sha := files[rid].get(name))])
     entries, skipped = [], {}
     for rid in ids:
-        statement, envelope = (blobs.get(tree.get(f"{RECORDS}/{rid}/{name}", ""))
+        statement, envelope = (blobs.get(files[rid].get(name, ""))
                                for name in (STATEMENT, ENVELOPE))
         ring = chain.versions.get(history.keyring_at.get(rid) or 0)
         check = check_signed(statement, envelope, expected_id=rid, keyring=chain.current,

@@ -31,7 +31,9 @@ from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger
 
 TEACHERS = "teachers"
 _SHA = re.compile(rb"[0-9a-f]{40}\Z")
-_RECORD_FILE = re.compile(rf"{RECORDS}/([0-9a-f]{{64}})/({STATEMENT}|{ENVELOPE})\Z")
+# in its shard (records/ab/ab.../), or where ledgers before shards kept it (records/ab.../)
+_RECORD_FILE = re.compile(rf"{RECORDS}/(?:(?P<shard>[0-9a-f]{{2}})/)?(?P<id>(?(shard)(?P=shard)"
+                          rf"[0-9a-f]{{62}}|[0-9a-f]{{64}}))/(?P<name>{STATEMENT}|{ENVELOPE})\Z")
 _TEACHER_FILE = re.compile(rf"{TEACHERS}/[^/]+\.json\Z")
 # verification attestations and claim events (registry/store/attestations.py)
 _APPEND_ONLY = re.compile(r"(verifications/[0-9a-f]{64}|claims/[a-z0-9][a-z0-9._-]{0,127}"
@@ -254,9 +256,9 @@ class _Walk:
 
     def _added(self, sha: str, path: str) -> None:
         m = _RECORD_FILE.match(path)
-        if m is None or m.group(2) != STATEMENT:
+        if m is None or m.group("name") != STATEMENT:
             return
-        rid = m.group(1)
+        rid = m.group("id")
         if rid in self.added:
             self.problem(sha, f"record {rid[:16]} added twice (again by {sha[:12]})",
                          Kind.not_append_only)
@@ -267,7 +269,7 @@ class _Walk:
 def _not_allowed(rule: Rule, path: str, status: str, short: str) -> str:
     what = "deleted" if status == "D" else "changed"
     if rule.name == "record" and (m := _RECORD_FILE.match(path)):
-        return f"record {m.group(1)[:16]}: {m.group(2)} {what} by commit {short}"
+        return f"record {m.group('id')[:16]}: {m.group('name')} {what} by commit {short}"
     if rule.name == "keyring":
         return f"{path} changed by commit {short}: keyring versions are never changed"
     if rule.name == "attestation":

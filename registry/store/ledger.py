@@ -1,6 +1,12 @@
-"""The ledger: a git repository holding, per record, `records/<id>/statement.json`
-(the exact signed canonical bytes) and `records/<id>/envelope.json`, every version of
-the keyring (`keyring/<N>.json`) and the lanes' teacher bindings (`teachers/`).
+"""The ledger: a git repository holding, per record, `records/<ab>/<id>/statement.json`
+(the exact signed canonical bytes) and `envelope.json` beside it, where `<ab>` is the
+id's first two digits, every version of the keyring (`keyring/<N>.json`) and the
+lanes' teacher bindings (`teachers/`).
+
+Records sit in 256 shards so that a commit changes a small tree: git diffs each
+commit's trees to check the history, and a flat `records/` tree of N records made
+that quadratic. Ledgers written before keep their records at `records/<id>/`: both
+places are read everywhere, new records always go to their shard (docs/formats.md).
 Each change is one signed commit (registry/signing/commits.py), made last; history is
 linear and only appended to (registry/store/history.py checks it).
 
@@ -17,9 +23,11 @@ Only what is committed counts: a record folder without a commit (a crash before
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 from registry.base.canonical import is_git_sha
 from registry.base.files import write_bytes
@@ -32,6 +40,37 @@ RECORDS = "records"
 STATEMENT = "statement.json"
 ENVELOPE = "envelope.json"
 BRANCH = "refs/heads/main"
+
+
+RECORD_PATH = re.compile(rf"{RECORDS}/(?:(?P<shard>[0-9a-f]{{2}})/)?(?P<id>(?(shard)"
+                         rf"(?P=shard)[0-9a-f]{{62}}|[0-9a-f]{{64}}))/(?P<name>[^/]+)\Z")
+"""A record's file, in its shard (`records/ab/ab.../NAME`) or where ledgers before
+shards kept it (`records/ab.../NAME`); the shard, when there is one, is the id's start."""
+
+
+def record_folder(record_id: str) -> str:
+    """Where a new record's files go in the ledger: the folder of its shard."""
+    return f"{RECORDS}/{record_id[:2]}/{record_id}"
+
+
+def folder_at(ledger: Path, record_id: str) -> Path:
+    """A record's folder in the working tree of the ledger at `ledger`: `records/<id>/` in
+    a ledger from before shards, else its shard's."""
+    flat = ledger / RECORDS / record_id
+    return flat if flat.is_dir() else ledger / record_folder(record_id)
+
+
+def record_of(path: str) -> tuple[str, str] | None:
+    """(record id, file name) of a record file's ledger path, either layout; else None."""
+    m = RECORD_PATH.match(path)
+    return None if m is None else (m.group("id"), m.group("name"))
+
+
+class Committed(NamedTuple):
+    """A committed record's folder in the ledger and its files (name -> blob id)."""
+
+    folder: str
+    blobs: dict[str, str]
 
 
 def blob_sha(data: bytes) -> str:
@@ -66,7 +105,9 @@ class Ledger:
         return found if is_git_sha(found) else None
 
     def record_dir(self, record_id: str) -> Path:
-        return self.path / RECORDS / record_id
+        """The record's folder in the working tree: where it is, a ledger from before
+        shards keeping it at `records/<id>/`, else where its shard would hold it."""
+        return folder_at(self.path, record_id)
 
     def recover(self) -> None:
         """Clear what a crashed writer left (call holding the home lock): the index
@@ -115,7 +156,7 @@ class Ledger:
 
     def commit_record(self, record_id: str, statement: bytes, envelope: bytes, message: str,
                       signer: Signer) -> str:
-        folder = f"{RECORDS}/{record_id}"
+        folder = record_folder(record_id)
         return self.commit({f"{folder}/{STATEMENT}": statement, f"{folder}/{ENVELOPE}": envelope},
                            message, signer)
 
@@ -165,9 +206,20 @@ class Ledger:
             write_bytes(self.path / name, blobs[blob])
         run_git(self.path, "read-tree", BRANCH)
 
+    def records(self, ref: str = BRANCH) -> dict[str, Committed]:
+        """Every record committed at `ref`, either layout: id -> its folder and files."""
+        out: dict[str, Committed] = {}
+        for path, blob in self.tree_files(RECORDS, ref).items():
+            found = record_of(path)
+            if found is not None:
+                rid, name = found
+                entry = out.setdefault(rid, Committed(path.rpartition("/")[0], {}))
+                if path.startswith(entry.folder + "/"):  # one folder only, the first listed
+                    entry.blobs[name] = blob
+        return out
+
     def record_ids(self, ref: str = BRANCH) -> list[str]:
-        return sorted({p.split("/")[1] for p in self.tree_files(RECORDS, ref)
-                       if p.endswith(STATEMENT)})
+        return sorted(rid for rid, entry in self.records(ref).items() if STATEMENT in entry.blobs)
 
     def blob(self, sha: str) -> bytes:
         return self.blobs([sha]).get(sha, b"")
@@ -177,19 +229,38 @@ class Ledger:
 
 
 def committed_ids(path: Path, prefix: str = "") -> list[str]:
-    """Ids of the records committed at HEAD that start with `prefix`."""
+    """Ids of the records committed at HEAD that start with `prefix`: the folders of
+    `records/` (a ledger from before shards), then those of the shards that can hold
+    such an id (one shard for a prefix of two digits or more)."""
     if not Ledger(path).head():
         return []
-    listed = run_git(path, "ls-tree", "-z", "--name-only", BRANCH, f"{RECORDS}/")
-    names = [e.decode(errors="replace") for e in listed.split(b"\0") if e]
-    return sorted(rid for line in names if (rid := line.split("/", 1)[-1]).startswith(prefix))
+    shard = [f"{RECORDS}/{prefix[:2]}/"] if len(prefix) >= 2 else []  # listed at once
+    listed = _names(run_git(path, "ls-tree", "-z", "--name-only", BRANCH, f"{RECORDS}/", *shard))
+    top = [name for folder, name in listed if folder == RECORDS]
+    ids = [name for folder, name in listed if name.startswith(prefix) and len(name) == 64]
+    if not shard and (shards := [f"{RECORDS}/{n}/" for n in top if len(n) == 2]):
+        inner = _names(run_git(path, "ls-tree", "-z", "--name-only", BRANCH, *shards))
+        ids += [name for _, name in inner if name.startswith(prefix) and len(name) == 64]
+    return sorted(set(ids))
+
+
+def _names(listed: bytes) -> list[tuple[str, str]]:
+    """(folder, name) of each path `ls-tree -z --name-only` listed."""
+    paths = (e.decode(errors="replace") for e in listed.split(b"\0") if e)
+    return [(folder, name) for folder, _, name in (p.rpartition("/") for p in paths)]
 
 
 def adding_commit(path: Path, record_id: str) -> str | None:
-    """The commit that added a record's statement."""
+    """The commit that added a record's statement (in its shard, or where a ledger from
+    before shards kept it)."""
     found = git_text(path, "log", "--diff-filter=A", "-1", "--format=%H", BRANCH, "--",
-                     f"{RECORDS}/{record_id}/{STATEMENT}").strip()
+                     *statement_paths(record_id)).strip()
     return found or None
+
+
+def statement_paths(record_id: str) -> tuple[str, str]:
+    """The two places a record's statement can be committed: its shard, and `records/`."""
+    return f"{record_folder(record_id)}/{STATEMENT}", f"{RECORDS}/{record_id}/{STATEMENT}"
 
 
 def _lines(path: Path) -> list[str]:

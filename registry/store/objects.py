@@ -19,7 +19,6 @@ import errno
 import hashlib
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 
@@ -94,6 +93,8 @@ class ObjectStore:
                        progress: Progress | None) -> tuple[str, bool]:
         """Hash `src` while a second thread copies it into `fd`; the copy stops early
         when the object already exists. Returns (digest, whole copy made)."""
+        from concurrent.futures import ThreadPoolExecutor  # writers only: `show` reads
+
         from registry.base.hashing import sha256_file
 
         stop = threading.Event()

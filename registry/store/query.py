@@ -16,7 +16,7 @@ from registry.errors import InvalidInput, NotFound
 from registry.formats.record import Statement, match_id, parse_statement
 from registry.signing.signed import SignatureCheck, Trust, check_signed
 from registry.store.home import Home
-from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, committed_ids
+from registry.store.ledger import ENVELOPE, STATEMENT, committed_ids, folder_at
 
 if TYPE_CHECKING:
     from registry.signing.keyring import Keyring
@@ -107,7 +107,7 @@ def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring)
 
 
 def _ledger_files(home: Home, rid: str) -> tuple[bytes | None, bytes | None]:
-    folder = home.ledger / RECORDS / rid
+    folder = folder_at(home.ledger, rid)
     out: list[bytes | None] = []
     for name in (STATEMENT, ENVELOPE):
         try:
@@ -164,7 +164,7 @@ def statements_holding(home: Home, where: Sequence[str], needle: bytes
 
     for row in find_records(home, where):
         try:
-            data = (home.ledger / RECORDS / row.id / STATEMENT).read_bytes()
+            data = (folder_at(home.ledger, row.id) / STATEMENT).read_bytes()
         except OSError:
             continue
         if needle in data and record_id(data) == row.id:

@@ -10,7 +10,7 @@ from registry.base.model import Frozen
 from registry.formats.record import Statement, parse_statement
 from registry.signing.signed import SignatureCheck
 from registry.store.home import Home
-from registry.store.ledger import RECORDS, STATEMENT, adding_commit
+from registry.store.ledger import adding_commit, statement_paths
 from registry.store.query import checked_statement, readable_index
 from registry.store.verifications import StoredVerification, verifications_of
 
@@ -49,7 +49,7 @@ def _adding_commit(home: Home, rid: str) -> str | None:
         hint = readable_index(home).commit_of(rid)
     except RegistryError:
         hint = None
-    if hint is not None and _adds(home, hint, f"{RECORDS}/{rid}/{STATEMENT}"):
+    if hint is not None and any(_adds(home, hint, path) for path in statement_paths(rid)):
         return hint
     return adding_commit(home.ledger, rid)
 

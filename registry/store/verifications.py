@@ -62,9 +62,10 @@ def seal_verification(home: Home, statement: VerificationStatement,
 
 def all_verifications(home: Home) -> tuple[list[StoredVerification], list[VerificationProblem]]:
     """Every trusted attestation, and a problem for each committed one that is not."""
-    records = set(committed_ids(home.ledger))
+    documents = list(read_documents(home, VERIFICATIONS, PAYLOAD_TYPE))
+    records = set(committed_ids(home.ledger)) if documents else set()  # `show` lists none
     good, bad = [], []
-    for doc in read_documents(home, VERIFICATIONS, PAYLOAD_TYPE):
+    for doc in documents:
         checked = _checked(doc, records)
         if isinstance(checked, VerificationProblem):
             bad.append(checked)

@@ -29,7 +29,7 @@ from registry.signing.keyring import Chain, Role
 from registry.signing.signed import Trust, check_signed
 from registry.store.history import History, check_history
 from registry.store.home import Home
-from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger, blob_sha
+from registry.store.ledger import ENVELOPE, STATEMENT, Committed, Ledger, blob_sha
 from registry.store.objects import ObjectState, ObjectStore
 from registry.store.rows import Rows, entry_differences, entry_rows
 
@@ -73,7 +73,7 @@ class _Context:
     ledger: Ledger
     chain: Chain
     history: History
-    tree: dict[str, str]
+    tree: dict[str, Committed]
     blobs: dict[str, bytes]
     index: dict[str, Rows] | None  # None when the index cannot be read
     objects: ObjectStore
@@ -110,11 +110,11 @@ def verify_records(home: Home, prefix: str | None = None) -> VerifyReport:
     with ThreadPoolExecutor(max_workers=1) as pool:
         # the history is mostly git's work (a diff of every commit): read the rest meanwhile
         walked = pool.submit(check_history, ledger, chain, state.head)
-        ids = ledger.record_ids()
+        tree = ledger.records()
+        ids = sorted(rid for rid, entry in tree.items() if STATEMENT in entry.blobs)
         wanted = [match_id(prefix, ids)] if prefix else ids
-        tree = ledger.tree_files(RECORDS)
-        blobs = ledger.blobs([tree[p] for rid in wanted for name in (STATEMENT, ENVELOPE)
-                              if (p := f"{RECORDS}/{rid}/{name}") in tree])
+        blobs = ledger.blobs([sha for rid in wanted for name in (STATEMENT, ENVELOPE)
+                              if (sha := tree[rid].blobs.get(name))])
         index = _index_entries(home)
         history = walked.result()
     ledger_problems = [_failed("ledger", p.detail) for p in history.problems]
@@ -192,12 +192,13 @@ def _check_signature(ctx: _Context, rid: str, statement: bytes | None, envelope:
 def _ledger_file(ctx: _Context, rid: str, name: str, problems: list[Problem]) -> bytes | None:
     """The committed bytes; the working-tree copy readers open must equal them."""
     part = name.removesuffix(".json")
-    committed = ctx.tree.get(f"{RECORDS}/{rid}/{name}")
-    if committed is None:
+    entry = ctx.tree.get(rid)
+    committed = entry.blobs.get(name) if entry else None
+    if entry is None or committed is None:
         problems.append(_failed(part, f"{name} was never committed to the ledger"))
         return None
     try:
-        raw = (ctx.ledger.record_dir(rid) / name).read_bytes()
+        raw = (ctx.ledger.path / entry.folder / name).read_bytes()
     except OSError:
         problems.append(_failed(part, f"{name} is missing from the ledger folder"))
     else:

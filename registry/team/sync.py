@@ -63,7 +63,7 @@ from registry.store.git import (
 from registry.store.history import MAX_BYTES, oversized, read_commits
 from registry.store.home import Home
 from registry.store.index import entry_rows, open_index
-from registry.store.ledger import BRANCH, ENVELOPE, RECORDS, STATEMENT, Ledger
+from registry.store.ledger import BRANCH, ENVELOPE, RECORDS, STATEMENT, Ledger, record_of
 from registry.store.objects import ObjectStore
 from registry.store.transaction import transaction
 from registry.store.trust import TrustState, advance, keyring_files, load_state, save_state
@@ -344,8 +344,8 @@ def _fork_point(ledger: Ledger, remote: Remote, local: str | None, incoming: str
 
 def _record_bytes(ledger: Ledger, ref: str, ids: list[str]) -> dict[str, RecordBytes]:
     """rid -> (statement, envelope) bytes at `ref`, in one `git cat-file --batch`."""
-    tree = ledger.tree_files(RECORDS, ref)
-    paths = {(rid, name): tree.get(f"{RECORDS}/{rid}/{name}") for rid in ids
+    tree = ledger.records(ref)
+    paths = {(rid, name): tree[rid].blobs.get(name) if rid in tree else None for rid in ids
              for name in (STATEMENT, ENVELOPE)}
     blobs = ledger.blobs([sha for sha in paths.values() if sha])
     return {rid: (blobs.get(paths[(rid, STATEMENT)] or ""),
@@ -442,8 +442,8 @@ class Replay:
                         input=entries.encode(), env=env)
                 tree = run_git(self.ledger.path, "write-tree", env=env).decode().strip()
                 base = self.ledger.signed_commit(tree, [base], message, self.signer)
-                self.records += sorted({p.split("/")[1] for p in files
-                                        if p.startswith(f"{RECORDS}/") and p.endswith(STATEMENT)})
+                self.records += sorted({found[0] for p in files if (found := record_of(p))
+                                        and found[1] == STATEMENT})
         return base
 
     def _keyring(self, base: str, present: dict[str, str], files: dict[str, str],

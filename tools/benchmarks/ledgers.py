@@ -29,7 +29,7 @@ from registry.signing.commits import PERSON, signed_message  # noqa: E402
 from registry.signing.keys import Signer, create_key, signing_key  # noqa: E402
 from registry.store.create import init_home  # noqa: E402
 from registry.store.home import Home  # noqa: E402
-from registry.store.ledger import BRANCH, Ledger  # noqa: E402
+from registry.store.ledger import BRANCH, Ledger, record_folder  # noqa: E402
 from registry.store.objects import ObjectStore  # noqa: E402
 from registry.store.trust import genesis  # noqa: E402
 
@@ -84,7 +84,7 @@ def fill(home: Home, n: int, payload: int = 0) -> None:
         envelope = dsse.envelope_bytes(dsse.sign(data, keyid, key))
         stream.append(f"commit {BRANCH}\ncommitter x <x> 0 +0000\ndata 1\n{i % 10}\n")
         for name, blob in (("statement.json", data), ("envelope.json", envelope)):
-            stream.append(f"M 100644 inline records/{rid}/{name}\ndata {len(blob)}\n")
+            stream.append(f"M 100644 inline {record_folder(rid)}/{name}\ndata {len(blob)}\n")
             stream.append(blob.decode() + "\n")
     subprocess.run(["git", "-C", str(home.ledger), "fast-import", "--quiet", "--force"],
                    input="".join(stream).encode(), check=True)

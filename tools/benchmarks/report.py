@@ -41,7 +41,7 @@ from registry.formats.record import record_id, statement_bytes  # noqa: E402
 from registry.signing import dsse  # noqa: E402
 from registry.signing.keys import signing_key  # noqa: E402
 from registry.store.home import Home  # noqa: E402
-from registry.store.ledger import Ledger  # noqa: E402
+from registry.store.ledger import Ledger, record_folder  # noqa: E402
 
 RUN = ROOT / "tests" / "data" / "cpu-runs" / "tiny-bf16-kv"
 
@@ -85,9 +85,9 @@ def home_with(folder: Path, n: int) -> tuple[Home, list[str]]:
         data = statement_bytes(statement.model_copy(update={
             "predicate": p.model_copy(update={"recipe": recipe, "run": run})}))
         rid = record_id(data)
-        files[f"records/{rid}/statement.json"] = data
-        files[f"records/{rid}/envelope.json"] = dsse.envelope_bytes(dsse.sign(data, keyid,
-                                                                               private))
+        files[f"{record_folder(rid)}/statement.json"] = data
+        files[f"{record_folder(rid)}/envelope.json"] = dsse.envelope_bytes(
+            dsse.sign(data, keyid, private))
         ids.append(rid)
     ledger.recover()
     ledger.commit(files, f"{n - 1} records", (keyid, private))  # one signed commit

@@ -113,7 +113,9 @@ def main() -> None:
         folder = Path(tmp)
         home = args.home.resolve() if args.home else build_home(folder / "home", 10_000)
         trees = {"": ROOT, **({" (before)": args.before.resolve()} if args.before else {})}
-        prefix = sorted(p.name for p in (home / "ledger" / "records").iterdir())[1234][:10]
+        from registry.store.ledger import committed_ids
+
+        prefix = committed_ids(home / "ledger")[1234][:10]
         python = sys.executable
         commands = {BASELINE[0]: (BASELINE[1], env_for(ROOT, home, folder / "pyc"))}
         for label, tree in trees.items():
