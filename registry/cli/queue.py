@@ -92,7 +92,7 @@ def _print(summary: QueueSummary) -> None:
     for worker, doing in sorted(summary.hosts.items()):
         console.print(f"  {worker}: {doing}", highlight=False)
     for j in summary.jobs:
-        if j.reason and j.state.value in ("failed", "cancelled"):
+        if j.reason and (j.state.value in ("failed", "cancelled") or j.attempts):
             console.print(f"job {j.id}: {j.reason}", highlight=False, soft_wrap=False)
         for move in j.claim_moves:
             console.print(f"job {j.id} claim {move}", highlight=False, soft_wrap=False)
