@@ -184,17 +184,27 @@ def _digest(tag: bytes) -> str:
 
 
 def tagged(home: Home, wanted: dict[str, str]) -> dict[str, str]:
-    """Per name of `wanted` (tag digest -> name), the record of this home whose signed
-    subjects hold that tag: what earlier attempts of a job sealed (a byte search first:
-    only statements holding a tag are parsed)."""
-    from registry.store.query import statements_holding
+    """Per name of `wanted` (tag digest -> name), the committed record of this home whose
+    signed subjects hold that tag: what earlier attempts of a job sealed. Every job
+    searches the whole ledger, so it is a byte search for the digests first (a few
+    microseconds a record); only a statement holding one, and still hashing to its id,
+    is parsed."""
+    from registry.formats.record import parse_statement, record_id
+    from registry.store.ledger import RECORDS, STATEMENT, committed_ids
 
+    needles = [d.encode() for d in wanted]
     found: dict[str, str] = {}
-    for row, statement in statements_holding(home, (), TAG.encode()):
-        for subject in statement.subject:
+    for rid in committed_ids(home.ledger):
+        try:
+            data = (home.ledger / RECORDS / rid / STATEMENT).read_bytes()
+        except OSError:
+            continue
+        if not any(n in data for n in needles) or record_id(data) != rid:
+            continue
+        for subject in parse_statement(data).subject:
             name = wanted.get(subject.digest.get("sha256", "")) if subject.name == TAG else None
             if name is not None:
-                found[name] = row.id
+                found[name] = rid
     return found
 
 
