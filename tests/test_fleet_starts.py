@@ -138,3 +138,6 @@ def test_a_job_of_several_starts_killed_at_each_step_seals_each_start_once(
         assert sorted(records) == sorted(j.records) and attested == j.attestations, step
         if step in ("sealed", "pushing"):
             assert "resumed" in (j.reason or ""), j.reason
+        if step == "second start":  # the first start was taken, not run again
+            assert "1 of its starts sealed by an earlier attempt, reused" in (j.reason or ""), \
+                j.reason

@@ -41,6 +41,7 @@ class Outcome(Frozen):
     verdict: str
     pushed: bool
     resumed: bool = False
+    reused: int = Field(0, description="starts an earlier attempt sealed, taken as they are")
     claim_moves: list[str] = Field(default_factory=list)
 
 
@@ -156,14 +157,15 @@ def _starts(job: JobSpec, ctx: Context) -> Outcome:
                     launcher=ctx.launcher, sealed=sealed)
         return Outcome(records=[s.record for s in result.starts],
                        attestations=[result.verification] if result.verification else [],
-                       verdict=result.verdict, pushed=False)
+                       verdict=result.verdict, pushed=False, reused=len(sealed))
     done = reproduce(ctx.home, job.target, control=job.control, starts=STARTS, out_dir=out,
                      models_dir=ctx.models_dir, hooks=hooks, progress=sealing,
                      launcher=ctx.launcher, sealed=sealed)
     assert done.controlled is not None
     return Outcome(records=[s.record for s in done.controlled.starts],
                    attestations=[done.verification] if done.verification else [],
-                   verdict="passed" if done.passed else "failed", pushed=False)
+                   verdict="passed" if done.passed else "failed", pushed=False,
+                   reused=len(sealed))
 
 
 def _once(ctx: Context, phase: str) -> Callable[[float], None]:

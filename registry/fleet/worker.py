@@ -218,7 +218,9 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
         note(conn, spec.id, phase="done", records=out.records,
              attestations=out.attestations, pushed=out.pushed, claim_moves=out.claim_moves,
              reason=f"verdict {out.verdict}" + (" (resumed: sealed by an earlier attempt)"
-                                               if out.resumed else ""))
+                                               if out.resumed else "")
+             + (f" ({out.reused} of its starts sealed by an earlier attempt, reused)"
+                if out.reused else ""))
 
 
 def _failure(e: Exception, run: int) -> str:
@@ -232,9 +234,13 @@ def _failure(e: Exception, run: int) -> str:
 
 
 def _log_tail(work_dir: Path, spec: JobSpec, limit: int = 4000) -> str | None:
-    """The end of the failed attempt's engine log, kept on the job's row."""
-    for name in (f"job-{spec.id}-attempt-{spec.attempt + 1}",):
-        log_file = work_dir / name / "server.log"
+    """The end of the failed attempt's engine log, kept on the job's row: its run
+    directory's, or its last start's in a job of several starts."""
+    attempt = spec.attempt + 1
+    logs = [work_dir / f"job-{spec.id}-attempt-{attempt}" / "server.log",
+            *sorted((work_dir / f"job-{spec.id}-{spec.kind}-{attempt}").glob("*/server.log"),
+                    reverse=True)]
+    for log_file in logs:
         if log_file.is_file():
             return log_file.read_bytes()[-limit:].decode("utf-8", "replace")
     return None

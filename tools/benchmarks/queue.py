@@ -106,7 +106,8 @@ def rows(url: str, ids: list[int]) -> list[dict[str, object]]:
 
 def wait_done(url: str, ids: list[int], timeout: float, progress: bool = False
               ) -> list[float]:
-    """Until every job ended; the 1-minute load average, sampled every 30 s."""
+    """Until every job ended; the 1-minute load average, sampled every 30 s. With
+    `progress`, a timeout ends the wait (the figures are of the jobs done by then)."""
     end = time.monotonic() + timeout
     loads, last = [os.getloadavg()[0]], time.monotonic()
     while time.monotonic() < end:
@@ -121,6 +122,9 @@ def wait_done(url: str, ids: list[int], timeout: float, progress: bool = False
                 print(f"  {time.strftime('%H:%M:%S')} {ended}/{len(ids)} ended, load "
                       f"{loads[-1]:.1f}", flush=True)
         time.sleep(0.5 if not progress else 5)
+    if progress:
+        print(f"  stopped waiting after {timeout:.0f} s", flush=True)
+        return loads
     raise SystemExit(f"timed out: {len(ids)} jobs not done in {timeout:.0f} s")
 
 
@@ -138,7 +142,7 @@ def stop(procs: list[subprocess.Popen[str]]) -> float:
 def spread(values: list[float], unit: str = "ms") -> str:
     v = sorted(values)
     k = 1000 if unit == "ms" else 1
-    q = statistics.quantiles(v, n=100) if len(v) > 1 else v * 99
+    q = statistics.quantiles(v, n=100, method="inclusive") if len(v) > 1 else v * 99
     return (f"median {statistics.median(v) * k:.1f} {unit}, p10 {q[9] * k:.1f}, p90 "
             f"{q[89] * k:.1f}, p99 {q[98] * k:.1f}, max {v[-1] * k:.1f}, stdev "
             f"{(statistics.stdev(v) if len(v) > 1 else 0) * k:.1f} (n={len(v)})")
@@ -183,7 +187,7 @@ def latency(url: str, root: Path, n: int, env: dict[str, str]) -> None:
             print(f"  job {r['job_id']}: {r['s']} after {r['attempts']} runs: {r['reason']}")
 
 
-def with_engine(url: str, root: Path, n: int) -> None:
+def with_engine(url: str, root: Path, n: int, timeout: float) -> None:
     """`n` reproductions queued at once on the scripted engine, 4 workers pulling and
     pushing to one folder remote: throughput, each job's time, the queue's own time
     between one job's end and its worker's next start, and the wait from `queue add`
@@ -196,7 +200,7 @@ def with_engine(url: str, root: Path, n: int) -> None:
     ids = [add_job(url, Kind.reproduce, fleet.record, "bench").id for _ in range(n)]
     t = time.perf_counter()
     procs = workers(url, fleet.root, fleet.root, 4, False, fleet.env, remote="origin")
-    loads = wait_done(url, ids, 2 * 3600, progress=True)
+    loads = wait_done(url, ids, timeout, progress=True)
     wall = time.perf_counter() - t
     got = rows(url, ids)
     stop(procs)
@@ -241,6 +245,9 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--latency-jobs", type=int, default=200)
     ap.add_argument("--engine-jobs", type=int, default=12)
+    ap.add_argument("--engine-timeout", type=float, default=2 * 3600,
+                    help="seconds to wait for the engine jobs; the figures are of those "
+                         "done by then")
     args = ap.parse_args()
     print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} "
           f"{os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} (1/5/15 min) before")
@@ -255,9 +262,10 @@ def main() -> None:
             queue_alone(url, root, args.jobs, env)
         else:
             signer_home(root)
-        latency(url, root, args.latency_jobs, env)
+        if args.latency_jobs:
+            latency(url, root, args.latency_jobs, env)
         if args.engine_jobs:
-            with_engine(url, root, args.engine_jobs)
+            with_engine(url, root, args.engine_jobs, args.engine_timeout)
     finally:
         stop_server(base)
         shutil.rmtree(base, ignore_errors=True)
