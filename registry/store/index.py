@@ -129,7 +129,7 @@ class Index:
         entries = sorted(entries, key=lambda entry: entry["records"][0]["id"])
         ids = [entry["records"][0]["id"] for entry in entries]
         with self._guard(), self.engine.begin() as db:
-            if db.dialect.name == "postgresql":
+            if ids and db.dialect.name == "postgresql":
                 db.execute(text("SELECT pg_advisory_xact_lock(:c, :k)"),
                            [{"c": PUT_LOCKS, "k": _put_key(rid)} for rid in ids])
             for table in (identity, results, records):
