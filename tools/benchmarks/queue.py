@@ -11,13 +11,15 @@ started for the run (unix socket, no TCP).
 - Latency from `queue add` to a worker starting the job: 200 jobs added one at a time
   (every 50 ms) while the 4 workers wait (LISTEN/NOTIFY), each job's `started_at -
   added_at` from the database's own clock: median, p90, p99, max, stdev.
-- With the scripted engine: `--engine-jobs` (default 12) real reproductions (engine
-  start, suite, seal, attestation, pull and push to a folder remote) on the same 4
-  workers, to set the queue's cost beside a job's.
+- With the scripted engine: `--engine-jobs` (default 12; docs/fleet.md's run: 1,000)
+  real reproductions (engine start, suite, seal, attestation, pull and push to a
+  folder remote) queued at once on the same 4 workers: jobs per second, each job's
+  time, the queue's time between two jobs of one worker, add -> start; at most
+  `--engine-timeout` seconds, the figures then of the jobs done by then.
 
 The machine is shared: the load average before and after is printed with the figures.
 
-    .venv/bin/python tools/benchmarks/queue.py [--jobs 1000] [--engine-jobs 12]
+    .venv/bin/python tools/benchmarks/queue.py [--jobs 1000] [--engine-jobs 1000]
 """
 
 from __future__ import annotations
