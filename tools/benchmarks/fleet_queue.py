@@ -19,7 +19,7 @@ started for the run (unix socket, no TCP).
 
 The machine is shared: the load average before and after is printed with the figures.
 
-    .venv/bin/python tools/benchmarks/queue.py [--jobs 1000] [--engine-jobs 1000]
+    .venv/bin/python tools/benchmarks/fleet_queue.py [--jobs 1000] [--engine-jobs 12]
 """
 
 from __future__ import annotations
