@@ -288,3 +288,29 @@ def test_a_claim_job_moves_the_claim_and_another_home_sees_it(fleet: Fleet, cli,
     seen = show_claim(reader, "tiny-fleet")
     expected = final.split(" -> ")[1] if " -> " in final else "reproducing"
     assert seen.status == expected, (seen.status, done.claim_moves)
+
+
+def test_a_hopeless_failure_is_not_retried(fleet: Fleet, cli, monkeypatch) -> None:
+    """An unknown record, or a claim the worker's home does not hold, would fail the same
+    way on every retry: each job runs once and fails with the reason; `queue list` shows
+    its attempts and that reason."""
+    from registry.fleet.queue import Kind, add_job
+
+    unknown = add_job(fleet.url, Kind.reproduce, "f" * 64, "test-a").id
+    bad_claim = add_job(fleet.url, Kind.reproduce, fleet.record, "test-a",
+                        claim="no-such-claim").id
+    [report] = finish([fleet.start("wh", "test-a", once=False, max_jobs=2)])
+    assert sorted(report["failed"]) == [unknown, bad_claim]
+    done = jobs(fleet)
+    for job in (unknown, bad_claim):
+        j = done[job]
+        assert j.state.value == "failed" and j.attempts == 1, (j.state, j.attempts)
+        assert j.reason and j.reason.startswith("not retried, no retry can fix it: "), \
+            j.reason
+    assert "no-such-claim" in (done[bad_claim].reason or "")
+    assert done[bad_claim].records == []  # refused before anything ran
+    assert started_count(fleet) == {unknown: 1, bad_claim: 1}
+    monkeypatch.setenv("REGISTRY_QUEUE_URL", fleet.url)
+    table = cli("queue", "list")
+    assert table.exit_code == 0
+    assert f"job {unknown}: not retried, no retry can fix it" in table.stdout, table.stdout

@@ -11,7 +11,7 @@ drifts slowly (registry.measure.starts).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +39,7 @@ from registry.recipe.schema import Recipe
 from registry.store.home import Home
 
 if TYPE_CHECKING:
+    from registry.base.hashing import Progress
     from registry.executor.engine import Launcher
     from registry.executor.run import Hooks
 
@@ -107,9 +108,14 @@ StartHook = Callable[[int, int, str], None]  # (start, of, side) before each sta
 def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 3,
        models_dir: Path | None = None, out_dir: Path | None = None, dry_run: bool = False,
        level: float = LEVEL, noise_pct: float = NOISE_PCT, hooks: Hooks | None = None,
-       on_start: StartHook | None = None, launcher: Launcher | None = None) -> AbResult:
+       on_start: StartHook | None = None, launcher: Launcher | None = None,
+       progress: Progress | None = None, sealed: Mapping[str, str] | None = None
+       ) -> AbResult:
     """Compare `a` and `b` (recipe files or record ids); refused (NotComparable) before
-    anything runs when they differ on an axis `deltas` does not name."""
+    anything runs when they differ on an axis `deltas` does not name. `sealed` (run
+    directory name -> record) holds starts an earlier attempt already sealed: they are
+    taken as they are, not run again (the fleet's retried jobs); `progress` gets the
+    bytes each seal hashes."""
     if starts < 2:
         raise InvalidInput(f"--starts {starts}: at least 2 per side (one pair cannot "
                            "measure the spread between starts)")
@@ -129,7 +135,8 @@ def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 
         return result
     out = out_dir or Path("runs") / f"ab-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     done = [_start(home, i, sides[side], out, models_dir, hooks, launcher, on_start,
-                   len(result.order)) for i, side in enumerate(result.order)]
+                   len(result.order), progress, sealed or {})
+            for i, side in enumerate(result.order)]
     return attest(home, judge(home, result, done, sides["A"].recipe))
 
 
@@ -158,24 +165,27 @@ def _plan(side: Side, models_dir: Path | None) -> LaunchPlan:
 
 def _start(home: Home, i: int, side: Side, out: Path, models_dir: Path | None,
            hooks: Hooks | None, launcher: Launcher | None, on_start: StartHook | None,
-           total: int) -> AbStart:
-    """One full engine start of a side, sealed; its figures from the sealed raw rows."""
+           total: int, progress: Progress | None, sealed: Mapping[str, str]) -> AbStart:
+    """One full engine start of a side, sealed (or the record `sealed` names for its run
+    directory); its figures from the sealed raw rows."""
     from registry.contracts.sealed import load_sealed
     from registry.executor.engine import Engine
     from registry.executor.run import run
     from registry.seal import seal_run
 
-    if on_start:
-        on_start(i, total, side.label)
     run_dir = out / f"{i:02d}-{side.label}"
-    recipe_file = Path(side.recipe_file) if side.recipe_file else None
-    with recipe_folder(home, side) as folder:
-        run(side.recipe, run_dir, recipe_dir=folder, recipe_file=recipe_file,
-            models_dir=models_dir, hooks=hooks, launcher=launcher or Engine)
-    sealed = seal_run(run_dir, home=home, recipe_path=recipe_file)
-    rows = load_sealed(home, sealed.id).bench.timed_rows
-    return AbStart(start=i, side=side.label, run_dir=str(run_dir), record=sealed.id,
-                   figures=_figures(i, side, rows, sealed.id))
+    rid = sealed.get(run_dir.name)
+    if rid is None:
+        if on_start:
+            on_start(i, total, side.label)
+        recipe_file = Path(side.recipe_file) if side.recipe_file else None
+        with recipe_folder(home, side) as folder:
+            run(side.recipe, run_dir, recipe_dir=folder, recipe_file=recipe_file,
+                models_dir=models_dir, hooks=hooks, launcher=launcher or Engine)
+        rid = seal_run(run_dir, home=home, recipe_path=recipe_file, progress=progress).id
+    rows = load_sealed(home, rid).bench.timed_rows
+    return AbStart(start=i, side=side.label, run_dir=str(run_dir), record=rid,
+                   figures=_figures(i, side, rows, rid))
 
 
 def _figures(i: int, side: Side, rows: list[BenchRow], rid: str) -> list[StartFigure]:

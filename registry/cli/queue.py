@@ -27,6 +27,10 @@ def add(
     what: Annotated[str, typer.Argument(
         show_default=False, help="A claim id (its record is reproduced and the claim moved), "
                                  "or a record id or prefix.")],
+    control: Annotated[str | None, typer.Option(
+        "--control", show_default=False,
+        help="A controlled reproduction instead: CONTROL (record) runs in alternating "
+             "starts beside WHAT, as `registry reproduce --control`.")] = None,
     ab: Annotated[str | None, typer.Option(
         "--ab", show_default=False,
         help="An A/B instead: CONTROL (record) is side A, WHAT side B.")] = None,
@@ -39,14 +43,15 @@ def add(
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
-    """Queue a reproduction of a claim or a record, or an A/B against a control.
+    """Queue a reproduction of a claim or a record, a controlled reproduction, or an
+    A/B against a control.
 
-    Example: registry queue add 3f2a9c --hardware intel-arc-pro-b70x4
+    Example: registry queue add 3f2a9c --control 81be07 --hardware intel-arc-pro-b70x4
     """
     from registry.cli.output import console, print_json
     from registry.fleet.submit import submit
 
-    job = submit(find(home), what, control=ab, hardware=hardware, url=url)
+    job = submit(find(home), what, control=control, ab=ab, hardware=hardware, url=url)
     if json:
         print_json(job)
     else:
@@ -86,20 +91,22 @@ def _print(summary: QueueSummary) -> None:
 
     print_fitted(["job", "what", "hardware", "state", "phase", "try", "worker", "records"],
                  [_row(j) for j in summary.jobs],
-                 keep=[True, True, True, True, True, True, False, False], title="jobs")
+                 keep=[True, False, True, True, True, True, False, False], title="jobs")
     backlog = ", ".join(f"{hw} {n}" for hw, n in sorted(summary.backlog.items())) or "none"
     console.print(f"backlog: {backlog}", highlight=False)
     for worker, doing in sorted(summary.hosts.items()):
         console.print(f"  {worker}: {doing}", highlight=False)
     for j in summary.jobs:
-        if j.reason and j.state.value in ("failed", "cancelled"):
+        retried = j.state.value == "queued" and j.attempts > 0
+        if j.reason and (j.state.value in ("failed", "cancelled") or retried):
             console.print(f"job {j.id}: {j.reason}", highlight=False, soft_wrap=False)
         for move in j.claim_moves:
             console.print(f"job {j.id} claim {move}", highlight=False, soft_wrap=False)
 
 
 def _row(j: Job) -> list[str]:
-    what = f"{j.kind.value} {j.target[:12]}" + (f" vs {j.control[:12]}" if j.control else "")
+    short = 8 if j.control else 12  # `what` may wrap, at its spaces
+    what = f"{j.kind.value} {j.target[:short]}" + (f" vs {j.control[:8]}" if j.control else "")
     return [str(j.id), what, j.hardware, j.state.value, j.phase, str(j.attempts),
             j.worker or "-", " ".join(r[:12] for r in j.records) or "-"]
 

@@ -69,6 +69,8 @@ class Hooks:
 
     waiting: Callable[[float], None] | None = None  # seconds since the engine started
     suite: Callable[[int], None] | None = None  # prompts about to be sent
+    # the run directory, its engine ready, before the suite (the fleet tags it there)
+    ready: Callable[[Path], None] | None = None
     row: Callable[[BenchRow], None] | None = None
     # Asked after each pass of the suites with every row so far: run another pass on the
     # same engine? (reproduce's adaptive rounds; None: one pass)
@@ -211,6 +213,8 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
         served = engine.wait_ready(timeout, hooks.waiting)
         ready_s = round(time.monotonic() - start, 3)
         _scrape(engine, out_dir / rundir.METRICS_BEFORE)
+        if hooks.ready:
+            hooks.ready(out_dir)
         if hooks.suite:
             hooks.suite(sum(len(s.prompts) for s in suites))
         before, sampler = probe.sample(), Sampler(out_dir / rundir.GPU_SAMPLES)

@@ -37,9 +37,13 @@ def is_claim(home: Home, what: str) -> bool:
 
 
 def start(home: Home, claim_id: str) -> str:
-    """`reproducing`, unless the claim is already there or past it."""
+    """`reproducing`, unless the claim is already there or past it. A claim this home
+    does not hold after its pull is an error no retry fixes (NotFound)."""
     from registry.claims.models import State
 
+    if not is_claim(home, claim_id):
+        raise NotFound(f"claim {claim_id}: not in this home's ledger after its pull",
+                       hint="registry claim list; queue a claim the team remote holds")
     return _move(home, claim_id, State.reproducing, None)
 
 

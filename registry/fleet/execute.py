@@ -1,10 +1,13 @@
-"""Running one job on this host, at most once: a reproduction or an A/B through the
-executor, sealed into this home, attested, pushed to the team remote.
+"""Running one job on this host, sealing at most once: a reproduction, a controlled
+reproduction or an A/B through the executor, sealed into this home, attested, pushed
+to the team remote.
 
-A reproduction's run directory gets `fleet-job.json` (the job's id and queue) before
-its suite starts, so the record it seals names the job among its signed subjects.
-Before anything runs, the home is searched for such a record: a retried job whose
-first attempt already sealed finds it and finishes from there, never sealing twice.
+Every run directory gets `fleet-job.json` (the job's id and queue, and for a job of
+several starts the start's run directory name) before its suite starts, so each record
+it seals names the job among its signed subjects. Before anything runs, the home (just
+pulled from the team remote) is searched for such records: a retried job finds what an
+earlier attempt sealed, takes those records as they are, runs only the starts that are
+missing, and seals its attestation only if no attempt did.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ if TYPE_CHECKING:
     from registry.store.home import Home
 
 TAG = "fleet-job.json"
+STARTS = 2
+"""Starts of each side in a controlled reproduction or an A/B job (ABBA)."""
+SIDES = ("A", "B", "record", "control")
+"""The sides of a job's starts: an A/B's, a controlled reproduction's."""
 
 
 class Outcome(Frozen):
@@ -34,6 +41,7 @@ class Outcome(Frozen):
     verdict: str
     pushed: bool
     resumed: bool = False
+    reused: int = Field(0, description="starts an earlier attempt sealed, taken as they are")
     claim_moves: list[str] = Field(default_factory=list)
 
 
@@ -61,9 +69,13 @@ class Context:
     seen: set[str] = field(default_factory=set)
 
 
-def tag_bytes(job: JobSpec) -> bytes:
-    """The tag file's exact bytes: the same for every attempt of one job."""
-    return canonical_bytes({"job": job.id, "queue": job.queue})
+def tag_bytes(job: JobSpec, start: str | None = None) -> bytes:
+    """The tag file's exact bytes: the same for every attempt of one job (and, in a job
+    of several starts, of one start, named by its run directory)."""
+    doc: dict[str, object] = {"job": job.id, "queue": job.queue}
+    if start is not None:
+        doc["start"] = start
+    return canonical_bytes(doc)
 
 
 def run_job(job: JobSpec, ctx: Context) -> Outcome:
@@ -75,7 +87,7 @@ def run_job(job: JobSpec, ctx: Context) -> Outcome:
     if remote is not None:
         pull(ctx.home, remote)  # the target record, and what other hosts sealed
     moves = [claimjobs.start(ctx.home, job.claim)] if job.claim else []
-    outcome = _reproduce(job, ctx) if job.kind == "reproduce" else _ab(job, ctx)
+    outcome = _reproduce(job, ctx) if job.kind == "reproduce" else _starts(job, ctx)
     ctx.phase("sealed")
     if job.claim:
         moves.append(claimjobs.finish(ctx.home, job.claim, next(iter(outcome.attestations),
@@ -94,31 +106,70 @@ def _reproduce(job: JobSpec, ctx: Context) -> Outcome:
     from registry.store.query import resolve_id
 
     target = resolve_id(ctx.home, job.target)
-    sealed = tagged_record(ctx.home, target, tag_bytes(job))
-    if sealed is not None:
-        return _resumed(ctx.home, target, sealed)
+    sealed = tagged(ctx.home, {_digest(tag_bytes(job)): ""})
+    if sealed:
+        resumed = _resumed(ctx.home, list(sealed.values()))
+        if resumed is None:
+            raise Refused(f"record {sealed[''][:16]} was sealed by an earlier attempt of "
+                          "this job, but its verification was not: not sealed again",
+                          hint=f"registry reproduce {target[:16]} to judge it by hand")
+        return resumed
     run_dir = ctx.work_dir / f"job-{job.id}-attempt-{job.attempt + 1}"
 
     def suite(_: int) -> None:
         (run_dir / TAG).write_bytes(tag_bytes(job))
         ctx.phase("suite")
 
-    def sealing(_: int) -> None:
-        if "sealing" not in ctx.seen:
-            ctx.seen.add("sealing")
-            ctx.phase("sealing")
-
-    ctx.seen.discard("sealing")
     done = reproduce(ctx.home, target, out_dir=run_dir, models_dir=ctx.models_dir,
                      hooks=Hooks(waiting=_once(ctx, "engine"), suite=suite),
-                     progress=sealing, launcher=ctx.launcher)
+                     progress=_once(ctx, "sealing"), launcher=ctx.launcher)
     assert done.record is not None
     return Outcome(records=[done.record], attestations=[done.verification] if
                    done.verification else [], verdict="passed" if done.passed else "failed",
                    pushed=False)
 
 
+def _starts(job: JobSpec, ctx: Context) -> Outcome:
+    """A controlled reproduction (`control` the control record) or an A/B (`control`
+    side A, `target` side B): STARTS engine starts of each side, each sealed and tagged.
+    From the first seal on, the job's records may be in this home alone (the worker
+    routes a lost job back to it: docs/fleet.md)."""
+    from registry.ab.runner import ab
+    from registry.executor.run import Hooks
+    from registry.reproduce import reproduce
+
+    assert job.control is not None
+    names = [f"{i:02d}-{side}" for i in range(2 * STARTS) for side in SIDES]
+    sealed = tagged(ctx.home, {_digest(tag_bytes(job, n)): n for n in names})
+    resumed = _resumed(ctx.home, [sealed[n] for n in sorted(sealed)]) if sealed else None
+    if resumed is not None:
+        return resumed
+
+    def tag(run_dir: Path) -> None:
+        (run_dir / TAG).write_bytes(tag_bytes(job, run_dir.name))
+
+    hooks = Hooks(waiting=_once(ctx, "engine"), suite=_once(ctx, "suite"), ready=tag)
+    out = ctx.work_dir / f"job-{job.id}-{job.kind}-{job.attempt + 1}"
+    sealing = _once(ctx, "sealing")
+    if job.kind == "ab":
+        result = ab(ctx.home, job.control, job.target, starts=STARTS, out_dir=out,
+                    models_dir=ctx.models_dir, hooks=hooks, progress=sealing,
+                    launcher=ctx.launcher, sealed=sealed)
+        return Outcome(records=[s.record for s in result.starts],
+                       attestations=[result.verification] if result.verification else [],
+                       verdict=result.verdict, pushed=False, reused=len(sealed))
+    done = reproduce(ctx.home, job.target, control=job.control, starts=STARTS, out_dir=out,
+                     models_dir=ctx.models_dir, hooks=hooks, progress=sealing,
+                     launcher=ctx.launcher, sealed=sealed)
+    assert done.controlled is not None
+    return Outcome(records=[s.record for s in done.controlled.starts],
+                   attestations=[done.verification] if done.verification else [],
+                   verdict="passed" if done.passed else "failed", pushed=False,
+                   reused=len(sealed))
+
+
 def _once(ctx: Context, phase: str) -> Callable[[float], None]:
+    """Tells `phase` the first time it is called in this attempt, never again."""
     def tell(_: float) -> None:
         if phase not in ctx.seen:
             ctx.seen.add(phase)
@@ -128,44 +179,47 @@ def _once(ctx: Context, phase: str) -> Callable[[float], None]:
     return tell
 
 
-def tagged_record(home: Home, target: str, tag: bytes) -> str | None:
-    """The record of this home reproducing `target` whose signed subjects hold `tag`."""
+def _digest(tag: bytes) -> str:
     import hashlib
 
-    from registry.store.query import find_records, sealed_statement
+    return hashlib.sha256(tag).hexdigest()
 
-    want = hashlib.sha256(tag).hexdigest()
-    for row in find_records(home):
-        if row.parent != target:
+
+def tagged(home: Home, wanted: dict[str, str]) -> dict[str, str]:
+    """Per name of `wanted` (tag digest -> name), the committed record of this home whose
+    signed subjects hold that tag: what earlier attempts of a job sealed. Every job
+    searches the whole ledger, so it is a byte search for the digests first (a few
+    microseconds a record); only a statement holding one, and still hashing to its id,
+    is parsed."""
+    from registry.formats.record import parse_statement, record_id
+    from registry.store.ledger import RECORDS, STATEMENT, committed_ids
+
+    needles = [d.encode() for d in wanted]
+    found: dict[str, str] = {}
+    for rid in committed_ids(home.ledger):
+        try:
+            data = (home.ledger / RECORDS / rid / STATEMENT).read_bytes()
+        except OSError:
             continue
-        _, statement = sealed_statement(home, row.id)
-        if any(s.name == TAG and s.digest.get("sha256") == want for s in statement.subject):
-            return row.id
-    return None
+        if not any(n in data for n in needles) or record_id(data) != rid:
+            continue
+        for subject in parse_statement(data).subject:
+            name = wanted.get(subject.digest.get("sha256", "")) if subject.name == TAG else None
+            if name is not None:
+                found[name] = rid
+    return found
 
 
-def _resumed(home: Home, target: str, record: str) -> Outcome:
-    """An earlier attempt sealed `record`: its attestation, if it got that far."""
+def _resumed(home: Home, records: list[str]) -> Outcome | None:
+    """The job's attestation, when an earlier attempt got that far: the one of
+    `reproduce` or `ab` that judged the job's first record."""
     from registry.store.verifications import verifications_of
 
-    found = [v for v in verifications_of(home, record)
-             if v.statement.predicate.records.get("reproduction") == record]
-    if not found:
-        raise Refused(f"record {record[:16]} was sealed by an earlier attempt of this job, "
-                      "but its verification was not: not sealed again",
-                      hint=f"registry reproduce {target[:16]} to judge it by hand")
-    v = found[0]
-    return Outcome(records=[record], attestations=[v.id],
-                   verdict=v.statement.predicate.result.value, pushed=False, resumed=True)
-
-
-def _ab(job: JobSpec, ctx: Context) -> Outcome:
-    from registry.ab.runner import ab
-
-    assert job.control is not None
-    ctx.phase("engine")
-    done = ab(ctx.home, job.control, job.target, out_dir=ctx.work_dir / f"job-{job.id}-ab-"
-              f"{job.attempt + 1}", models_dir=ctx.models_dir, launcher=ctx.launcher)
-    return Outcome(records=[s.record for s in done.starts],
-                   attestations=[done.verification] if done.verification else [],
-                   verdict=done.verdict, pushed=False)
+    first = records[0]
+    for v in verifications_of(home, first):
+        roles = v.statement.predicate.records
+        if first in (roles.get("reproduction"), roles.get("start-0-A")):
+            return Outcome(records=records, attestations=[v.id],
+                           verdict=v.statement.predicate.result.value, pushed=False,
+                           resumed=True)
+    return None

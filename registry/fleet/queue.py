@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS registry_fleet_jobs (
 
 class Kind(StrEnum):
     reproduce = "reproduce"
-    ab = "ab"
+    controlled = "controlled"  # `registry reproduce TARGET --control CONTROL`
+    ab = "ab"  # `registry ab CONTROL TARGET`
 
 
 class State(StrEnum):
@@ -78,7 +79,8 @@ class Job(Frozen):
     id: int
     kind: Kind
     target: str = Field(description="the record reproduced (or side B of an A/B)")
-    control: str | None = Field(None, description="side A of an A/B")
+    control: str | None = Field(None, description="the control record of a controlled "
+                                                  "reproduction, side A of an A/B")
     hardware: str = Field(description="the hardware identity the job asks for")
     state: State
     phase: str = Field(description="the last step a worker reached: taken, engine, suite, "

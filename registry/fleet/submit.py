@@ -1,11 +1,13 @@
 """What `registry queue add` queues: a record resolved in the member's home (or the
 record a claim rests on), the hardware it asks for (named, or the host the record was
-sealed on), and its kind."""
+sealed on), and its kind: a reproduction, a controlled reproduction (`--control`) or
+an A/B (`--ab`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from registry.errors import InvalidInput, UsageError
 from registry.fleet.hardware import check_identity, sealed_hardware
 from registry.fleet.queue import Job, Kind, add_job, queue_url
 
@@ -13,18 +15,27 @@ if TYPE_CHECKING:
     from registry.store.home import Home
 
 
-def submit(home: Home, what: str, *, control: str | None = None,
+def submit(home: Home, what: str, *, control: str | None = None, ab: str | None = None,
            hardware: str | None = None, url: str | None = None) -> Job:
-    """Queue a reproduction of record (or claim) `what`, or an A/B of `control` (A)
-    against it (B)."""
+    """Queue a reproduction of record (or claim) `what`; with `control`, a controlled
+    reproduction against that record (`registry reproduce --control`); with `ab`, an
+    A/B of that record (side A) against `what` (side B)."""
     from registry.fleet.claimjobs import claim_record, is_claim
     from registry.store.query import sealed_statement
 
+    if control and ab:
+        raise UsageError("--control and --ab exclude each other: a job is a controlled "
+                         "reproduction or an A/B")
     found = queue_url(url)  # no queue: say so before reading anything
     claim = what if is_claim(home, what) else None
     rid, statement = sealed_statement(home, claim_record(home, what) if claim else what)
-    control_id = sealed_statement(home, control)[0] if control else None
+    other = control or ab
+    other_id = sealed_statement(home, other)[0] if other else None
+    if other_id == rid:
+        raise InvalidInput(f"{other}: the record itself cannot be its own "
+                           + ("control" if control else "other side"),
+                           hint="name another record, run in the same window")
     wanted = check_identity(hardware) if hardware else \
         sealed_hardware(statement.predicate.environment.host_facts())
-    return add_job(found, Kind.ab if control else Kind.reproduce, rid, wanted,
-                   control=control_id, claim=claim)
+    kind = Kind.controlled if control else Kind.ab if ab else Kind.reproduce
+    return add_job(found, kind, rid, wanted, control=other_id, claim=claim)

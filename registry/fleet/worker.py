@@ -24,6 +24,7 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.errors import RegistryError
 from registry.fleet.execute import Context, JobSpec, Outcome, run_job
+from registry.fleet.failures import Hopeless, is_hopeless, retries
 from registry.fleet.queue import (
     MAX_ATTEMPTS,
     TASK,
@@ -94,7 +95,6 @@ def serve(home: Home, opts: WorkerOptions, launcher: Launcher | None = None,
 
 async def _serve(home: Home, opts: WorkerOptions, launcher: Launcher | None,
                  report: WorkerReport, runner: Runner) -> None:
-    from procrastinate import RetryStrategy
     from procrastinate.worker import Worker
 
     from registry.fleet.queue import app as make_app
@@ -106,9 +106,7 @@ async def _serve(home: Home, opts: WorkerOptions, launcher: Launcher | None,
                         wait=not opts.once, update_heartbeat_interval=opts.heartbeat_s,
                         stalled_worker_timeout=opts.stalled_s, listen_notify=True,
                         fetch_job_polling_interval=min(opts.heartbeat_s, 5.0))
-        # RetryStrategy counts retries; MAX_ATTEMPTS counts runs
-        app.task(name=TASK, pass_context=True,
-                 retry=RetryStrategy(max_attempts=MAX_ATTEMPTS - 1))(
+        app.task(name=TASK, pass_context=True, retry=retries(MAX_ATTEMPTS))(
             _task(home, opts, launcher, report, worker, limit, runner))
         await _reclaim(app, opts, report, None)  # before taking anything: lost jobs first
         reclaimer = asyncio.create_task(_reclaim_loop(app, opts, report, worker))
@@ -210,23 +208,39 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
             note(conn, spec.id, phase="cancelled", log=_log_tail(opts.work_dir, spec))
             raise
         except Exception as e:
-            last = spec.attempt + 1 >= MAX_ATTEMPTS
-            reason = str(e) if isinstance(e, RegistryError) else f"{type(e).__name__}: {e}"
+            reason = _failure(e, spec.attempt + 1)
             note(conn, spec.id, phase="failed", log=_log_tail(opts.work_dir, spec),
-                 reason=(f"failed {spec.attempt + 1} times, not retried: " if last else
-                         f"attempt {spec.attempt + 1} failed: ") + reason)
+                 reason=reason)
+            if is_hopeless(e):
+                raise Hopeless(reason) from e
             raise
         lease.check(conn, "done")
         note(conn, spec.id, phase="done", records=out.records,
              attestations=out.attestations, pushed=out.pushed, claim_moves=out.claim_moves,
              reason=f"verdict {out.verdict}" + (" (resumed: sealed by an earlier attempt)"
-                                               if out.resumed else ""))
+                                               if out.resumed else "")
+             + (f" ({out.reused} of its starts sealed by an earlier attempt, reused)"
+                if out.reused else ""))
+
+
+def _failure(e: Exception, run: int) -> str:
+    """The reason a failed run leaves on its job: retried, or why not."""
+    why = str(e) if isinstance(e, RegistryError) else f"{type(e).__name__}: {e}"
+    if is_hopeless(e):
+        return f"not retried, no retry can fix it: {why}"
+    if run >= MAX_ATTEMPTS:
+        return f"failed {run} times, not retried: {why}"
+    return f"attempt {run} of {MAX_ATTEMPTS} failed, retried: {why}"
 
 
 def _log_tail(work_dir: Path, spec: JobSpec, limit: int = 4000) -> str | None:
-    """The end of the failed attempt's engine log, kept on the job's row."""
-    for name in (f"job-{spec.id}-attempt-{spec.attempt + 1}",):
-        log_file = work_dir / name / "server.log"
+    """The end of the failed attempt's engine log, kept on the job's row: its run
+    directory's, or its last start's in a job of several starts."""
+    attempt = spec.attempt + 1
+    logs = [work_dir / f"job-{spec.id}-attempt-{attempt}" / "server.log",
+            *sorted((work_dir / f"job-{spec.id}-{spec.kind}-{attempt}").glob("*/server.log"),
+                    reverse=True)]
+    for log_file in logs:
         if log_file.is_file():
             return log_file.read_bytes()[-limit:].decode("utf-8", "replace")
     return None

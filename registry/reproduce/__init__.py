@@ -9,7 +9,7 @@ The rules are in docs/reproduce.md.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -74,9 +74,12 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
               allow_env_drift: bool = False, min_performance: float = 0.95,
               max_rounds: int = 5, dry_run: bool = False, hooks: Hooks | None = None,
               progress: Progress | None = None, control: str | None = None,
-              starts: int = 2, launcher: Launcher | None = None) -> Reproduction:
+              starts: int = 2, launcher: Launcher | None = None,
+              sealed: Mapping[str, str] | None = None) -> Reproduction:
     """Reproduce record `prefix`; `hooks` are the executor's progress callbacks; with
-    `control` (a record, or `teacher`: the lane's), `starts` starts of each alternate."""
+    `control` (a record, or `teacher`: the lane's), `starts` starts of each alternate,
+    except those `sealed` (run directory name -> record) holds: an earlier attempt
+    sealed them, and they are taken as they are (the fleet's retried jobs)."""
     from registry.contracts.sealed import load_sealed, sealed_run
     from registry.executor.engine import Engine
     from registry.executor.run import Hooks as RunHooks
@@ -105,7 +108,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
         return _controlled(home, checked, statement, original, recipe, recipe_path,
                            _control_id(home, control, recipe, original.id), starts,
                            models_dir, out_dir, allow_env_drift, min_performance, hooks,
-                           progress, launcher)
+                           progress, launcher, sealed or {})
     if dry_run:
         return checked
     run_dir = out_dir or Path("runs") / (f"{recipe.name}-reproduce-{original.id[:12]}-"
@@ -123,8 +126,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
         run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
             models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more),
             launcher=launcher or Engine)
-    sealed = _seal(home, run_dir, recipe_path, original.id, env, progress)
-    new = load_sealed(home, sealed.id)
+    new = load_sealed(home, _seal(home, run_dir, recipe_path, original.id, env, progress).id)
     performance = performance_verdict(original, new, formula, window, min_performance,
                                       max_rounds)
     done = _judged(checked.model_copy(update={"run_dir": str(run_dir), "record": new.id}),
@@ -156,7 +158,8 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
                 recipe: Recipe, recipe_path: Path | None, control_id: str, starts: int,
                 models_dir: Path | None, out_dir: Path | None, allow_env_drift: bool,
                 min_performance: float, hooks: Hooks | None,
-                progress: Progress | None, launcher: Launcher | None) -> Reproduction:
+                progress: Progress | None, launcher: Launcher | None,
+                sealed: Mapping[str, str]) -> Reproduction:
     """Record and control in alternating starts, each sealed; then the verdicts."""
     from registry.contracts.sealed import load_sealed
     from registry.reproduce.control import control_order, judge_controlled
@@ -186,7 +189,7 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
     for i, side in enumerate(order):
         start, timed = _control_start(home, i, side, sides[side], out, models_dir, hooks,
                                       progress, [s.name for s in original.bench.suites],
-                                      formula, window, launcher)
+                                      formula, window, launcher, sealed)
         done.append(start)
         rows[start.record] = timed
     performance, controlled = judge_controlled(original, control, done, rows, formula,
@@ -202,9 +205,10 @@ def _control_start(home: Home, i: int, side: str,
                    what: tuple[Recipe, Path | None, str, EnvironmentCheck], out: Path,
                    models_dir: Path | None, hooks: Hooks | None, progress: Progress | None,
                    names: list[str], formula: MetricFormula, window: int,
-                   launcher: Launcher | None) -> tuple[ControlStart, list[BenchRow]]:
+                   launcher: Launcher | None, sealed: Mapping[str, str]
+                   ) -> tuple[ControlStart, list[BenchRow]]:
     """One fresh engine start of the record's or the control's recipe, sealed with the
-    record it re-runs as parent."""
+    record it re-runs as parent (or the record `sealed` names for its run directory)."""
     from registry.contracts.sealed import load_sealed
     from registry.executor.engine import Engine
     from registry.executor.run import run
@@ -212,14 +216,16 @@ def _control_start(home: Home, i: int, side: str,
 
     recipe, recipe_path, parent, env = what
     run_dir = run_dir_of(out, i, side)
-    suites = stored_suites(home, recipe) if recipe_path is None else []
-    with suite_folder(suites, recipe_path) as recipe_dir:
-        run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
-            models_dir=models_dir, hooks=hooks, launcher=launcher or Engine)
-    sealed = _seal(home, run_dir, recipe_path, parent, env, progress)
-    rows = load_sealed(home, sealed.id).bench.timed_rows
-    return ControlStart(start=i, side=side, record=sealed.id, run_dir=str(run_dir),
-                        figures=start_figures(i, side, sealed.id, rows, names, formula,
+    rid = sealed.get(run_dir.name)
+    if rid is None:
+        suites = stored_suites(home, recipe) if recipe_path is None else []
+        with suite_folder(suites, recipe_path) as recipe_dir:
+            run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
+                models_dir=models_dir, hooks=hooks, launcher=launcher or Engine)
+        rid = _seal(home, run_dir, recipe_path, parent, env, progress).id
+    rows = load_sealed(home, rid).bench.timed_rows
+    return ControlStart(start=i, side=side, record=rid, run_dir=str(run_dir),
+                        figures=start_figures(i, side, rid, rows, names, formula,
                                               window)), rows
 
 

@@ -122,9 +122,16 @@ class Index:
 
     def put(self, entries: list[Rows]) -> None:
         """Committed records' rows, replacing any they had, in one transaction: homes
-        that share one database pull the same records, each writing them."""
+        that share one database pull the same records, each writing them, at times at
+        the same moment. So on PostgreSQL the transaction first takes each record's
+        lock (in id order: two writers never wait on each other in a cycle), and every
+        insert skips a row another writer (or a seal) has just committed."""
+        entries = sorted(entries, key=lambda entry: entry["records"][0]["id"])
         ids = [entry["records"][0]["id"] for entry in entries]
         with self._guard(), self.engine.begin() as db:
+            if ids and db.dialect.name == "postgresql":
+                db.execute(text("SELECT pg_advisory_xact_lock(:c, :k)"),
+                           [{"c": PUT_LOCKS, "k": _put_key(rid)} for rid in ids])
             for table in (identity, results, records):
                 key = table.c.id if table is records else table.c.record_id
                 for chunk in range(0, len(ids), 500):
@@ -132,7 +139,7 @@ class Index:
             for table in (records, identity, results):
                 rows = [row for entry in entries for row in entry[table.name]]
                 if rows:
-                    db.execute(table.insert(), rows)
+                    db.execute(_insert_new(db.dialect.name, table), rows)
 
     def mark_committed(self, record_id: str, commit: str) -> None:
         with self._guard(), self.engine.begin() as db:
@@ -264,6 +271,30 @@ def _lock_key(record_id: str) -> int:
     """A record's advisory-lock key: its first 15 hex digits (60 bits, a positive bigint),
     offset from the keys other tables of this database use."""
     return int(record_id[:15], 16) if len(record_id) >= 15 else 0
+
+
+PUT_LOCKS = 727028
+"""The first key of `put`'s two-key advisory locks: a key space apart from the seal's
+one-key locks (PostgreSQL keeps the two forms apart), so a home sealing a record and
+pulling it never waits on itself."""
+
+
+def _put_key(record_id: str) -> int:
+    """A record's `put` lock: its first 8 hex digits as a signed 32-bit integer."""
+    value = int(record_id[:8], 16) if len(record_id) >= 8 else 0
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _insert_new(dialect: str, table: Table) -> Any:
+    """An insert that skips rows whose key is there already (INSERT ... ON CONFLICT DO
+    NOTHING, on both databases)."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).on_conflict_do_nothing()
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table).on_conflict_do_nothing()
 
 
 def _condition(name: str, value: str) -> Any:

@@ -11,9 +11,11 @@ started for the run (unix socket, no TCP).
 - Latency from `queue add` to a worker starting the job: 200 jobs added one at a time
   (every 50 ms) while the 4 workers wait (LISTEN/NOTIFY), each job's `started_at -
   added_at` from the database's own clock: median, p90, p99, max, stdev.
-- With the scripted engine: `--engine-jobs` (default 12) real reproductions (engine
-  start, suite, seal, attestation, pull and push to a folder remote) on the same 4
-  workers, to set the queue's cost beside a job's.
+- With the scripted engine: `--engine-jobs` (default 12; docs/fleet.md's run: 1,000)
+  real reproductions (engine start, suite, seal, attestation, pull and push to a
+  folder remote) queued at once on the same 4 workers: jobs per second, each job's
+  time, the queue's time between two jobs of one worker, add -> start; at most
+  `--engine-timeout` seconds, the figures then of the jobs done by then.
 
 The machine is shared: the load average before and after is printed with the figures.
 
@@ -23,6 +25,7 @@ The machine is shared: the load average before and after is printed with the fig
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -98,17 +101,32 @@ def rows(url: str, ids: list[int]) -> list[dict[str, object]]:
     with connect(url) as conn:
         return conn.execute(
             "SELECT f.job_id, f.added_at, f.started_at, f.updated_at, j.status::text AS s, "
-            "f.reason, j.attempts "
+            "f.reason, f.worker, j.attempts "
             "FROM registry_fleet_jobs f JOIN procrastinate_jobs j ON j.id = f.job_id "
             "WHERE f.job_id = ANY(%s)", (ids,)).fetchall()
 
 
-def wait_done(url: str, ids: list[int], timeout: float) -> None:
+def wait_done(url: str, ids: list[int], timeout: float, progress: bool = False
+              ) -> list[float]:
+    """Until every job ended; the 1-minute load average, sampled every 30 s. With
+    `progress`, a timeout ends the wait (the figures are of the jobs done by then)."""
     end = time.monotonic() + timeout
+    loads, last = [os.getloadavg()[0]], time.monotonic()
     while time.monotonic() < end:
-        if all(r["s"] in ("succeeded", "failed") for r in rows(url, ids)):
-            return
-        time.sleep(0.5)
+        got = rows(url, ids)
+        if all(r["s"] in ("succeeded", "failed") for r in got):
+            return loads
+        if time.monotonic() - last >= 30:
+            loads.append(os.getloadavg()[0])
+            last = time.monotonic()
+            if progress:
+                ended = sum(r["s"] in ("succeeded", "failed") for r in got)
+                print(f"  {time.strftime('%H:%M:%S')} {ended}/{len(ids)} ended, load "
+                      f"{loads[-1]:.1f}", flush=True)
+        time.sleep(0.5 if not progress else 5)
+    if progress:
+        print(f"  stopped waiting after {timeout:.0f} s", flush=True)
+        return loads
     raise SystemExit(f"timed out: {len(ids)} jobs not done in {timeout:.0f} s")
 
 
@@ -123,12 +141,13 @@ def stop(procs: list[subprocess.Popen[str]]) -> float:
     return cpu
 
 
-def spread(values: list[float]) -> str:
+def spread(values: list[float], unit: str = "ms") -> str:
     v = sorted(values)
-    q = statistics.quantiles(v, n=100)
-    return (f"median {statistics.median(v) * 1000:.1f} ms, p90 {q[89] * 1000:.1f}, p99 "
-            f"{q[98] * 1000:.1f}, max {v[-1] * 1000:.1f}, stdev "
-            f"{statistics.stdev(v) * 1000:.1f} (n={len(v)})")
+    k = 1000 if unit == "ms" else 1
+    q = statistics.quantiles(v, n=100, method="inclusive") if len(v) > 1 else v * 99
+    return (f"median {statistics.median(v) * k:.1f} {unit}, p10 {q[9] * k:.1f}, p90 "
+            f"{q[89] * k:.1f}, p99 {q[98] * k:.1f}, max {v[-1] * k:.1f}, stdev "
+            f"{(statistics.stdev(v) if len(v) > 1 else 0) * k:.1f} (n={len(v)})")
 
 
 def queue_alone(url: str, root: Path, n: int, env: dict[str, str]) -> None:
@@ -170,7 +189,11 @@ def latency(url: str, root: Path, n: int, env: dict[str, str]) -> None:
             print(f"  job {r['job_id']}: {r['s']} after {r['attempts']} runs: {r['reason']}")
 
 
-def with_engine(url: str, root: Path, n: int) -> None:
+def with_engine(url: str, root: Path, n: int, timeout: float) -> None:
+    """`n` reproductions queued at once on the scripted engine, 4 workers pulling and
+    pushing to one folder remote: throughput, each job's time, the queue's own time
+    between one job's end and its worker's next start, and the wait from `queue add`
+    to a worker starting it (mostly the backlog ahead of it)."""
     from tests.fleet_team import build_fleet
 
     fleet = build_fleet(root / "team", url)
@@ -179,16 +202,44 @@ def with_engine(url: str, root: Path, n: int) -> None:
     ids = [add_job(url, Kind.reproduce, fleet.record, "bench").id for _ in range(n)]
     t = time.perf_counter()
     procs = workers(url, fleet.root, fleet.root, 4, False, fleet.env, remote="origin")
-    wait_done(url, ids, 1800)
+    loads = wait_done(url, ids, timeout, progress=True)
     wall = time.perf_counter() - t
     got = rows(url, ids)
     stop(procs)
-    per = [(r["updated_at"] - r["started_at"]).total_seconds() for r in got]  # type: ignore[operator]
-    done = sum(r["s"] == "succeeded" for r in got)
-    print(f"scripted engine, 4 workers: {done}/{n} done in {wall:.1f} s (worker starts "
-          f"included) = {n / wall:.2f} jobs/s; one job (taken -> done, pull, run, seal, "
-          f"attest, push): median {statistics.median(per):.1f} s, min {min(per):.1f}, "
-          f"max {max(per):.1f}")
+    done = sorted((r for r in got if r["s"] == "succeeded"),
+                  key=lambda r: r["started_at"])  # type: ignore[arg-type,return-value]
+    first = min(r["started_at"] for r in done)  # type: ignore[type-var]
+    last = max(r["updated_at"] for r in done)  # type: ignore[type-var]
+    busy = (last - first).total_seconds()  # type: ignore[operator]
+    per = [(r["updated_at"] - r["started_at"]).total_seconds() for r in done]  # type: ignore[operator]
+    wait = [(r["started_at"] - r["added_at"]).total_seconds() for r in done]  # type: ignore[operator]
+    print(f"scripted engine, 4 workers: {len(done)}/{n} done ({n - len(done)} not: "
+          f"{sorted({str(r['reason'])[:80] for r in got if r['s'] != 'succeeded'})}); "
+          f"{wall:.0f} s with the workers' starts, {busy:.0f} s first start -> last done "
+          f"= {len(done) / busy:.3f} jobs/s")
+    print(f"  one job (taken -> done: pull, engine, suite, seal, attest, push): "
+          f"{spread(per, 's')}")
+    print(f"  the queue between jobs (a worker's done -> its next start): "
+          f"{spread(gaps(done), 'ms')}")
+    print(f"  queue add -> a worker starting it (the backlog ahead of it): {spread(wait, 's')}")
+    half = len(per) // 2  # does a job slow down as the ledgers grow?
+    print(f"  one job, median: first {half} jobs {statistics.median(per[:half]):.2f} s, "
+          f"last {len(per) - half} {statistics.median(per[half:]):.2f} s")
+    print(f"  load average during the run (1 min, every 30 s): min {min(loads):.1f}, "
+          f"median {statistics.median(loads):.1f}, max {max(loads):.1f}")
+
+
+def gaps(done: list[dict[str, object]]) -> list[float]:
+    """Per worker, the time from one job's last write (done) to its next job's start."""
+    by: dict[str, list[dict[str, object]]] = {}
+    for r in done:
+        by.setdefault(str(r["worker"]), []).append(r)
+    out = []
+    for jobs in by.values():
+        jobs.sort(key=lambda r: r["started_at"])  # type: ignore[arg-type,return-value]
+        out += [(b["started_at"] - a["updated_at"]).total_seconds()  # type: ignore[operator]
+                for a, b in itertools.pairwise(jobs)]
+    return out
 
 
 def main() -> None:
@@ -196,6 +247,9 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--latency-jobs", type=int, default=200)
     ap.add_argument("--engine-jobs", type=int, default=12)
+    ap.add_argument("--engine-timeout", type=float, default=2 * 3600,
+                    help="seconds to wait for the engine jobs; the figures are of those "
+                         "done by then")
     args = ap.parse_args()
     print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} "
           f"{os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} (1/5/15 min) before")
@@ -210,9 +264,10 @@ def main() -> None:
             queue_alone(url, root, args.jobs, env)
         else:
             signer_home(root)
-        latency(url, root, args.latency_jobs, env)
+        if args.latency_jobs:
+            latency(url, root, args.latency_jobs, env)
         if args.engine_jobs:
-            with_engine(url, root, args.engine_jobs)
+            with_engine(url, root, args.engine_jobs, args.engine_timeout)
     finally:
         stop_server(base)
         shutil.rmtree(base, ignore_errors=True)
