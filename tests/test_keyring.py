@@ -17,6 +17,7 @@ from registry.signing.failures import (
 )
 from registry.signing.keyring import KeyEntry, Keyring, Pin, Role, sign_version, verify_chain
 from registry.signing.keys import create_key, public_pem, signing_key
+from registry.store.ledger import folder_at, record_folder
 from registry.store.trust import current_keyring
 
 
@@ -101,7 +102,7 @@ def test_a_revocation_keeps_what_the_key_signed_before_it(cli, store_home, tmp_p
                          recipe=load_recipe(ROOT / "recipes" / "tiny-bf16-kv.toml"),
                          signer=signing_key(tmp_path / "colleague"))
     ledger = store_home.ledger
-    shutil.copytree(elsewhere.ledger / "records" / late.id, ledger / "records" / late.id)
+    shutil.copytree(folder_at(elsewhere.ledger, late.id), ledger / record_folder(late.id))
     git = ["git", "-C", str(ledger), "-c", "user.name=x", "-c", "user.email=x@x"]
     subprocess.run([*git, "add", "records"], check=True)
     subprocess.run([*git, "commit", "-qm", "seal"], check=True)

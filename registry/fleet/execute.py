@@ -192,13 +192,13 @@ def tagged(home: Home, wanted: dict[str, str]) -> dict[str, str]:
     microseconds a record); only a statement holding one, and still hashing to its id,
     is parsed."""
     from registry.formats.record import parse_statement, record_id
-    from registry.store.ledger import RECORDS, STATEMENT, committed_ids
+    from registry.store.ledger import STATEMENT, committed_ids, folder_at
 
     needles = [d.encode() for d in wanted]
     found: dict[str, str] = {}
     for rid in committed_ids(home.ledger):
         try:
-            data = (home.ledger / RECORDS / rid / STATEMENT).read_bytes()
+            data = (folder_at(home.ledger, rid) / STATEMENT).read_bytes()
         except OSError:
             continue
         if not any(n in data for n in needles) or record_id(data) != rid:
