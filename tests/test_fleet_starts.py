@@ -142,3 +142,26 @@ def test_a_job_of_several_starts_killed_at_each_step_seals_each_start_once(
         if step == "second start":  # the first start (or more) taken, not run again
             assert re.search(r"\(([123]) of its starts sealed by an earlier attempt, "
                              r"reused\)", j.reason or ""), j.reason
+
+
+def test_queue_list_and_the_fleet_page_name_a_job_alike() -> None:
+    """Each kind in its command's order (`ab CONTROL TARGET`, `reproduce TARGET --control
+    CONTROL`); the fleet page once said the controlled one backwards."""
+    from datetime import UTC, datetime
+
+    from registry.cli.queue import _row as listed
+    from registry.fleet.queue import Job, Kind, State
+    from registry.report.fleet import _row as paged
+
+    now = datetime.now(UTC)
+    said = {}
+    for kind in Kind:
+        job = Job(id=1, kind=kind, target="b" * 64, control=None if kind is Kind.reproduce
+                  else "a" * 64, hardware="hw", state=State.queued, phase="queued",
+                  attempts=0, queue="hw:hw", added_at=now, updated_at=now)
+        said[kind] = job.what()
+        assert listed(job)[1] == job.what(8 if job.control else 12)
+        assert paged(job, set())[1] == said[kind]
+    assert said == {Kind.reproduce: f"reproduce {'b' * 12}",
+                    Kind.controlled: f"controlled {'b' * 12} (control {'a' * 12})",
+                    Kind.ab: f"ab {'a' * 12} vs {'b' * 12}"}

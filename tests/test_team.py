@@ -778,3 +778,37 @@ def test_the_git_heap_cap_grows_with_the_ledger_and_can_be_set(shared, monkeypat
         monkeypatch.setenv(MEMORY_ENV, bad)
         with pytest.raises(InvalidInput, match=MEMORY_ENV):
             remote_heap(ledger)
+
+
+def test_a_push_outlasts_a_remote_that_keeps_moving(cli, shared, make_run, monkeypatch) -> None:
+    """Bob pushes a new record just before each of Alice's first seven pushes reaches
+    the remote (more than the five tries a push once had): hers still lands, after
+    waiting a little longer each time, and both ledgers verify with every record."""
+    from registry.signing.keys import signing_key
+    from registry.store.home import home_at
+    from registry.team import sync
+    from registry.team.remotes import get_remote
+
+    alice, bob, _remote, _ = shared
+    mine = seal(alice, make_run("alice-late"))
+    real, bobs = sync._git_push, []
+
+    def racing(ledger, remote, head):
+        if ledger.path.is_relative_to(alice.home) and len(bobs) < 7:
+            bobs.append(seal(bob, make_run(f"bob-{len(bobs)}")))
+            bob_home = home_at(bob.home)
+            ours = sync.push(bob_home, get_remote(bob_home, None), signing_key(bob.keys))
+            assert ours.sent  # bob's new record went first: alice's head is stale
+        return real(ledger, remote, head)
+
+    monkeypatch.setattr(sync, "_git_push", racing)
+    act(monkeypatch, alice)
+    r = cli("push", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert len(bobs) == 7 and json.loads(r.stdout)["sent"] == [mine]
+    for member in (alice, bob):
+        act(monkeypatch, member)
+        assert cli("pull").exit_code == 0
+        assert verify_all(cli, member)["code"] == 0
+        listed = cli("list", "--json", "--home", member.home)
+        assert set(bobs) | {mine} <= {row["id"] for row in json.loads(listed.stdout)}

@@ -105,8 +105,7 @@ def _print(summary: QueueSummary) -> None:
 
 
 def _row(j: Job) -> list[str]:
-    short = 8 if j.control else 12  # `what` may wrap, at its spaces
-    what = f"{j.kind.value} {j.target[:short]}" + (f" vs {j.control[:8]}" if j.control else "")
+    what = j.what(8 if j.control else 12)  # it may wrap, at its spaces
     return [str(j.id), what, j.hardware, j.state.value, j.phase, str(j.attempts),
             j.worker or "-", " ".join(r[:12] for r in j.records) or "-"]
 

@@ -103,6 +103,16 @@ class Job(Frozen):
     started_at: datetime | None = None
     updated_at: datetime
 
+    def what(self, width: int = 12) -> str:
+        """The job in the words of the command it runs, each record id cut to `width`
+        (`queue list` and the report's fleet page say it alike)."""
+        target, control = self.target[:width], (self.control or "")[:width]
+        if self.kind is Kind.ab:
+            return f"ab {control} vs {target}"
+        if self.kind is Kind.controlled:
+            return f"controlled {target} (control {control})"
+        return f"{self.kind.value} {target}"
+
 
 class QueueSummary(Frozen):
     jobs: list[Job]

@@ -33,9 +33,7 @@ def fleet_page(summary: QueueSummary, shown: Collection[str]) -> str:
 
 
 def _row(j: Job, shown: Collection[str]) -> list[Html | str]:
-    what = f"{j.kind.value} " + (f"{short(j.control)} vs " if j.control else "") + \
-        short(j.target)
-    return [str(j.id), what, j.hardware, status_word(j.state.value), j.phase,
+    return [str(j.id), j.what(), j.hardware, status_word(j.state.value), j.phase,
             str(j.attempts), j.worker or "", _records(j.records, shown),
             " ".join(short(a) for a in j.attestations), "; ".join(j.claim_moves),
             j.reason or ""]
