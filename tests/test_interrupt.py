@@ -77,28 +77,28 @@ app()
 """
 
 
-def test_an_interrupt_inside_exec_still_exits_130(tmp_path) -> None:
-    """CPython turns the exit of `python -m` into a SIGINT death (-2) after a
-    KeyboardInterrupt escaped an exec() of source text, even one that was handled:
-    the failure CI saw once at 0.25 s."""
+def run_probe(tmp_path, command: str) -> subprocess.CompletedProcess[bytes]:
+    """`python -m probe COMMAND`: PROBE as a package's __main__, as `python -m registry`."""
     (tmp_path / "probe").mkdir()
     (tmp_path / "probe" / "__init__.py").write_text("")
     (tmp_path / "probe" / "__main__.py").write_text(PROBE)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
-    p = subprocess.run([sys.executable, "-m", "probe", "build"], env=env, capture_output=True,
-                       timeout=120)
+    return subprocess.run([sys.executable, "-m", "probe", command], env=env,
+                          capture_output=True, timeout=120)
+
+
+def test_an_interrupt_inside_exec_still_exits_130(tmp_path) -> None:
+    """CPython turns the exit of `python -m` into a SIGINT death (-2) after a
+    KeyboardInterrupt escaped an exec() of source text, even one that was handled:
+    the failure CI saw once at 0.25 s."""
+    p = run_probe(tmp_path, "build")
     assert (p.returncode, p.stderr) == (130, b"interrupted\n")
 
 
 def test_an_interrupt_inside_a_finalizer_is_not_lost(tmp_path) -> None:
     """A Ctrl-C whose handler runs inside a `__del__` would be printed as "Exception
     ignored" and lost (the command went on to the end); it is raised again outside."""
-    (tmp_path / "probe").mkdir()
-    (tmp_path / "probe" / "__init__.py").write_text("")
-    (tmp_path / "probe" / "__main__.py").write_text(PROBE)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
-    p = subprocess.run([sys.executable, "-m", "probe", "finalizer"], env=env,
-                       capture_output=True, timeout=120)
+    p = run_probe(tmp_path, "finalizer")
     assert (p.returncode, p.stdout, p.stderr) == (130, b"", b"interrupted\n")
 
 
