@@ -27,13 +27,11 @@ from registry.signing.commits import Commit, parse_commit
 from registry.signing.failures import Failure, Kind, failure
 from registry.signing.keyring import VERSION_FILE, Chain, Keyring, Role
 from registry.store.git import git_text, object_sizes, read_objects, run_git
-from registry.store.ledger import ENVELOPE, RECORDS, STATEMENT, Ledger
+from registry.store.ledger import ENVELOPE, RECORD_FOLDER, STATEMENT, Ledger
 
 TEACHERS = "teachers"
 _SHA = re.compile(rb"[0-9a-f]{40}\Z")
-# in its shard (records/ab/ab.../), or where ledgers before shards kept it (records/ab.../)
-_RECORD_FILE = re.compile(rf"{RECORDS}/(?:(?P<shard>[0-9a-f]{{2}})/)?(?P<id>(?(shard)(?P=shard)"
-                          rf"[0-9a-f]{{62}}|[0-9a-f]{{64}}))/(?P<name>{STATEMENT}|{ENVELOPE})\Z")
+_RECORD_FILE = re.compile(rf"{RECORD_FOLDER}/(?P<name>{STATEMENT}|{ENVELOPE})\Z")
 _TEACHER_FILE = re.compile(rf"{TEACHERS}/[^/]+\.json\Z")
 # verification attestations and claim events (registry/store/attestations.py)
 _APPEND_ONLY = re.compile(r"(verifications/[0-9a-f]{64}|claims/[a-z0-9][a-z0-9._-]{0,127}"

@@ -42,10 +42,12 @@ ENVELOPE = "envelope.json"
 BRANCH = "refs/heads/main"
 
 
-RECORD_PATH = re.compile(rf"{RECORDS}/(?:(?P<shard>[0-9a-f]{{2}})/)?(?P<id>(?(shard)"
-                         rf"(?P=shard)[0-9a-f]{{62}}|[0-9a-f]{{64}}))/(?P<name>[^/]+)\Z")
-"""A record's file, in its shard (`records/ab/ab.../NAME`) or where ledgers before
-shards kept it (`records/ab.../NAME`); the shard, when there is one, is the id's start."""
+RECORD_FOLDER = (rf"{RECORDS}/(?:(?P<shard>[0-9a-f]{{2}})/)?(?P<id>(?(shard)"
+                 rf"(?P=shard)[0-9a-f]{{62}}|[0-9a-f]{{64}}))")
+"""A record's folder, as a pattern: in its shard (`records/ab/ab...`) or where ledgers
+before shards kept it (`records/ab...`); the shard, when there is one, is the id's start."""
+RECORD_PATH = re.compile(rf"{RECORD_FOLDER}/(?P<name>[^/]+)\Z")
+"""A file in a record's folder."""
 
 
 def record_folder(record_id: str) -> str:
