@@ -20,6 +20,11 @@
 #           reproduced, then EAGER_RUNS runs of the eager BF16 lane, two at a time (how many
 #           distinct outputs do cold starts give without torch.compile?).
 # PLAN=hybrid (any host): the sliding-window hybrid lane alone, run and sealed.
+# PLAN=controlled (one GPU): CONTROL_RECIPE (default llama-3b-bf16-kv-cuda-eager: an
+#           engine start without torch.compile fits ten reproductions in one lease) sealed
+#           twice with `run --starts SEALED_STARTS` (3), as the record and its control; then
+#           REPRODUCTIONS controlled reproductions (`reproduce --control`, CONTROL_STARTS
+#           starts of each, default 1), the whole job sampled by nvidia-smi (logs/smi.csv).
 # Then verify --all, list, show and resolve JSON, and logs/figures.txt: the engine's own
 # capacity lines beside the registry's resolved fields. DONE is written last; collect
 # with the kit's device-collect.sh (it packs logs/, runs/, .registry/, compare/).
@@ -27,7 +32,7 @@
 # Variables: JOB_BUDGET_S (default 1260: the job's wall clock, setup excluded),
 # LANES (one GPU; default "bf16 checkpoint-fp8 fp8 hybrid"; bf16 is always run),
 # REPRODUCTIONS (10), AGREEMENT_ROUNDS (10; 0 skips it), PLAN (two GPUs: bf16 or followup; hybrid anywhere),
-# EAGER_RUNS (8), KIT_WORK (/root/work),
+# EAGER_RUNS (8), CONTROL_RECIPE, SEALED_STARTS (3), CONTROL_STARTS (1), KIT_WORK (/root/work),
 # KIT_SITE (/root/site).
 set -uo pipefail
 PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -72,9 +77,9 @@ step() {  # step NAME CMD...: run, log to logs/NAME.log and the console, time it
 fits() {  # fits SECONDS: is there time for one more step of that length?
   [ "$(left)" -gt "$1" ] || { echo "-- skipped: $(left) s left, about $1 s needed"; return 1; }
 }
-run_json() {  # run_json NAME RECIPE: run and seal; NAME=<record> into records.txt (the
-  # record id comes from the run's own JSON: runs on two GPUs at once seal concurrently)
-  step "run-$1" R run "recipes/$2.toml" --models "$MODELS" --out "$W/runs/$1" --json
+run_json() {  # run_json NAME RECIPE [ARGS]: run and seal; NAME=<record> into records.txt
+  # (the record id comes from the run's own JSON: runs on two GPUs at once seal concurrently)
+  step "run-$1" R run "recipes/$2.toml" --models "$MODELS" --out "$W/runs/$1" --json "${@:3}"
   echo "$1=$(python3 -c 'import json, sys; print((json.load(open(sys.argv[1])).get("record") or {}).get("id", ""))' \
     "$W/logs/run-$1.log" 2>/dev/null)" >> "$W/logs/records.txt"
 }
@@ -92,6 +97,11 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
   | tee "$W/logs/nvidia-smi.txt"
 git log -1 --format='project %H %s' | tee "$W/logs/project.txt"
 PLAN=${PLAN:-bf16}
+if [ "$PLAN" = controlled ]; then  # clocks, power, temperature, throttling: the whole job
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,memory.used,clocks_event_reasons.active \
+    --format=csv -lms 250 > "$W/logs/smi.csv" 2>&1 &
+  SMI_PID=$!
+fi
 NAMES=(llama-3b)
 [ "$PLAN" = hybrid ] && NAMES=(hybrid-2b)
 [ "$GPUS" -ge 2 ] && [ "$PLAN" = followup ] && NAMES+=(llama-3b-kv-fp8)
@@ -124,6 +134,21 @@ if [ "$GPUS" -ge 2 ]; then
 fi
 if [ "$PLAN" = hybrid ]; then  # the sliding-window hybrid alone, on one GPU
   run_lane hybrid hybrid-2b-sliding-cuda
+elif [ "$PLAN" = controlled ]; then  # does a control cancel what one GPU drifts by?
+  LANE_RECIPE=${CONTROL_RECIPE:-llama-3b-bf16-kv-cuda-eager}
+  for side in record control; do
+    t0=$SECONDS
+    run_json "$side" "$LANE_RECIPE" --starts "${SEALED_STARTS:-3}"
+    LAST_RUN_S=$(( (SECONDS - t0) * 2 * ${CONTROL_STARTS:-1} / ${SEALED_STARTS:-3} ))
+  done
+  REC=$(record record) CTRL=$(record control)
+  for i in $(seq 1 "$REPRODUCTIONS"); do
+    [ -n "$REC" ] && [ -n "$CTRL" ] && fits "$LAST_RUN_S" || break
+    t0=$SECONDS
+    step "reproduce-$i" R reproduce "$REC" --control "$CTRL" --starts "${CONTROL_STARTS:-1}" \
+      --models "$MODELS" --out "$W/runs/controlled-$i" --json
+    LAST_RUN_S=$((SECONDS - t0))
+  done
 elif [ "$GPUS" -ge 2 ] && [ "$PLAN" = followup ]; then
   pair "run_json checkpoint-fp8 llama-3b-checkpoint-kv-cuda" "run_json fp8 llama-3b-fp8-kv-cuda"
   CKPT=$(record checkpoint-fp8) FP8=$(record fp8)
@@ -191,4 +216,5 @@ done
 python3 tools/gpu/figures.py "$W" 2>&1 | tee "$W/logs/figures.txt"
 echo "failed steps: $(tr '\n' ' ' < "$W/logs/failed-steps.txt" 2>/dev/null || echo none)" \
   | tee "$W/logs/failed.txt"
+[ -n "${SMI_PID:-}" ] && kill "$SMI_PID" 2>/dev/null
 date -u +%FT%TZ > "$W/DONE"
