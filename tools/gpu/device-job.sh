@@ -20,11 +20,11 @@
 #           reproduced, then EAGER_RUNS runs of the eager BF16 lane, two at a time (how many
 #           distinct outputs do cold starts give without torch.compile?).
 # PLAN=hybrid (any host): the sliding-window hybrid lane alone, run and sealed.
-# PLAN=controlled (one GPU): CONTROL_RECIPE (default llama-3b-bf16-kv-cuda-eager: an
-#           engine start without torch.compile fits ten reproductions in one lease) sealed
-#           twice with `run --starts SEALED_STARTS` (3), as the record and its control; then
+# PLAN=controlled (one GPU): CONTROL_RECIPE (default llama-3b-bf16-kv-cuda) sealed twice
+#           with `run --starts SEALED_STARTS` (3), as the record and its control; then
 #           REPRODUCTIONS controlled reproductions (`reproduce --control`, CONTROL_STARTS
 #           starts of each, default 1), the whole job sampled by nvidia-smi (logs/smi.csv).
+#           (The eager lane is faster to start but bound by the host: docs/gpu.md.)
 # Then verify --all, list, show and resolve JSON, and logs/figures.txt: the engine's own
 # capacity lines beside the registry's resolved fields. DONE is written last; collect
 # with the kit's device-collect.sh (it packs logs/, runs/, .registry/, compare/).
@@ -98,6 +98,7 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
 git log -1 --format='project %H %s' | tee "$W/logs/project.txt"
 PLAN=${PLAN:-bf16}
 if [ "$PLAN" = controlled ]; then  # clocks, power, temperature, throttling: the whole job
+  LANES=" bf16 "  # its checkpoint only
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,memory.used,clocks_event_reasons.active \
     --format=csv -lms 250 > "$W/logs/smi.csv" 2>&1 &
   SMI_PID=$!
@@ -135,7 +136,7 @@ fi
 if [ "$PLAN" = hybrid ]; then  # the sliding-window hybrid alone, on one GPU
   run_lane hybrid hybrid-2b-sliding-cuda
 elif [ "$PLAN" = controlled ]; then  # does a control cancel what one GPU drifts by?
-  LANE_RECIPE=${CONTROL_RECIPE:-llama-3b-bf16-kv-cuda-eager}
+  LANE_RECIPE=${CONTROL_RECIPE:-llama-3b-bf16-kv-cuda}
   for side in record control; do
     t0=$SECONDS
     run_json "$side" "$LANE_RECIPE" --starts "${SEALED_STARTS:-3}"
