@@ -30,6 +30,48 @@ def site(env) -> Path:
     return out
 
 
+def test_a_diff_page_states_the_signed_figures(env) -> None:
+    """A report's diff compares the figures each record signed (what its own page shows),
+    not figures derived again by this registry: here a signed figure that differs from
+    what the rows give now is the one compared."""
+    from registry.compare.diff import diff
+    from registry.compare.sides import side_as_signed
+    from registry.contracts.sealed import load_sealed
+    from registry.store.query import sealed_statement
+
+    (a, sa), (b, sb) = (sealed_statement(env["home"], rid) for rid in env["bf16"][:2])
+    [suite] = sb.predicate.results
+    metric = suite.metrics["ttft_ms.p50"]  # these rows arrived in bursts: no decode figure
+    signed = suite.model_copy(update={"metrics": {**suite.metrics, metric.name: metric.model_copy(
+        update={"value": 2 * metric.value})}})
+    sb = sb.model_copy(update={"predicate": sb.predicate.model_copy(update={"results": [signed]})})
+    d = diff(side_as_signed(a, sa, load_sealed(env["home"], a).bench),
+             side_as_signed(b, sb, load_sealed(env["home"], b).bench))
+    [figure] = [m for m in d.metrics if m.name == metric.name]
+    assert figure.b == 2 * metric.value
+    assert figure.a == sa.predicate.results[0].metrics[metric.name].value
+
+
+def test_pages_split_over_processes_are_the_pages_written_inline(env, tmp_path,
+                                                                 monkeypatch) -> None:
+    """The report writes its record and diff pages in forked workers when there are many
+    (registry.base.parallel): the site is the same, byte for byte, as written inline."""
+    from registry.base import parallel
+    from registry.report import Selection, build_report
+
+    def site_files(out: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+                if p.is_file()}
+
+    monkeypatch.setattr(parallel, "MIN_ITEMS", 10**9)
+    build_report(env["home"], tmp_path / "inline", Selection())
+    monkeypatch.setattr(parallel, "MIN_ITEMS", 2)
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    build_report(env["home"], tmp_path / "split", Selection())
+    inline, split = site_files(tmp_path / "inline"), site_files(tmp_path / "split")
+    assert len(inline) > 10 and inline == split
+
+
 def bench_rates(lane: str, window: int = 100) -> list[float]:
     """Decode rates computed here from the raw bench file: 99 / (t[99] - t[0])."""
     rows = json.loads((RUNS / lane / "bench.json").read_text())["rows"]

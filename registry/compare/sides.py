@@ -64,6 +64,17 @@ def side_from_sealed(rid: str, statement: Statement, bench: Bench | None,
                                    "suites": {s.name: s.sha256 for s in bench.suites}})
 
 
+def side_as_signed(rid: str, statement: Statement, bench: Bench | None) -> Side:
+    """A record already read, with its signed figures (what its own page shows) and its
+    rows (checked against their signed digest by the caller) for the outputs: the
+    report's diffs, so that a diff page never states a figure the record page does not."""
+    side = side_from_sealed(rid, statement, None, None)
+    if bench is None:
+        return side
+    return side.model_copy(update={"results": statement.predicate.results, "rows": bench.rows,
+                                   "suites": {s.name: s.sha256 for s in bench.suites}})
+
+
 def side_from_run_dir(run_dir: Path) -> Side:
     from registry.formats import rundir
     from registry.measure.results import suite_results

@@ -22,6 +22,7 @@ from pydantic import Field
 
 from registry.base.canonical import is_sha256
 from registry.base.model import Frozen
+from registry.base.parallel import map_parts
 from registry.errors import Refused
 from registry.report import pages
 from registry.report.html import short
@@ -145,21 +146,28 @@ def _write_site(home: Home, site: Path, records: list[RecordData],
             pairs.setdefault((a, b), ("picked diff with", "picked diff with"))
     logs = _logs(home, site, records)
     related: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    sides: dict[str, Any] = {}  # a record is in up to three diffs: its figures derived once
     for (a, b), (label_a, label_b) in pairs.items():
-        path = PATHS.diff(a, b)
-        related[a].append((f"{label_a} {short(b)}", path))
-        related[b].append((f"{label_b} {short(a)}", path))
-        _write(site, path, pages.diff_page(_diff(by_id[a], by_id[b], sides), by_id[a],
-                                           by_id[b]))
+        related[a].append((f"{label_a} {short(b)}", PATHS.diff(a, b)))
+        related[b].append((f"{label_b} {short(a)}", PATHS.diff(a, b)))
     children: dict[str, list[RecordData]] = defaultdict(list)
     for r in records:
         if r.statement.predicate.parent in by_id:
             children[str(r.statement.predicate.parent)].append(r)
-    for r in records:
-        _write(site, PATHS.record(r.id), pages.record_page(r, logs.get(r.id, {}),
-                                                             related[r.id], by_id,
-                                                             children[r.id]))
+    # (a, b) for a diff page, (id, None) for a record page: pure work, split over CPUs
+    jobs: list[tuple[str, str | None]] = [*pairs, *((r.id, None) for r in records)]
+
+    def write_pages(part: range) -> list[int]:
+        sides: dict[str, Any] = {}  # a record is in up to three diffs: its side built once
+        for a, b in (jobs[i] for i in part):
+            if b is not None:
+                _write(site, PATHS.diff(a, b), pages.diff_page(_diff(by_id[a], by_id[b], sides),
+                                                               by_id[a], by_id[b]))
+            else:
+                _write(site, PATHS.record(a), pages.record_page(
+                    by_id[a], logs.get(a, {}), related[a], by_id, children[a]))
+        return []
+
+    map_parts(write_pages, len(jobs))
     for lane, members in by_lane.items():
         _write(site, PATHS.lane(lane), pages.lane_page(lane, members,
                                                        teacher_changes(home, members)))
@@ -197,15 +205,13 @@ def _pairs(records: Sequence[RecordData],
 
 
 def _diff(a: RecordData, b: RecordData, sides: dict[str, Any]) -> Any:
-    """The diff of two records; `sides` keeps each record's side (its figures re-derived
-    from its rows, with bootstrap intervals: most of a report's time) for its next diff."""
+    """The diff of two records as signed; `sides` keeps each record's side for its next diff."""
     from registry.compare.diff import diff
-    from registry.compare.sides import side_from_sealed
+    from registry.compare.sides import side_as_signed
 
     def side(r: RecordData) -> Any:
         if r.id not in sides:
-            sides[r.id] = side_from_sealed(r.id, r.statement,
-                                           r.bench if r.bench_intact else None, r.recipe)
+            sides[r.id] = side_as_signed(r.id, r.statement, r.bench if r.bench_intact else None)
         return sides[r.id]
 
     return diff(side(a), side(b))

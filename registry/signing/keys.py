@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from registry.base.canonical import is_sha256
@@ -50,16 +49,17 @@ def keys_dir() -> Path:
 
 
 def key_id(public: Ed25519PublicKey) -> str:
-    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return hashlib.sha256(raw).hexdigest()
+    return hashlib.sha256(public.public_bytes_raw()).hexdigest()
 
 
 def public_pem(public: Ed25519PublicKey) -> str:
+    from cryptography.hazmat.primitives import serialization  # not on the read paths
     return public.public_bytes(serialization.Encoding.PEM,
                                serialization.PublicFormat.SubjectPublicKeyInfo).decode()
 
 
 def load_public_pem(data: bytes, source: object) -> Ed25519PublicKey:
+    from cryptography.hazmat.primitives import serialization  # not on the read paths
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm):
@@ -72,6 +72,7 @@ def load_public_pem(data: bytes, source: object) -> Ed25519PublicKey:
 
 def create_key(directory: Path | None = None) -> KeyInfo:
     """A new Ed25519 key, written 0600, made the default."""
+    from cryptography.hazmat.primitives import serialization  # not on the read paths
     directory = directory or keys_dir()
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     private = Ed25519PrivateKey.generate()
@@ -124,6 +125,7 @@ def check_private_file(path: Path) -> None:
 
 def load_private(path: Path) -> Ed25519PrivateKey:
     """An Ed25519 private key file, refused when others may read it or it is no key."""
+    from cryptography.hazmat.primitives import serialization  # not on the read paths
     check_private_file(path)
     try:
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
@@ -164,6 +166,7 @@ def local_keys(directory: Path | None = None) -> list[KeyInfo]:
 def local_signers(directory: Path | None = None) -> list[Signer]:
     """Every local private key, the default first (for keyring versions that need
     several root signatures)."""
+    from cryptography.hazmat.primitives import serialization  # not on the read paths
     directory = directory or keys_dir()
     default = default_keyid(directory)
     out: list[Signer] = []
