@@ -23,7 +23,8 @@
 # PLAN=controlled (one GPU): CONTROL_RECIPE (default llama-3b-bf16-kv-cuda) sealed twice
 #           with `run --starts SEALED_STARTS` (3), as the record and its control; then
 #           REPRODUCTIONS controlled reproductions (`reproduce --control`, CONTROL_STARTS
-#           starts of each, default 1), the whole job sampled by nvidia-smi (logs/smi.csv).
+#           starts of each, default 2: record, control, control, record), the whole job
+#           sampled by nvidia-smi (logs/smi.csv).
 #           (The eager lane is faster to start but bound by the host: docs/gpu.md.)
 # Then verify --all, list, show and resolve JSON, and logs/figures.txt: the engine's own
 # capacity lines beside the registry's resolved fields. DONE is written last; collect
@@ -32,7 +33,7 @@
 # Variables: JOB_BUDGET_S (default 1260: the job's wall clock, setup excluded),
 # LANES (one GPU; default "bf16 checkpoint-fp8 fp8 hybrid"; bf16 is always run),
 # REPRODUCTIONS (10), AGREEMENT_ROUNDS (10; 0 skips it), PLAN (two GPUs: bf16 or followup; hybrid anywhere),
-# EAGER_RUNS (8), CONTROL_RECIPE, SEALED_STARTS (3), CONTROL_STARTS (1), KIT_WORK (/root/work),
+# EAGER_RUNS (8), CONTROL_RECIPE, SEALED_STARTS (3), CONTROL_STARTS (2), KIT_WORK (/root/work),
 # KIT_SITE (/root/site).
 set -uo pipefail
 PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -140,13 +141,13 @@ elif [ "$PLAN" = controlled ]; then  # does a control cancel what one GPU drifts
   for side in record control; do
     t0=$SECONDS
     run_json "$side" "$LANE_RECIPE" --starts "${SEALED_STARTS:-3}"
-    LAST_RUN_S=$(( (SECONDS - t0) * 2 * ${CONTROL_STARTS:-1} / ${SEALED_STARTS:-3} ))
+    LAST_RUN_S=$(( (SECONDS - t0) * 2 * ${CONTROL_STARTS:-2} / ${SEALED_STARTS:-3} ))
   done
   REC=$(record record) CTRL=$(record control)
   for i in $(seq 1 "$REPRODUCTIONS"); do
     [ -n "$REC" ] && [ -n "$CTRL" ] && fits "$LAST_RUN_S" || break
     t0=$SECONDS
-    step "reproduce-$i" R reproduce "$REC" --control "$CTRL" --starts "${CONTROL_STARTS:-1}" \
+    step "reproduce-$i" R reproduce "$REC" --control "$CTRL" --starts "${CONTROL_STARTS:-2}" \
       --models "$MODELS" --out "$W/runs/controlled-$i" --json
     LAST_RUN_S=$((SECONDS - t0))
   done
