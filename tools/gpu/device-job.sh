@@ -26,6 +26,11 @@
 #           starts of each, default 2: record, control, control, record), the whole job
 #           sampled by nvidia-smi (logs/smi.csv).
 #           (The eager lane is faster to start but bound by the host: docs/gpu.md.)
+#           TRUST_PEM=FILE: the new home also trusts that public key as a signer, so a
+#           later lease can go on with this home. RESUME=DIR (absolute): go on with an
+#           earlier controlled job's home instead of sealing again: DIR holds the
+#           home.tar.gz its collect packed, its logs/records.txt as records.txt, and
+#           keys/ with the private key of the TRUST_PEM it trusted (docs/gpu.md).
 # Then verify --all, list, show and resolve JSON, and logs/figures.txt: the engine's own
 # capacity lines beside the registry's resolved fields. DONE is written last; collect
 # with the kit's device-collect.sh (it packs logs/, runs/, .registry/, compare/).
@@ -112,13 +117,21 @@ NAMES=(llama-3b)
 step checkpoints python3 tools/sized_checkpoint.py --out "$MODELS" --device cuda "${NAMES[@]}"
 rm -rf "$W/.registry" "$W/keys" "$W/runs"/* "$W/logs/records.txt" "$W/logs/checkpoints" \
   "$W/logs/failed-steps.txt"
+if [ -n "${RESUME:-}" ]; then  # the earlier lease's home, signed on with the key it trusted
+  tar -xzf "$RESUME/home.tar.gz" -C "$W" && cp "$RESUME/records.txt" "$W/logs/records.txt" \
+    && mkdir -p "$W/keys" && cp -r "$RESUME/keys/." "$W/keys/" && chmod 600 "$W"/keys/*.pem \
+    || { echo "RESUME=$RESUME: no home.tar.gz, records.txt and keys/ there"; exit 2; }
+fi
 for m in "${NAMES[@]}"; do  # the checkpoints' small files, for re-derivation elsewhere
   mkdir -p "$W/logs/checkpoints/$m"
   cp "$MODELS/$m"/*.json "$MODELS/$m"/.sized-checkpoint.json "$W/logs/checkpoints/$m/" 2>/dev/null
   R inspect "$MODELS/$m" --json > "$W/logs/checkpoints/$m.inspect.json" 2>&1
 done
-step keys-init R keys init
-step init R init "$W"
+if [ -z "${RESUME:-}" ]; then
+  step keys-init R keys init
+  step init R init "$W"
+  [ -n "${TRUST_PEM:-}" ] && step trust R keys trust "$TRUST_PEM"
+fi
 
 if [ "$GPUS" -ge 2 ]; then
   # One-GPU work runs two at a time, one per GPU: the executor takes the first device
@@ -138,7 +151,9 @@ if [ "$PLAN" = hybrid ]; then  # the sliding-window hybrid alone, on one GPU
   run_lane hybrid hybrid-2b-sliding-cuda
 elif [ "$PLAN" = controlled ]; then  # does a control cancel what one GPU drifts by?
   LANE_RECIPE=${CONTROL_RECIPE:-llama-3b-bf16-kv-cuda}
+  LAST_RUN_S=$((2 * ${CONTROL_STARTS:-2} * 80))  # until one is measured
   for side in record control; do
+    [ -n "${RESUME:-}" ] && break  # sealed in the earlier lease
     t0=$SECONDS
     run_json "$side" "$LANE_RECIPE" --starts "${SEALED_STARTS:-3}"
     LAST_RUN_S=$(( (SECONDS - t0) * 2 * ${CONTROL_STARTS:-2} / ${SEALED_STARTS:-3} ))
