@@ -19,7 +19,10 @@ _work: Callable[[range], list[Any]] | None = None  # the forked workers' task, s
 
 
 def workers() -> int:
-    """The CPUs this process may run on (its affinity, as `taskset` or a container sets it)."""
+    """The CPUs this process may run on (its affinity, as `taskset` or a container sets
+    it); 1 where there is no affinity call (macOS, where a fork is not safe either)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return 1
     return min(len(os.sched_getaffinity(0)), MAX_WORKERS)
 
 
