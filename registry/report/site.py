@@ -147,8 +147,9 @@ def _write_site(home: Home, site: Path, records: list[RecordData],
     logs = _logs(home, site, records)
     related: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for (a, b), (label_a, label_b) in pairs.items():
-        related[a].append((f"{label_a} {short(b)}", PATHS.diff(a, b)))
-        related[b].append((f"{label_b} {short(a)}", PATHS.diff(a, b)))
+        path = PATHS.diff(a, b)
+        related[a].append((f"{label_a} {short(b)}", path))
+        related[b].append((f"{label_b} {short(a)}", path))
     children: dict[str, list[RecordData]] = defaultdict(list)
     for r in records:
         if r.statement.predicate.parent in by_id:

@@ -151,18 +151,20 @@ if [ "$PLAN" = hybrid ]; then  # the sliding-window hybrid alone, on one GPU
   run_lane hybrid hybrid-2b-sliding-cuda
 elif [ "$PLAN" = controlled ]; then  # does a control cancel what one GPU drifts by?
   LANE_RECIPE=${CONTROL_RECIPE:-llama-3b-bf16-kv-cuda}
-  LAST_RUN_S=$((2 * ${CONTROL_STARTS:-2} * 80))  # until one is measured
-  for side in record control; do
-    [ -n "${RESUME:-}" ] && break  # sealed in the earlier lease
-    t0=$SECONDS
-    run_json "$side" "$LANE_RECIPE" --starts "${SEALED_STARTS:-3}"
-    LAST_RUN_S=$(( (SECONDS - t0) * 2 * ${CONTROL_STARTS:-2} / ${SEALED_STARTS:-3} ))
-  done
+  SEALED=${SEALED_STARTS:-3} EACH=${CONTROL_STARTS:-2}
+  LAST_RUN_S=$((2 * EACH * 80))  # until one is measured
+  if [ -z "${RESUME:-}" ]; then  # else sealed in the earlier lease
+    for side in record control; do
+      t0=$SECONDS
+      run_json "$side" "$LANE_RECIPE" --starts "$SEALED"
+      LAST_RUN_S=$(( (SECONDS - t0) * 2 * EACH / SEALED ))
+    done
+  fi
   REC=$(record record) CTRL=$(record control)
   for i in $(seq 1 "$REPRODUCTIONS"); do
     [ -n "$REC" ] && [ -n "$CTRL" ] && fits "$LAST_RUN_S" || break
     t0=$SECONDS
-    step "reproduce-$i" R reproduce "$REC" --control "$CTRL" --starts "${CONTROL_STARTS:-2}" \
+    step "reproduce-$i" R reproduce "$REC" --control "$CTRL" --starts "$EACH" \
       --models "$MODELS" --out "$W/runs/controlled-$i" --json
     LAST_RUN_S=$((SECONDS - t0))
   done
