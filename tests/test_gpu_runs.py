@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 import sys
 from pathlib import Path
 
@@ -48,8 +49,9 @@ def captured() -> list[tuple[Path, Path]]:
 
 
 def reproductions() -> list[tuple[Path, Path]]:
-    """(host folder, reproduce verdict JSON) of every reproduction kept."""
-    return [(host, log) for host in hosts() for log in sorted(host.glob("logs/reproduce-*.log"))]
+    """(host folder, reproduce verdict JSON) of every uncontrolled reproduction kept."""
+    return [(host, log) for host in hosts() for log in sorted(host.glob("logs/reproduce-*.log"))
+            if "controlled" not in json.loads(log.read_text())]  # those: a test of their own
 
 
 def run_of(host: Path, record: str) -> Path:
@@ -255,3 +257,55 @@ def test_the_checks_on_a_capture_made_from_cpu_runs(work, tmp_path, cli, store_h
         there[n].get("resolved") for n in COMPARED]
     (dest / "runs" / "checkpoint-fp8" / "huge.bin").unlink(missing_ok=True)
     assert set(seal_and_diff(store_home, tmp_path, cli, dest)) == {"bf16", "checkpoint-fp8"}
+
+
+def test_a_controlled_reproduction_on_one_gpu_re_derives_its_verdict() -> None:
+    """docs/gpu.md: the first controlled reproduction of the compiled 3 B BF16 record on one
+    H200 (2026-12-02; the lease was lost during the second). Its speed verdict, re-derived
+    here from the raw rows of the two sealed records and its four starts, passed; its
+    bitwise contract failed, as a compiled lane's may. The GPU ran at its top clock but for
+    one sample or so as each engine warmed up, far below its power limit."""
+    import math
+
+    from registry.executor.gpu import parse, summary
+    from registry.measure.starts import (
+        StartFigure,
+        figures_by_start,
+        log_spread,
+        pair_logs,
+        paired_interval,
+        start_figure,
+    )
+
+    host = GPU_RUNS / "h200x1-20261202-controlled"
+    there = json.loads((host / "logs" / "reproduce-1.log").read_text())
+    bench = Recipe.model_validate_json((host / "runs" / "record" / "recipe.json")
+                                       .read_text()).benchmark
+
+    def rows(run: Path) -> list:
+        return read_model(run / "bench.json", Bench).timed_rows
+
+    sealed = [figures_by_start(rows(host / "runs" / side), bench.metric, bench.window)
+              for side in ("record", "control")]
+    starts = []
+    for i, run in enumerate(sorted((host / "runs" / "controlled-1").iterdir())):
+        value, used = start_figure(rows(run), bench.metric, bench.window)
+        starts.append(StartFigure(start=i, side=run.name[3:], value=value, rows=used))
+    assert [s.side for s in starts] == there["controlled"]["order"]
+    r_sealed, c_sealed = (statistics.geometric_mean(v) for v in sealed)
+    here = paired_interval(
+        pair_logs(starts, a="control", b="record"), sealed=math.log(r_sealed / c_sealed),
+        sealed_weight=(1 / len(sealed[0]) + 1 / len(sealed[1])) / 2,
+        start_spreads=[s for s in map(log_spread, sealed) if s])
+    [speed] = there["performance"]["suites"]
+    assert here is not None and here.low is not None and here.high is not None
+    assert (here.ratio, here.low, here.high) == pytest.approx(
+        (speed["ratio"], speed["ratio_low"], speed["ratio_high"]), rel=1e-9)
+    assert speed["status"] == "passed" and here.low >= there["performance"]["min_ratio"]
+    assert there["identity"]["passed"] and there["identity"]["compared"] == 25
+    assert there["contract"]["contract"] == "bitwise-teacher" and not there["contract"]["passed"]
+    samples = parse((host / "logs" / "smi.csv").read_text())
+    seen = summary(samples)
+    assert seen.busy > 100 and seen.sm_mhz_max == 1980 and seen.sm_mhz_min_busy >= 1800
+    slow = [s for s in samples if (s.utilization_pct or 0) > 50 and (s.sm_mhz or 0) < 1980]
+    assert len(slow) <= 15 and seen.power_w_max is not None and seen.power_w_max < 400
