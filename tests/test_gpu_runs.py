@@ -19,6 +19,7 @@ from registry.base.hashing import sha256_file
 from registry.formats.rundir import Bench, LaunchPlan, read_model
 from registry.recipe.schema import Recipe
 from registry.reproduce.judge import judge_rows
+from registry.seal import seal_run
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tools" / "gpu"))
@@ -108,8 +109,6 @@ def results_match_the_gpu_hosts(cli, host: Path, ids: dict[str, str]) -> int:
 
 def seal_and_diff(store_home, tmp_path: Path, cli, host: Path) -> dict[str, str]:
     """Seal every complete run of a host folder; diff BF16 against checkpoint FP8."""
-    from registry.seal import seal_run
-
     ids = {}
     for run in sorted(p for p in (host / "runs").glob("*") if p.is_dir()):
         if json.loads((run / "status.json").read_text()).get("state") != "complete":
@@ -309,3 +308,37 @@ def test_a_controlled_reproduction_on_one_gpu_re_derives_its_verdict() -> None:
     assert seen.busy > 100 and seen.sm_mhz_max == 1980 and seen.sm_mhz_min_busy >= 1800
     slow = [s for s in samples if (s.utilization_pct or 0) > 50 and (s.sm_mhz or 0) < 1980]
     assert len(slow) <= 15 and seen.power_w_max is not None and seen.power_w_max < 400
+
+
+def test_a_dry_run_foresees_what_controlled_starts_can_decide(store_home, tmp_path,
+                                                               cli) -> None:
+    """docs/gpu.md: with the H200's sealed starts (1.7% apart), two starts a side pass
+    only above a controlled ratio of 1.004; a ratio of 1.0 needs three. The foresight is
+    paired_interval's own arithmetic: pairs spread as foreseen give its floor exactly."""
+    import math
+
+    from registry.measure.starts import paired_interval
+
+    host = GPU_RUNS / "h200x1-20261202-controlled"
+    ids = {}
+    for name in ("record", "control"):
+        ids[name] = seal_run(shutil.copytree(host / "runs" / name, tmp_path / name),
+                             home=store_home).id
+    args = ["reproduce", ids["record"], "--control", ids["control"], "--dry-run",
+            "--models", tmp_path / "models"]
+    r = cli(*args, "--json")
+    assert r.exit_code in (0, 6), r.stderr  # drift: this host is not the H200
+    [seen] = json.loads(r.stdout)["foreseen"]
+    assert seen["starts_for_parity"] == 3 and seen["start_spread_pct"] == pytest.approx(1.665,
+                                                                                        abs=1e-3)
+    assert 1.0 < seen["passes_above"] < 1.01
+    text = cli(*args)
+    assert "a ratio of 1.0 needs 3 a side" in text.stdout
+    # two pairs whose ln ratios spread as the sealed starts foresee: the interval's low
+    # end lands on the floor when the ratio is the one foreseen
+    var = 2 * (seen["start_spread_pct"] / 100) ** 2
+    a = math.sqrt(var / 2)
+    m = math.log(seen["passes_above"])
+    sealed_starts = [(var / 2, 4)]
+    iv = paired_interval([m - a, m + a], sealed_weight=1 / 3, start_spreads=sealed_starts)
+    assert iv is not None and iv.low == pytest.approx(0.95, rel=1e-6)

@@ -84,6 +84,8 @@ def _print(done: Reproduction) -> None:
         from registry.cli.run import print_plan
 
         print_plan(done.plan)
+        for line in _foreseen_lines(done):
+            console.print(line, highlight=False)
     env = done.environment
     rows = [[f.name, _short(f.sealed), _short(f.now), "same" if f.equal else "DRIFT"]
             for f in env.facts]
@@ -143,6 +145,22 @@ def _controlled_lines(done: Reproduction) -> list[str]:
         host = "-" if s.host_factor is None else f"{s.host_factor:.3f}"
         lines.append(f"  {s.suite}: the host ran at {host} x the control's sealed speed; "
                      f"uncontrolled verdict {c.uncontrolled.status}")
+    return lines
+
+
+def _foreseen_lines(done: Reproduction) -> list[str]:
+    """What the planned controlled starts can decide, if they spread as the sealed ones."""
+    lines = []
+    for f in done.foreseen or []:
+        if f.start_spread_pct is None or f.passes_above is None:
+            lines.append(f"foreseen    {f.suite}: the sealed records have one start each: "
+                         "no spread to foresee from")
+            continue
+        parity = (f"a ratio of 1.0 needs {f.starts_for_parity} a side" if f.starts_for_parity
+                  else "no number of starts lets 1.0 pass: seal both over more")
+        lines += [f"foreseen    {f.suite}: sealed starts {f.start_spread_pct:.1f}% apart; "
+                  f"with {f.starts} a side it passes", f"            above a controlled "
+                  f"ratio of {f.passes_above:.3f}; {parity}"]
     return lines
 
 

@@ -110,7 +110,7 @@ def t_quantile(p: float, df: int) -> float:
     return (low + high) / 2
 
 
-def _pooled(groups: Sequence[tuple[float, int]]) -> tuple[float | None, int]:
+def pooled(groups: Sequence[tuple[float, int]]) -> tuple[float | None, int]:
     """(pooled variance, df) from (variance, df) groups."""
     df = sum(d for _, d in groups)
     if df < 1:
@@ -141,7 +141,7 @@ def paired_interval(d: Sequence[float], *, sealed: float = 0.0, sealed_weight: f
     mean = statistics.fmean(d) - sealed
     groups = [(statistics.variance(d), n - 1)] if n > 1 else []
     groups += [(2 * v, df) for v, df in start_spreads]
-    var, df = _pooled(groups)
+    var, df = pooled(groups)
     method = (f"Student t ({df} df) over {n} paired starts' ln ratios"
               + (", against the sealed ratio" if sealed_weight else "")
               + (f", spread pooled with {len(start_spreads)} sealed record(s)' starts"
@@ -153,6 +153,17 @@ def paired_interval(d: Sequence[float], *, sealed: float = 0.0, sealed_weight: f
     return PairedInterval(ratio=math.exp(mean), low=math.exp(mean - half),
                           high=math.exp(mean + half), level=level, pairs=n, df=df,
                           spread=math.sqrt(var), method=method)
+
+
+def foreseen_half(start_spreads: Sequence[tuple[float, int]], pairs: int,
+                  sealed_weight: float, level: float = LEVEL) -> float | None:
+    """The ln half-width `paired_interval` would give `pairs` pairs against a sealed ratio
+    if the pairs spread as the sealed starts did (None: no sealed spread to go by)."""
+    var, df = pooled([(2 * v, d) for v, d in start_spreads])
+    if var is None or pairs < 1:
+        return None
+    return t_quantile(1 - (1 - level) / 2, df + pairs - 1) * math.sqrt(
+        var * (1 / pairs + sealed_weight))
 
 
 def boost_verdict(interval: PairedInterval | None, noise_pct: float = NOISE_PCT) -> str:

@@ -26,7 +26,7 @@ from registry.executor.gpu import GpuSummary
 from registry.formats.record import Override, Statement
 from registry.formats.rundir import BenchRow, LaunchPlan
 from registry.recipe.schema import MetricFormula, Recipe
-from registry.reproduce.control import Controlled
+from registry.reproduce.control import Controlled, Foreseen
 from registry.reproduce.environment import EnvironmentCheck, check_environment
 from registry.reproduce.judge import (
     ContractVerdict,
@@ -66,6 +66,8 @@ class Reproduction(Frozen):
     host_speed: float | None = Field(None, description="the host speed probe's CPU loop, "
                                      "sealed time / time now (0.8: 20% slower today)")
     gpu: GpuSummary | None = Field(None, description="the new run's GPU samples, summarised")
+    foreseen: list[Foreseen] | None = Field(None, description="--control --dry-run: what the "
+                                            "planned starts can decide, per suite")
     passed: bool
 
 
@@ -162,7 +164,7 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
                 sealed: Mapping[str, str]) -> Reproduction:
     """Record and control in alternating starts, each sealed; then the verdicts."""
     from registry.contracts.sealed import load_sealed
-    from registry.reproduce.control import control_order, judge_controlled
+    from registry.reproduce.control import control_order, foresee, judge_controlled
 
     order = control_order(starts)
     control = load_sealed(home, control_id)
@@ -178,11 +180,12 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
         raise Refused(f"environment drift since control {control.id[:16]}: "
                       + "; ".join(_drift_text(c_env)),
                       hint="restore the environment, or run anyway with --allow-env-drift")
+    formula, window = _formula(statement, recipe)
     if checked.dry_run:
-        return checked
+        return checked.model_copy(update={"foreseen": foresee(
+            original, control, starts, formula, window, min_performance)})
     out = out_dir or Path("runs") / (f"{recipe.name}-controlled-{original.id[:12]}-"
                                      f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
-    formula, window = _formula(statement, recipe)
     sides = {"record": (recipe, recipe_path, original.id, checked.environment),
              "control": (c_recipe, None, control.id, c_env)}
     done, rows = [], {}

@@ -32,9 +32,11 @@ from registry.measure.starts import (
     StartFigure,
     alternating,
     figures_by_start,
+    foreseen_half,
     log_spread,
     pair_logs,
     paired_interval,
+    pooled,
     start_figure,
 )
 from registry.recipe.schema import MetricFormula
@@ -76,6 +78,22 @@ class Controlled(Frozen):
                                                          "record starts, for comparison")
 
 
+MOST_STARTS = 20  # what `foresee` looks through for the starts a ratio of 1.0 needs
+
+
+class Foreseen(Frozen):
+    """What a planned controlled reproduction can decide, from the sealed starts alone."""
+
+    suite: str
+    starts: int = Field(description="the planned starts of each side")
+    start_spread_pct: float | None = Field(description="100 x sd of one start's ln figure, "
+                                           "pooled over both sealed records' starts")
+    passes_above: float | None = Field(description="the controlled ratio the planned starts "
+                                       "must show to pass: floor x exp(half-width)")
+    starts_for_parity: int | None = Field(description="fewest starts a side with which a "
+                                          f"ratio of 1.0 passes; None: not within {MOST_STARTS}")
+
+
 def control_order(starts: int) -> list[str]:
     if starts < 1:
         raise InvalidInput(f"--starts {starts}: at least 1 of each")
@@ -99,6 +117,30 @@ def judge_controlled(original: SealedRun, control: SealedRun, starts: list[Contr
                               min_ratio, 1)
     return verdict, Controlled(control=control.id, order=[s.side for s in starts],
                                starts=starts, suites=suites, uncontrolled=uncontrolled)
+
+
+def foresee(original: SealedRun, control: SealedRun, starts: int,
+            formula: MetricFormula, window: int, min_ratio: float) -> list[Foreseen]:
+    """Per suite: if the starts now spread as the sealed ones did, the ratio `starts` a
+    side must show to pass, and how many starts a side a ratio of 1.0 needs. The sealed
+    records' own spread bounds it: no number of new starts removes their share."""
+    out = []
+    for name in (s.name for s in original.bench.suites):
+        sealed = [figures_by_start([r for r in run.bench.timed_rows if r.suite == name],
+                                   formula, window) for run in (original, control)]
+        spreads = [x for x in map(log_spread, sealed) if x]
+        weight = (1 / max(len(sealed[0]), 1) + 1 / max(len(sealed[1]), 1)) / 2
+        halves = {n: foreseen_half(spreads, n, weight) for n in range(1, MOST_STARTS + 1)}
+        now = foreseen_half(spreads, starts, weight)
+        parity = next((n for n, h in halves.items() if h is not None
+                       and math.exp(-h) >= min_ratio), None)
+        var, _ = pooled(spreads)
+        out.append(Foreseen(
+            suite=name, starts=starts,
+            start_spread_pct=None if var is None else 100 * math.sqrt(var),
+            passes_above=None if now is None else min_ratio * math.exp(now),
+            starts_for_parity=parity))
+    return out
 
 
 def _suite(k: int, name: str, original: SealedRun, control: SealedRun,

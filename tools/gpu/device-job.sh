@@ -161,6 +161,8 @@ elif [ "$PLAN" = controlled ]; then  # does a control cancel what one GPU drifts
     done
   fi
   REC=$(record record) CTRL=$(record control)
+  [ -n "$REC" ] && [ -n "$CTRL" ] && step foresee R reproduce "$REC" --control "$CTRL" \
+    --starts "$EACH" --dry-run --models "$MODELS"
   for i in $(seq 1 "$REPRODUCTIONS"); do
     [ -n "$REC" ] && [ -n "$CTRL" ] && fits "$LAST_RUN_S" || break
     t0=$SECONDS
