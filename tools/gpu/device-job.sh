@@ -38,7 +38,7 @@
 # Variables: JOB_BUDGET_S (default 1260: the job's wall clock, setup excluded),
 # LANES (one GPU; default "bf16 checkpoint-fp8 fp8 hybrid"; bf16 is always run),
 # REPRODUCTIONS (10), AGREEMENT_ROUNDS (10; 0 skips it), PLAN (two GPUs: bf16 or followup; hybrid anywhere),
-# EAGER_RUNS (8), CONTROL_RECIPE, SEALED_STARTS (3), CONTROL_STARTS (2), KIT_WORK (/root/work),
+# EAGER_RUNS (8), CONTROL_RECIPE, SEALED_STARTS (3), CONTROL_STARTS (3), KIT_WORK (/root/work),
 # KIT_SITE (/root/site).
 set -uo pipefail
 PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -151,7 +151,7 @@ if [ "$PLAN" = hybrid ]; then  # the sliding-window hybrid alone, on one GPU
   run_lane hybrid hybrid-2b-sliding-cuda
 elif [ "$PLAN" = controlled ]; then  # does a control cancel what one GPU drifts by?
   LANE_RECIPE=${CONTROL_RECIPE:-llama-3b-bf16-kv-cuda}
-  SEALED=${SEALED_STARTS:-3} EACH=${CONTROL_STARTS:-2}
+  SEALED=${SEALED_STARTS:-3} EACH=${CONTROL_STARTS:-3}
   LAST_RUN_S=$((2 * EACH * 80))  # until one is measured
   if [ -z "${RESUME:-}" ]; then  # else sealed in the earlier lease
     for side in record control; do
