@@ -23,8 +23,8 @@
 # PLAN=controlled (one GPU): CONTROL_RECIPE (default llama-3b-bf16-kv-cuda) sealed twice
 #           with `run --starts SEALED_STARTS` (3), as the record and its control; then
 #           REPRODUCTIONS controlled reproductions (`reproduce --control`, CONTROL_STARTS
-#           starts of each, default 2: record, control, control, record), the whole job
-#           sampled by nvidia-smi (logs/smi.csv).
+#           starts of each, default 3: record, control, control, record, record,
+#           control), the whole job sampled by nvidia-smi (logs/smi.csv).
 #           (The eager lane is faster to start but bound by the host: docs/gpu.md.)
 #           TRUST_PEM=FILE: the new home also trusts that public key as a signer, so a
 #           later lease can go on with this home. RESUME=DIR (absolute): go on with an
