@@ -193,6 +193,8 @@ def main() -> None:
         rid = seal(tmp, models, env, "base", sealed)
         print(f"record {rid[:16]} and control {str(control)[:16]} sealed "
               f"(starts {sealed or 1})", flush=True)
+        if control:
+            foresee(rid, control, args.starts, models, env)
         same = series("same", args.same, rid, tmp, models, env, None, control, args.starts)
         slower = series("slow", args.slow, rid, tmp, models, env, {0}, control, args.starts)
         abs_ = ab_series(args.ab, tmp, models, env)
@@ -227,6 +229,18 @@ def main() -> None:
     if abs_:
         print(f"ab of the recipe against itself: the interval contains 0 in "
               f"{sum(v['zero'] for v in abs_)}/{len(abs_)} (target >= 9/10)")
+
+
+def foresee(rid: str, control: str, starts: int, models: Path, env: dict[str, str]) -> None:
+    """What the planned starts can decide, from the sealed starts (`--dry-run`)."""
+    r = registry("reproduce", rid, "--control", control, "--starts", str(starts), "--dry-run",
+                 "--models", str(models), "--json", env=env)
+    found = json.loads(r.stdout).get("foreseen") if r.stdout else None
+    for f in found or []:
+        parity = f["starts_for_parity"] or "none within 20"
+        print(f"foreseen {f['suite']}: sealed starts {f['start_spread_pct'] or 0:.1f}% apart; "
+              f"{starts} a side pass above {f['passes_above'] or 0:.3f}; a ratio of 1.0 needs "
+              f"{parity} a side", flush=True)
 
 
 def seal(tmp: Path, models: Path, env: dict[str, str], name: str, extra: list[str]) -> str:
