@@ -1,7 +1,6 @@
 """The one base of every model the registry parses or writes: frozen, and strict about
 the fields it knows (docs/formats.md says how a signed format evolves)."""
 
-from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 

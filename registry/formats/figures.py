@@ -6,7 +6,6 @@ record's headline figure as every view shows it.
 the signed results, never a re-derivation of its own (list, show, diff, compare, review
 and the report all call it, so they state the same figure and the same quality)."""
 
-from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
@@ -78,7 +77,7 @@ def state(quality: Quality | None) -> str:
     return quality.state if quality else "not judged"
 
 
-def worst(results: Sequence[SuiteResult]) -> str | None:
+def worst(results: "Sequence[SuiteResult]") -> str | None:
     """A record's measurement quality: degraded if any suite is, None without results."""
     if not results:
         return None
@@ -106,7 +105,7 @@ class Headline(Frozen):
         return self.quality is not None and self.quality != "valid"
 
 
-def headline(results: Sequence[SuiteResult]) -> Headline:
+def headline(results: "Sequence[SuiteResult]") -> Headline:
     """The first suite's decode median that has one, and the record's worst quality."""
     found = next((s for s in results if HEADLINE in s.metrics), None)
     reasons = [f"{s.suite}: {reason}" for s in results if s.quality

@@ -11,7 +11,6 @@ alone. `reproduce`, `review` and A/B comparisons write it; docs/claims.md docume
 The attestation id is the sha256 of the canonical statement, as for records.
 """
 
-from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -41,7 +40,7 @@ class Verifier(Frozen):
     key: str = Field(description="key id that signs the attestation")
 
     @classmethod
-    def registry(cls, command: str, key: str) -> Verifier:
+    def registry(cls, command: str, key: str) -> "Verifier":
         """This registry's `command` (reproduce, review, ab), signing with `key`."""
         from registry import __version__
 

@@ -8,7 +8,6 @@ write the same path, so a pull replays them side by side; the history check
 gets every committed document with its signature check: only `verified` ones count.
 """
 
-from __future__ import annotations
 
 import re
 

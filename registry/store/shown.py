@@ -1,7 +1,6 @@
 """One record as `registry show` presents it: its checked statement, the ledger commit
 that added it and every trusted verification that judged it."""
 
-from __future__ import annotations
 
 from pydantic import Field
 
