@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 
 if TYPE_CHECKING:
     from registry.formats.record import SuiteResult
@@ -52,7 +52,7 @@ class RowQuality(Frozen):
     index: int
     round: int = 0
     prompt_id: str
-    flags: list[RowFlag] = Field(default_factory=list)
+    flags: list[RowFlag] = Field(default_factory=empty_list)
     burst_tokens: float = Field(0.0, description="window tokens the run's pace cannot explain")
     arrivals: int = Field(0, description="distinct arrival times in the decode window")
 
@@ -61,12 +61,13 @@ class Quality(Frozen):
     """A suite's measurement quality: `valid`, or `degraded` with its reasons."""
 
     state: str = Field(description="valid | degraded")
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=empty_list)
     pace: Pace | None = Field(None, description="the run's step and width (see rule)")
     used: int = Field(description="rows the decode figures use")
-    burst: list[int] = Field(default_factory=list, description="row indices that arrived in bursts")
-    warmup: list[int] = Field(default_factory=list, description="warm-up row indices")
-    rows: list[RowQuality] = Field(default_factory=list)
+    burst: list[int] = Field(default_factory=empty_list,
+                             description="row indices that arrived in bursts")
+    warmup: list[int] = Field(default_factory=empty_list, description="warm-up row indices")
+    rows: list[RowQuality] = Field(default_factory=empty_list)
 
     @property
     def degraded(self) -> bool:
@@ -93,7 +94,7 @@ class Headline(Frozen):
     suite: str | None = None
     quality: str | None = Field(None, description="valid | degraded | not judged; None: no "
                                                   "results at all")
-    reasons: list[str] = Field(default_factory=list, description="why it is degraded")
+    reasons: list[str] = Field(default_factory=empty_list, description="why it is degraded")
 
     @property
     def value(self) -> float | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 
 
 class Status(StrEnum):
@@ -138,7 +138,7 @@ class ResolvedField(Frozen):
     resolved: Any = None
     status: Status
     rule: str | None = Field(None, description="which rule decided the resolved value")
-    evidence: list[Evidence] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=empty_list)
     self_reported: bool = Field(False, description="the engine says so about itself")
     note: str | None = None
 
@@ -174,7 +174,7 @@ class ExpectResult(Frozen):
     expected_values: dict[str, str] = Field(default_factory=dict)
     passed: bool
     detail: str
-    evidence: list[Evidence] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=empty_list)
 
 
 class SpecDecodeStats(Frozen):
@@ -185,7 +185,7 @@ class SpecDecodeStats(Frozen):
     drafts: int | None = None
     draft_tokens: int
     accepted_tokens: int
-    per_position_accepted: list[int] = Field(default_factory=list)
+    per_position_accepted: list[int] = Field(default_factory=empty_list)
     acceptance_rate: float = Field(description="accepted / draft tokens")
     emitted_per_cycle: float | None = Field(None, description="(accepted + drafts) / drafts")
 
@@ -193,11 +193,11 @@ class SpecDecodeStats(Frozen):
 class ResolvedIdentity(Frozen):
     schema_: str = Field("registry.resolved-identity/v1", alias="schema")
     fields: dict[str, ResolvedField]
-    expect: list[ExpectResult] = Field(default_factory=list)
+    expect: list[ExpectResult] = Field(default_factory=empty_list)
     spec_decode: SpecDecodeStats | None = None
     kv_usage_peak: float | None = Field(None, description="peak KV usage percent in the log")
-    errors: list[Evidence] = Field(default_factory=list, description="error lines in the log")
-    notes: list[str] = Field(default_factory=list, description="what the reader should know")
+    errors: list[Evidence] = Field(default_factory=empty_list, description="error lines in the log")
+    notes: list[str] = Field(default_factory=empty_list, description="what the reader should know")
 
 
     def value(self, name: str) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from registry.base.files import read_model as read_model  # generic: rundir.read_model(path, Frozen)
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 from registry.errors import InvalidInput
 
 SERVER_LOG = "server.log"  # required: engine stdout + stderr
@@ -64,11 +64,12 @@ class BenchRow(Frozen):
     completion_tokens: int | None = None
     finish_reason: str | None = None
     request_started_epoch_s: float | None = None
-    token_ids: list[int] = Field(default_factory=list)
+    token_ids: list[int] = Field(default_factory=empty_list)
     token_times_s: list[float] = Field(
-        default_factory=list, description="per token: its chunk's arrival, s after request start"
+        default_factory=empty_list,
+        description="per token: its chunk's arrival, s after request start"
     )
-    chunk_times_s: list[float] = Field(default_factory=list, description="per streamed chunk")
+    chunk_times_s: list[float] = Field(default_factory=empty_list, description="per streamed chunk")
     text: str | None = None
     text_sha256: str | None = None
     error: str | None = None
@@ -92,7 +93,7 @@ class Bench(Frozen):
     suites: list[SuiteRef]
     rows: list[BenchRow] = Field(description="the first pass: what contracts judge")
     more_rounds: list[BenchRow] = Field(
-        default_factory=list, description="later passes on the same engine (reproduce's "
+        default_factory=empty_list, description="later passes on the same engine (reproduce's "
         "extra rounds, `round` >= 1): speed figures only")
 
 
@@ -164,7 +165,7 @@ class Environment(Frozen):
         None, description="the engine package's folder and distribution")
     devices: dict[str, str] = Field(default_factory=dict, description="vendor tool -> output")
     accelerators: list[Accelerator] = Field(
-        default_factory=list, description="the devices parsed from `devices`, by index")
+        default_factory=empty_list, description="the devices parsed from `devices`, by index")
     inherited_env: dict[str, str] = Field(
         default_factory=dict, description="caller variables the engine inherited (launch env "
         "goes on top)")

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 
 
 class VerdictStatus(StrEnum):
@@ -53,8 +53,8 @@ class Verdict(Frozen):
     contract: str
     status: VerdictStatus
     reasons: list[str] = Field(description="why this status; empty when passed")
-    rows: list[RowVerdict] = Field(default_factory=list)
-    checks: list[Check] = Field(default_factory=list)
+    rows: list[RowVerdict] = Field(default_factory=empty_list)
+    checks: list[Check] = Field(default_factory=empty_list)
     rows_passed: int = 0
     rows_total: int = 0
     reference: str | None = Field(None, description="what the rows were judged against")

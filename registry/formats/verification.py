@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 from pydantic import Field, ValidationError
 
 from registry.base.canonical import canonical_bytes, sha256_hex
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 from registry.base.safeload import loads_json
 from registry.errors import VerificationFailed
 from registry.formats.record import STATEMENT_TYPE, Subject
@@ -70,7 +70,7 @@ class Check(Frozen):
     name: str = Field(description="e.g. identity, contract, performance, figures")
     result: Result
     detail: str = ""
-    figures: list[Figure] = Field(default_factory=list)
+    figures: list[Figure] = Field(default_factory=empty_list)
 
 
 class VerificationPredicate(Frozen):
