@@ -19,8 +19,8 @@ from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NotFound, VerificationFailed
 from registry.formats.figures import Metric, Quality
 from registry.formats.identity import ResolvedIdentity
-from registry.formats.rundir import Environment as HostFacts
-from registry.formats.rundir import RunState
+from registry.formats.runfacts import Environment as HostFacts
+from registry.formats.runfacts import RunState
 from registry.formats.unproven import Unproven, mark
 from registry.formats.verdict import Verdict
 

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from registry.base.model import Frozen
 from registry.formats.identity import Kind, ResolvedIdentity, Status, kind_of
-from registry.formats.rundir import SERVER_LOG
+from registry.formats.runfacts import SERVER_LOG
 
 
 class Unproven(Frozen):
