@@ -20,7 +20,7 @@ READ_PATH = {  # the registry modules every record reader needs
     "registry.base.files", "registry.base.model", "registry.base.safeload", "registry.formats",
     "registry.formats.figures", "registry.formats.identity", "registry.formats.record",
     "registry.formats.runfacts", "registry.formats.unproven", "registry.formats.verdict",
-    "registry.signing", "registry.signing.commits", "registry.signing.dsse",
+    "registry.signing", "registry.signing.dsse",
     "registry.signing.keyring", "registry.signing.keys", "registry.signing.signed",
     "registry.store", "registry.store.git", "registry.store.home", "registry.store.ledger",
     "registry.store.query", "registry.store.rows", "registry.store.sqlite_read",
@@ -43,6 +43,7 @@ NEVER = {  # modules a plain `list` or `show` once imported and no longer needs
     "registry.formats.rundir",  # the run directory's own formats (runfacts: what a record keeps)
     "registry.compare.table",  # `list --where` terms only
     "cryptography.hazmat.primitives.serialization",  # keyring PEMs: registry/signing/keys.py
+    "registry.signing.commits",  # writing commits (`verify` reads them)
     "tomllib", "glob"}  # recipe readers, debris clearing
 CODE = """
 import json, sys

@@ -32,7 +32,6 @@ from typing import NamedTuple
 from registry.base.canonical import is_git_sha
 from registry.base.files import write_bytes
 from registry.errors import InvalidInput
-from registry.signing.commits import PERSON, commit_bytes, signed_message
 from registry.signing.keys import Signer
 from registry.store.git import git_text, read_objects, run_git
 
@@ -137,6 +136,8 @@ class Ledger:
 
     def signed_commit(self, tree: str, parents: list[str], message: str, signer: Signer) -> str:
         """A signed commit object of `tree`, written directly (no ref moves); its id."""
+        from registry.signing.commits import PERSON, commit_bytes, signed_message  # writers'
+
         person = f"{PERSON} {int(time.time())} +0000"
         text = signed_message(message, tree, parents, person, signer)
         return self._write_object("commit", commit_bytes(tree, parents, person, text))
