@@ -83,3 +83,19 @@ def test_help_loads_no_library() -> None:
     ours = {m for m in imported("--help") if m.startswith("registry.")}
     groups = {m for m in ours if m.split(".")[:2] == ["registry", "cli"]}
     assert ours - groups == {"registry.errors"}, sorted(ours - groups)
+
+
+def test_the_models_read_paths_build_carry_no_string_annotations() -> None:
+    """`from __future__ import annotations` makes pydantic evaluate every field's
+    annotation from its text (typing.ForwardRef, a compile each) when a model class is
+    made: the models list and show import are written with real annotations."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for module in sorted(READ_PATH | ALLOWED["show"]):
+        path = root / (module.replace(".", "/") + ".py")
+        if not path.is_file():
+            path = root / module.replace(".", "/") / "__init__.py"
+        text = path.read_text()
+        if "(Frozen):" in text:
+            assert "from __future__ import annotations" not in text, module

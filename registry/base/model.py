@@ -1,7 +1,6 @@
 """The one base of every model the registry parses or writes: frozen, and strict about
 the fields it knows (docs/formats.md says how a signed format evolves)."""
 
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict

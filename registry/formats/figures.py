@@ -6,7 +6,6 @@ record's headline figure as every view shows it.
 the signed results, never a re-derivation of its own (list, show, diff, compare, review
 and the report all call it, so they state the same figure and the same quality)."""
 
-
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING

@@ -5,7 +5,6 @@ Field names are a shared contract between the resolver, seal, the index, diff an
 reproduce: add names here, never rename them.
 """
 
-
 from enum import StrEnum
 from typing import Any
 

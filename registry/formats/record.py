@@ -7,7 +7,6 @@ binds them to the recipe, the resolved identity with its evidence, the source tr
 the environment and the results. Diff, contracts and reproduce read these models.
 """
 
-
 from typing import Any, Final, Literal
 
 from pydantic import Field, ValidationError

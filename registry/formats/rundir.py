@@ -4,7 +4,6 @@ It is the contract between the executor (writes it), the resolver (reads the
 evidence) and seal (hashes all of it). See docs/run-directory.md.
 """
 
-
 from pathlib import Path
 from typing import Any
 

@@ -5,7 +5,6 @@ when it was sealed without the mark (by an older registry, or imported). The sea
 policy that refuses such evidence is registry.seal.proof.
 """
 
-
 from pydantic import Field
 
 from registry.base.model import Frozen

@@ -4,7 +4,6 @@ aggregate checks, all derived from raw rows by the contract that built it.
 A stored verdict is a report, never an input: `registry check` builds a new one.
 """
 
-
 from enum import StrEnum
 from typing import Any
 

@@ -11,7 +11,6 @@ alone. `reproduce`, `review` and A/B comparisons write it; docs/claims.md docume
 The attestation id is the sha256 of the canonical statement, as for records.
 """
 
-
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, Literal

@@ -7,7 +7,6 @@ JSON of the envelope, so a byte that changes without changing its meaning (anoth
 JSON escape, base64 padding bits) is still caught: the bytes must be canonical.
 """
 
-
 import base64
 import binascii
 

@@ -16,7 +16,6 @@ history places before the revocation, still verifies, marked as signed by a key 
 revoked) or, when `compromised`, for everything it ever signed.
 """
 
-
 import re
 from enum import StrEnum
 from functools import cached_property

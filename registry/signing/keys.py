@@ -8,7 +8,6 @@ trusts is its signed keyring (registry/signing/keyring.py), checked against the 
 trust the home pins (registry/store/trust.py).
 """
 
-
 import base64
 import binascii
 import hashlib

@@ -6,7 +6,6 @@ The index is `index.sqlite` in the home unless `$REGISTRY_DATABASE_URL` names an
 database (e.g. `postgresql+psycopg://...`).
 """
 
-
 import os
 from pathlib import Path
 

@@ -6,7 +6,6 @@ Kept apart from the SQLModel tables (registry/store/index.py) so that readers ne
 SQLAlchemy.
 """
 
-
 import json
 from typing import Any, Literal
 

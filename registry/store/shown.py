@@ -1,7 +1,6 @@
 """One record as `registry show` presents it: its checked statement, the ledger commit
 that added it and every trusted verification that judged it."""
 
-
 from pydantic import Field
 
 from registry.base.canonical import is_git_sha

@@ -7,7 +7,6 @@ Like `~/.ssh/known_hosts`, it is as safe as the home folder itself: a trust.json
 others can write draws a warning on every command that reads it.
 """
 
-
 import os
 import warnings
 from pathlib import Path

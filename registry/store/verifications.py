@@ -9,7 +9,6 @@ anything else is listed by `check_verifications` (what `verify --all` reports) a
 shown as a verification.
 """
 
-
 from registry.base.model import Frozen
 from registry.errors import Failure, RegistryError
 from registry.formats.verification import (
