@@ -112,3 +112,32 @@ def test_securesystemslib_verifies_our_envelope_given_only_the_public_key(key) -
     theirs.payload = PAYLOAD + b" "
     with pytest.raises(VerificationError):
         theirs.verify([public], 1)
+
+
+def test_a_public_pem_reads_the_same_with_or_without_the_general_parser() -> None:
+    """registry/signing/keys.py reads the PEM `public_pem` writes without cryptography's
+    serialization package; every other text goes to that parser, with its errors."""
+    import base64
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from registry.errors import InvalidInput
+    from registry.signing.keys import _raw_ed25519, load_public_pem
+
+    public = Ed25519PrivateKey.generate().public_key()
+    pem = public_pem(public).encode()
+    assert _raw_ed25519(pem) == public.public_bytes_raw()
+    assert load_public_pem(pem, "k").public_bytes_raw() == public.public_bytes_raw()
+    body = pem.split(b"\n")[1]
+    wrapped = b"-----BEGIN PUBLIC KEY-----\n" + body[:30] + b"\n" + body[30:] + \
+        b"\n-----END PUBLIC KEY-----\n"  # valid PEM, another layout: the general parser
+    assert _raw_ed25519(wrapped) is None
+    assert load_public_pem(wrapped, "k").public_bytes_raw() == public.public_bytes_raw()
+    der = base64.b64decode(body)
+    for bad in (der[:-1], b"\x31" + der[1:], der + b"\x00"):  # short, another type, long
+        text = b"-----BEGIN PUBLIC KEY-----\n" + base64.b64encode(bad) + \
+            b"\n-----END PUBLIC KEY-----\n"
+        assert _raw_ed25519(text) is None
+        with pytest.raises(InvalidInput):
+            load_public_pem(text, "k")
+    assert _raw_ed25519(pem.replace(body, body[:-4] + b"!!!!")) is None

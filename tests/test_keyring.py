@@ -391,3 +391,27 @@ def test_a_record_is_judged_by_the_keyring_of_when_it_was_added(cli, store_home,
     assert checks[sealed.id]["verified"] and not checks[rid]["verified"]
     assert checks[rid].get("signer") is None and any(
         p["part"] == "signature" for p in checks[rid]["problems"]), checks[rid]
+
+
+def test_keyring_versions_read_from_the_working_tree_only_as_committed(store_home,
+                                                                       monkeypatch) -> None:
+    """A reader takes a keyring version from the ledger's working tree only when its bytes
+    hash to the committed blob; changed, removed or replaced by a link, git's copy wins."""
+    from registry.store.ledger import Ledger
+    from registry.store.trust import keyring_files
+
+    ledger = Ledger(store_home.ledger)
+    committed = keyring_files(ledger)
+    path = store_home.ledger / "keyring" / "1.json"
+    assert committed == {1: ledger.blob(ledger.tree_files("keyring")["keyring/1.json"])}
+    assert path.read_bytes() == committed[1]
+    with monkeypatch.context() as m:  # as committed: no blob asked of git
+        m.setattr(ledger, "blobs", lambda shas: pytest.fail(f"git asked for {shas}"))
+        assert keyring_files(ledger) == committed
+    path.write_bytes(committed[1] + b" ")
+    assert keyring_files(ledger) == committed
+    path.unlink()
+    assert keyring_files(ledger) == committed
+    (store_home.ledger / "elsewhere.json").write_bytes(committed[1])
+    path.symlink_to(store_home.ledger / "elsewhere.json")
+    assert keyring_files(ledger) == committed

@@ -68,3 +68,26 @@ def test_an_index_lacking_a_column_is_refused_not_read(store_home, make_run,
     db.close()
     with pytest.raises(NotFound, match="quality"):
         reader(store_home).rows()
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_asking_for_pending_rows_scans_no_table(store_home, make_run, seal_run_dir) -> None:
+    """Every reader first asks for the rows a crashed seal left: a partial index answers,
+    in a new index and in one `reindex` rebuilt, and it still finds a pending row."""
+    import sqlite3
+
+    from registry.store.reindex import reindex
+
+    seal_run_dir(make_run("a"))
+    path = sqlite_path(store_home.database_url)
+    assert path is not None
+    for _ in ("created", "rebuilt"):
+        with sqlite3.connect(path) as db:
+            plan = db.execute("EXPLAIN QUERY PLAN SELECT id FROM records "
+                              "WHERE ledger_commit IS NULL").fetchall()
+        assert "USING INDEX ix_records_pending" in str(plan), plan
+        reindex(store_home)
+    with sqlite3.connect(path) as db:
+        rid = db.execute("SELECT id FROM records").fetchone()[0]
+        db.execute("UPDATE records SET ledger_commit = NULL")
+    assert reader(store_home).pending() == [rid]

@@ -16,7 +16,6 @@ deduplicated, copied while hashed): see registry/store/objects.py.
 from __future__ import annotations
 
 import fcntl
-import glob
 import json
 import os
 import tempfile
@@ -87,6 +86,8 @@ def clear_debris(directory: Path, prefix: str) -> list[Path]:
     """Remove the temp files under `prefix` that killed writers left; returns them.
     One a live writer holds (its lock), or one changed in the last DEBRIS_AGE seconds
     (a writer between creating and locking it), is left alone."""
+    import glob  # only writers clear debris
+
     removed = []
     for path in directory.glob(f"{glob.escape(prefix)}*"):
         try:

@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 
 # C0 controls, DEL and C1 controls; bidi embeddings/overrides/isolates (U+202A-E,
-# U+2066-9) and the marks that reorder text (U+200E, U+200F, U+061C)
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_KEPT_IN_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
-                            "\u2066-\u2069]")
+# U+2066-9) and the marks that reorder text (U+200E, U+200F, U+061C); compiled (and
+# cached by `re`) on first use, not by every command that imports this module
+_CONTROLS = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+_KEPT_IN_LINES = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\e"}
 CSV_FORMULA = ("=", "+", "-", "@", "\t", "\r")  # OWASP: cells a spreadsheet evaluates
 
@@ -34,12 +34,12 @@ def one_line(text: str) -> str:
     """`text` as one printable line: every control (LF and CR included) escaped."""
     if text.isascii() and text.isprintable():  # most text: nothing to escape, no regex
         return text
-    return _CONTROLS.sub(_escape, text)
+    return re.sub(_CONTROLS, _escape, text)
 
 
 def lines(text: str) -> str:
     """Multi-line text with its newlines and tabs, every other control escaped."""
-    return _KEPT_IN_LINES.sub(_escape, text)
+    return re.sub(_KEPT_IN_LINES, _escape, text)
 
 
 def csv_cell(text: str) -> str:

@@ -10,6 +10,7 @@ import typer
 from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
+    from registry.compare.table import Condition
     from registry.signing.signed import Trust
     from registry.store.home import Home
     from registry.store.rows import RecordRow
@@ -34,15 +35,16 @@ def list_records(
     Example: registry list --where precision.kv_cache=fp8_e4m3 --where 'parallel.tensor>1'
     """
     from registry.cli.output import print_fitted, print_json, say
-    from registry.compare.table import filter_ids, split_where
     from registry.formats.identity import ID_DIGITS, short_dtype
     from registry.formats.record import UNPROVEN
     from registry.store.query import find_records
 
     target = find(home)
-    equal, typed = split_where(where or [])
+    equal, typed = _split_where(where or [])
     rows = find_records(target, equal, None if typed else limit or None)
     if typed:
+        from registry.compare.table import filter_ids
+
         kept = set(filter_ids(target, [r.id for r in rows], typed))
         rows = [r for r in rows if r.id in kept][:limit or None]
     if json:
@@ -71,6 +73,16 @@ def list_records(
         if r.trust != "verified" or r.trust_detail:
             say((f"{r.id[:ID_DIGITS]} {(r.trust or 'unchecked').upper()}: "
                  f"{r.trust_detail or ''}", "red"))
+
+
+def _split_where(where: list[str]) -> tuple[list[str], list[Condition]]:
+    """(terms the index answers, typed conditions); the comparison table, which parses
+    the terms, is imported only when there are terms (a plain list does without it)."""
+    if not where:
+        return [], []
+    from registry.compare.table import split_where
+
+    return split_where(where)
 
 
 def _lane_hint(home: Home, where: list[str]) -> str | None:

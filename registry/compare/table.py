@@ -7,8 +7,6 @@ is a record column (`id`, `sealed`, `lane`, ...), an identity field (`precision.
 or a metric (`decode_tok_s.median`, or `SUITE:METRIC` to pick the suite).
 """
 
-from __future__ import annotations
-
 import operator
 import re
 from collections.abc import Callable, Sequence

@@ -6,15 +6,13 @@ record's headline figure as every view shows it.
 the signed results, never a re-derivation of its own (list, show, diff, compare, review
 and the report all call it, so they state the same figure and the same quality)."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 
 if TYPE_CHECKING:
     from registry.formats.record import SuiteResult
@@ -53,7 +51,7 @@ class RowQuality(Frozen):
     index: int
     round: int = 0
     prompt_id: str
-    flags: list[RowFlag] = Field(default_factory=list)
+    flags: list[RowFlag] = Field(default_factory=empty_list)
     burst_tokens: float = Field(0.0, description="window tokens the run's pace cannot explain")
     arrivals: int = Field(0, description="distinct arrival times in the decode window")
 
@@ -62,12 +60,13 @@ class Quality(Frozen):
     """A suite's measurement quality: `valid`, or `degraded` with its reasons."""
 
     state: str = Field(description="valid | degraded")
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=empty_list)
     pace: Pace | None = Field(None, description="the run's step and width (see rule)")
     used: int = Field(description="rows the decode figures use")
-    burst: list[int] = Field(default_factory=list, description="row indices that arrived in bursts")
-    warmup: list[int] = Field(default_factory=list, description="warm-up row indices")
-    rows: list[RowQuality] = Field(default_factory=list)
+    burst: list[int] = Field(default_factory=empty_list,
+                             description="row indices that arrived in bursts")
+    warmup: list[int] = Field(default_factory=empty_list, description="warm-up row indices")
+    rows: list[RowQuality] = Field(default_factory=empty_list)
 
     @property
     def degraded(self) -> bool:
@@ -78,7 +77,7 @@ def state(quality: Quality | None) -> str:
     return quality.state if quality else "not judged"
 
 
-def worst(results: Sequence[SuiteResult]) -> str | None:
+def worst(results: "Sequence[SuiteResult]") -> str | None:
     """A record's measurement quality: degraded if any suite is, None without results."""
     if not results:
         return None
@@ -94,7 +93,7 @@ class Headline(Frozen):
     suite: str | None = None
     quality: str | None = Field(None, description="valid | degraded | not judged; None: no "
                                                   "results at all")
-    reasons: list[str] = Field(default_factory=list, description="why it is degraded")
+    reasons: list[str] = Field(default_factory=empty_list, description="why it is degraded")
 
     @property
     def value(self) -> float | None:
@@ -106,7 +105,7 @@ class Headline(Frozen):
         return self.quality is not None and self.quality != "valid"
 
 
-def headline(results: Sequence[SuiteResult]) -> Headline:
+def headline(results: "Sequence[SuiteResult]") -> Headline:
     """The first suite's decode median that has one, and the record's worst quality."""
     found = next((s for s in results if HEADLINE in s.metrics), None)
     reasons = [f"{s.suite}: {reason}" for s in results if s.quality

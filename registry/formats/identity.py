@@ -5,14 +5,12 @@ Field names are a shared contract between the resolver, seal, the index, diff an
 reproduce: add names here, never rename them.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Any
 
 from pydantic import Field
 
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 
 
 class Status(StrEnum):
@@ -139,7 +137,7 @@ class ResolvedField(Frozen):
     resolved: Any = None
     status: Status
     rule: str | None = Field(None, description="which rule decided the resolved value")
-    evidence: list[Evidence] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=empty_list)
     self_reported: bool = Field(False, description="the engine says so about itself")
     note: str | None = None
 
@@ -175,7 +173,7 @@ class ExpectResult(Frozen):
     expected_values: dict[str, str] = Field(default_factory=dict)
     passed: bool
     detail: str
-    evidence: list[Evidence] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=empty_list)
 
 
 class SpecDecodeStats(Frozen):
@@ -186,7 +184,7 @@ class SpecDecodeStats(Frozen):
     drafts: int | None = None
     draft_tokens: int
     accepted_tokens: int
-    per_position_accepted: list[int] = Field(default_factory=list)
+    per_position_accepted: list[int] = Field(default_factory=empty_list)
     acceptance_rate: float = Field(description="accepted / draft tokens")
     emitted_per_cycle: float | None = Field(None, description="(accepted + drafts) / drafts")
 
@@ -194,11 +192,11 @@ class SpecDecodeStats(Frozen):
 class ResolvedIdentity(Frozen):
     schema_: str = Field("registry.resolved-identity/v1", alias="schema")
     fields: dict[str, ResolvedField]
-    expect: list[ExpectResult] = Field(default_factory=list)
+    expect: list[ExpectResult] = Field(default_factory=empty_list)
     spec_decode: SpecDecodeStats | None = None
     kv_usage_peak: float | None = Field(None, description="peak KV usage percent in the log")
-    errors: list[Evidence] = Field(default_factory=list, description="error lines in the log")
-    notes: list[str] = Field(default_factory=list, description="what the reader should know")
+    errors: list[Evidence] = Field(default_factory=empty_list, description="error lines in the log")
+    notes: list[str] = Field(default_factory=empty_list, description="what the reader should know")
 
 
     def value(self, name: str) -> Any:

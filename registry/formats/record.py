@@ -7,21 +7,19 @@ binds them to the recipe, the resolved identity with its evidence, the source tr
 the environment and the results. Diff, contracts and reproduce read these models.
 """
 
-from __future__ import annotations
-
 from typing import Any, Final, Literal
 
 from pydantic import Field, ValidationError
 
 from registry.base.canonical import canonical_bytes, sha256_hex
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 from registry.base.safeload import loads_json
 from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NotFound, VerificationFailed
 from registry.formats.figures import Metric, Quality
 from registry.formats.identity import ResolvedIdentity
-from registry.formats.rundir import Environment as HostFacts
-from registry.formats.rundir import RunState
+from registry.formats.runfacts import Environment as HostFacts
+from registry.formats.runfacts import RunState
 from registry.formats.unproven import Unproven, mark
 from registry.formats.verdict import Verdict
 
@@ -99,14 +97,14 @@ class Imported(Frozen):
     manifest_sha256: str | None = None
     verified: list[str] = Field(description="manifest entries present and matching")
     missing: list[str] = Field(description="manifest entries absent from the capsule")
-    unlisted: list[str] = Field(default_factory=list,
+    unlisted: list[str] = Field(default_factory=empty_list,
                                 description="run files present but not in the manifest")
     importer: str = Field(description="key id of the importer who signed this record")
     lab_identity: dict[str, str] = Field(default_factory=dict,
                                          description="the lab's identity.txt, as key = value")
     # --- capsules of any layout (registry/importer) ---
     arm: str | None = Field(None, description="this record's arm (folder) within the capsule")
-    arms: list[str] = Field(default_factory=list,
+    arms: list[str] = Field(default_factory=empty_list,
                             description="every arm imported from the capsule, this one included")
     evidence_sha256: str | None = Field(None, description="digest of the arm's evidence: "
                                         "the same evidence imports as the same record")
@@ -169,18 +167,18 @@ class Predicate(Frozen):
     recipe: dict[str, Any] | None = Field(None, description="the normalized recipe")
     recipe_sha256: str | None = Field(None, description="canonical digest of `recipe`")
     identity: ResolvedIdentity
-    sources: list[Source] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=empty_list)
     environment: Environment = Field(default_factory=Environment)
-    results: list[SuiteResult] = Field(default_factory=list)
+    results: list[SuiteResult] = Field(default_factory=empty_list)
     contract: ContractInfo | None = None
     parent: str | None = Field(None, description="record id this run reproduces")
     imported: Imported | None = None
-    overrides: list[Override] = Field(default_factory=list)
+    overrides: list[Override] = Field(default_factory=empty_list)
     unproven: Unproven | None = Field(None, description="sealed although its evidence proves "
                                       "nothing: why (registry/seal/proof.py)")
     run: RunInfo
     artifacts: dict[str, str] = Field(default_factory=dict, description="role -> subject name")
-    published: list[PublishedFigure] = Field(default_factory=list,
+    published: list[PublishedFigure] = Field(default_factory=empty_list,
                                              description="the lab's own figures (imports)")
 
 

@@ -4,32 +4,43 @@ It is the contract between the executor (writes it), the resolver (reads the
 evidence) and seal (hashes all of it). See docs/run-directory.md.
 """
 
-from __future__ import annotations
-
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from registry.base.files import read_model as read_model  # generic: rundir.read_model(path, Frozen)
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 from registry.errors import InvalidInput
+from registry.formats.runfacts import (
+    BENCH,
+    ENVIRONMENT,
+    GPU_SAMPLES,
+    LAUNCH,
+    METRICS_AFTER,
+    METRICS_BEFORE,
+    OUTPUTS,
+    PROBE,
+    RECIPE_JSON,
+    RECIPE_TOML,
+    SERVER_LOG,
+    STARTS,
+    STATUS,
+    SUITES,
+    Accelerator,
+    EnginePackage,
+    Environment,
+    RunState,
+)
 
-SERVER_LOG = "server.log"  # required: engine stdout + stderr
-RECIPE_JSON = "recipe.json"  # the normalized recipe (self-contained)
-RECIPE_TOML = "recipe.toml"  # accepted too: a recipe file as written
-LAUNCH = "launch.json"  # LaunchPlan
-ENVIRONMENT = "environment.json"  # host facts: os, python, packages, devices
-METRICS_BEFORE = "metrics-before.prom"
-METRICS_AFTER = "metrics-after.prom"
-BENCH = "bench.json"  # Bench: raw rows
-OUTPUTS = "outputs.jsonl"  # optional extra outputs
-STATUS = "status.json"  # RunStatus
-SUITES = "suites"  # suites/<name>.jsonl: each prompt suite exactly as sent
-PROBE = "probe.json"  # the host speed probe before and after the suite (executor.probe)
-GPU_SAMPLES = "gpu-samples.csv"  # nvidia-smi samples through the suite, when it exists
-STARTS = "starts"  # starts/<k>/: engine start k of `run --starts N` (its log, status, probe)
+# the run directory's public names: its own formats, and those a record keeps (in
+# registry/formats/runfacts.py, so that a record reader builds only those)
+__all__ = [
+    "BENCH", "ENVIRONMENT", "GPU_SAMPLES", "LAUNCH", "METRICS_AFTER", "METRICS_BEFORE",
+    "OUTPUTS", "PROBE", "RECIPE_JSON", "RECIPE_TOML", "SERVER_LOG", "STARTS", "STATUS",
+    "SUITES", "Accelerator", "Bench", "BenchRow", "EnginePackage", "Environment", "LaunchPlan",
+    "RunState", "RunStatus", "SuiteRef", "read_model", "require_run_dir",
+]
 
 
 class LaunchPlan(Frozen):
@@ -65,11 +76,12 @@ class BenchRow(Frozen):
     completion_tokens: int | None = None
     finish_reason: str | None = None
     request_started_epoch_s: float | None = None
-    token_ids: list[int] = Field(default_factory=list)
+    token_ids: list[int] = Field(default_factory=empty_list)
     token_times_s: list[float] = Field(
-        default_factory=list, description="per token: its chunk's arrival, s after request start"
+        default_factory=empty_list,
+        description="per token: its chunk's arrival, s after request start"
     )
-    chunk_times_s: list[float] = Field(default_factory=list, description="per streamed chunk")
+    chunk_times_s: list[float] = Field(default_factory=empty_list, description="per streamed chunk")
     text: str | None = None
     text_sha256: str | None = None
     error: str | None = None
@@ -93,7 +105,7 @@ class Bench(Frozen):
     suites: list[SuiteRef]
     rows: list[BenchRow] = Field(description="the first pass: what contracts judge")
     more_rounds: list[BenchRow] = Field(
-        default_factory=list, description="later passes on the same engine (reproduce's "
+        default_factory=empty_list, description="later passes on the same engine (reproduce's "
         "extra rounds, `round` >= 1): speed figures only")
 
 
@@ -101,13 +113,6 @@ class Bench(Frozen):
     def timed_rows(self) -> list[BenchRow]:
         """Every pass's rows: what the speed figures use."""
         return [*self.rows, *self.more_rounds]
-
-
-class RunState(StrEnum):
-    running = "running"
-    complete = "complete"
-    failed = "failed"
-    unknown = "unknown"  # a record of a run that left no status.json
 
 
 class RunStatus(Frozen):
@@ -119,56 +124,6 @@ class RunStatus(Frozen):
     ready_s: float | None = Field(None, description="engine start to serving, seconds")
     placement: dict[str, Any] | None = Field(
         None, description="CPUs of the engine's processes once serving (executor placement)")
-
-
-class Accelerator(Frozen):
-    """One device as its vendor tool lists it (the whole host, whatever the run used)."""
-
-    vendor: str
-    index: int
-    name: str = Field(description="the device model, e.g. NVIDIA H200")
-    driver: str | None = None
-    memory_mib: int | None = Field(None, description="total device memory")
-
-
-class EnginePackage(Frozen):
-    """Where the engine package is installed, as the engine's interpreter finds it."""
-
-    path: str
-    distribution: str | None = None
-    version: str | None = None
-
-
-class Environment(Frozen):
-    """Host facts (environment.json), gathered without importing torch or vLLM: the
-    host's from the registry's process, the Python ones (`python`, `packages`, the
-    engine's install) from the interpreter that runs the engine."""
-
-    schema_: str = Field("registry.environment/v1", alias="schema")
-    os: str
-    kernel: str
-    machine: str
-    hostname: str
-    registry: str | None = Field(None, description="the registry version that ran it")
-    python: str = Field(description="the engine interpreter's version")
-    python_implementation: str
-    python_executable: str | None = Field(None, description="the engine's interpreter")
-    python_prefix: str | None = Field(None, description="its sys.prefix (venv)")
-    cpu: str | None = None
-    cpu_count: int | None = None
-    cpu_affinity: int | None = Field(None, description="CPUs this process may run on")
-    memory_gib: float | None = None
-    packages: dict[str, str] = Field(default_factory=dict, description="distribution -> version")
-    engine_source: dict[str, Any] | None = Field(
-        None, description="the engine's PEP 610 direct_url.json (source builds)")
-    engine_package: EnginePackage | None = Field(
-        None, description="the engine package's folder and distribution")
-    devices: dict[str, str] = Field(default_factory=dict, description="vendor tool -> output")
-    accelerators: list[Accelerator] = Field(
-        default_factory=list, description="the devices parsed from `devices`, by index")
-    inherited_env: dict[str, str] = Field(
-        default_factory=dict, description="caller variables the engine inherited (launch env "
-        "goes on top)")
 
 
 def require_run_dir(path: Path) -> Path:

@@ -5,13 +5,11 @@ when it was sealed without the mark (by an older registry, or imported). The sea
 policy that refuses such evidence is registry.seal.proof.
 """
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from registry.base.model import Frozen
 from registry.formats.identity import Kind, ResolvedIdentity, Status, kind_of
-from registry.formats.rundir import SERVER_LOG
+from registry.formats.runfacts import SERVER_LOG
 
 
 class Unproven(Frozen):

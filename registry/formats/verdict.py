@@ -4,14 +4,12 @@ aggregate checks, all derived from raw rows by the contract that built it.
 A stored verdict is a report, never an input: `registry check` builds a new one.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Any
 
 from pydantic import Field
 
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 
 
 class VerdictStatus(StrEnum):
@@ -54,8 +52,8 @@ class Verdict(Frozen):
     contract: str
     status: VerdictStatus
     reasons: list[str] = Field(description="why this status; empty when passed")
-    rows: list[RowVerdict] = Field(default_factory=list)
-    checks: list[Check] = Field(default_factory=list)
+    rows: list[RowVerdict] = Field(default_factory=empty_list)
+    checks: list[Check] = Field(default_factory=empty_list)
     rows_passed: int = 0
     rows_total: int = 0
     reference: str | None = Field(None, description="what the rows were judged against")

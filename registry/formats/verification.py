@@ -11,8 +11,6 @@ alone. `reproduce`, `review` and A/B comparisons write it; docs/claims.md docume
 The attestation id is the sha256 of the canonical statement, as for records.
 """
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, Literal
@@ -20,7 +18,7 @@ from typing import Any, Final, Literal
 from pydantic import Field, ValidationError
 
 from registry.base.canonical import canonical_bytes, sha256_hex
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 from registry.base.safeload import loads_json
 from registry.errors import VerificationFailed
 from registry.formats.record import STATEMENT_TYPE, Subject
@@ -41,7 +39,7 @@ class Verifier(Frozen):
     key: str = Field(description="key id that signs the attestation")
 
     @classmethod
-    def registry(cls, command: str, key: str) -> Verifier:
+    def registry(cls, command: str, key: str) -> "Verifier":
         """This registry's `command` (reproduce, review, ab), signing with `key`."""
         from registry import __version__
 
@@ -71,7 +69,7 @@ class Check(Frozen):
     name: str = Field(description="e.g. identity, contract, performance, figures")
     result: Result
     detail: str = ""
-    figures: list[Figure] = Field(default_factory=list)
+    figures: list[Figure] = Field(default_factory=empty_list)
 
 
 class VerificationPredicate(Frozen):

@@ -12,8 +12,6 @@ Why not git's own SSH signing: verifying 10,000 commits would start 10,000
 signatures are checked in process.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 import re

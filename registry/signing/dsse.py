@@ -7,8 +7,6 @@ JSON of the envelope, so a byte that changes without changing its meaning (anoth
 JSON escape, base64 padding bits) is still caught: the bytes must be canonical.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 

@@ -9,8 +9,6 @@ Each is a subclass of the `RegistryError` kind whose exit code it has always had
 `NewerFormat` lives in registry.errors (the formats below this layer raise it too).
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import ClassVar
 

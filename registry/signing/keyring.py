@@ -16,8 +16,6 @@ history places before the revocation, still verifies, marked as signed by a key 
 revoked) or, when `compromised`, for everything it ever signed.
 """
 
-from __future__ import annotations
-
 import re
 from enum import StrEnum
 from functools import cached_property
@@ -28,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import ConfigDict, Field, ValidationError
 
 from registry.base.canonical import canonical_bytes, sha256_hex
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 from registry.base.safeload import loads_json
 from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NewerFormat, RegistryError
@@ -61,7 +59,7 @@ class Role(StrEnum):
 class KeyEntry(Frozen):
     model_config = OPEN
     public: str = Field(description="PEM (SubjectPublicKeyInfo) of an Ed25519 key")
-    roles: list[Role] = Field(default_factory=list)
+    roles: list[Role] = Field(default_factory=empty_list)
     name: str | None = None
 
     @cached_property
@@ -102,8 +100,8 @@ class Keyring(Frozen):
     version: int = Field(ge=1)
     threshold: int = Field(1, ge=1, description="root signatures a new version needs")
     keys: list[KeyEntry]
-    retired: list[Departed] = Field(default_factory=list)
-    revoked: list[Departed] = Field(default_factory=list)
+    retired: list[Departed] = Field(default_factory=empty_list)
+    revoked: list[Departed] = Field(default_factory=empty_list)
 
 
     def with_role(self, role: Role) -> dict[str, Ed25519PublicKey]:

@@ -8,8 +8,8 @@ trusts is its signed keyring (registry/signing/keyring.py), checked against the 
 trust the home pins (registry/store/trust.py).
 """
 
-from __future__ import annotations
-
+import base64
+import binascii
 import hashlib
 import os
 import tempfile
@@ -25,6 +25,8 @@ from registry.errors import InvalidInput, Refused
 ENV_KEYS_DIR = "REGISTRY_KEYS_DIR"
 DEFAULT = "default"
 KEYS_HINT = "run `registry keys init` to create a signing key"
+PEM_LINES = (b"-----BEGIN PUBLIC KEY-----", b"-----END PUBLIC KEY-----")
+SPKI_ED25519 = bytes.fromhex("302a300506032b6570032100")  # RFC 8410: the DER before the key
 
 
 Signer = tuple[str, Ed25519PrivateKey]  # (key id, private key)
@@ -59,7 +61,10 @@ def public_pem(public: Ed25519PublicKey) -> str:
 
 
 def load_public_pem(data: bytes, source: object) -> Ed25519PublicKey:
-    from cryptography.hazmat.primitives import serialization  # not on the read paths
+    raw = _raw_ed25519(data)
+    if raw is not None:
+        return Ed25519PublicKey.from_public_bytes(raw)
+    from cryptography.hazmat.primitives import serialization  # costs a reader 7 ms
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm):
@@ -68,6 +73,21 @@ def load_public_pem(data: bytes, source: object) -> Ed25519PublicKey:
         raise InvalidInput(f"{source}: not an Ed25519 public key",
                            hint="registry signs with Ed25519")
     return key
+
+
+def _raw_ed25519(data: bytes) -> bytes | None:
+    """The raw key of a PEM written as `public_pem` writes one (an Ed25519
+    SubjectPublicKeyInfo, in one base64 line); None for any other text, which the
+    general PEM parser then judges. Every keyring entry is written this way, so a
+    reader checks signatures without importing cryptography's serialization package."""
+    lines = data.strip().split(b"\n")
+    if len(lines) != 3 or (lines[0], lines[2]) != PEM_LINES:
+        return None
+    try:
+        der = base64.b64decode(lines[1], validate=True)
+    except binascii.Error:
+        return None
+    return der[len(SPKI_ED25519):] if len(der) == 44 and der.startswith(SPKI_ED25519) else None
 
 
 def create_key(directory: Path | None = None) -> KeyInfo:

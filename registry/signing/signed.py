@@ -11,8 +11,6 @@ unknown key, a bad signature or a statement that is not the record's: anything e
 shown, if at all, under that mark and never under the signer the envelope claims.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 
 from cryptography.exceptions import InvalidSignature

@@ -8,8 +8,6 @@ write the same path, so a pull replays them side by side; the history check
 gets every committed document with its signature check: only `verified` ones count.
 """
 
-from __future__ import annotations
-
 import re
 
 from registry.base.canonical import is_sha256, sha256_hex

@@ -6,8 +6,6 @@ The index is `index.sqlite` in the home unless `$REGISTRY_DATABASE_URL` names an
 database (e.g. `postgresql+psycopg://...`).
 """
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 

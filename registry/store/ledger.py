@@ -32,7 +32,6 @@ from typing import NamedTuple
 from registry.base.canonical import is_git_sha
 from registry.base.files import write_bytes
 from registry.errors import InvalidInput
-from registry.signing.commits import PERSON, commit_bytes, signed_message
 from registry.signing.keys import Signer
 from registry.store.git import git_text, read_objects, run_git
 
@@ -137,6 +136,8 @@ class Ledger:
 
     def signed_commit(self, tree: str, parents: list[str], message: str, signer: Signer) -> str:
         """A signed commit object of `tree`, written directly (no ref moves); its id."""
+        from registry.signing.commits import PERSON, commit_bytes, signed_message  # writers'
+
         person = f"{PERSON} {int(time.time())} +0000"
         text = signed_message(message, tree, parents, person, signer)
         return self._write_object("commit", commit_bytes(tree, parents, person, text))
@@ -228,6 +229,32 @@ class Ledger:
 
     def blobs(self, shas: list[str]) -> dict[str, bytes]:
         return {sha: data for sha, (_, data) in read_objects(self.path, shas).items()}
+
+    def committed_files(self, files: dict[str, str]) -> dict[str, bytes]:
+        """path -> bytes of HEAD's files (`files`: path -> blob sha, from `tree_files`):
+        each read from the working tree when it hashes to its committed blob there (as
+        it does unless a write was cut short), so a reader starts no git process; the
+        rest from git."""
+        out: dict[str, bytes] = {}
+        for path, sha in files.items():
+            data = self._working_file(path)
+            if data is not None and blob_sha(data) == sha:
+                out[path] = data
+        missing = {path: sha for path, sha in files.items() if path not in out}
+        blobs = self.blobs(list(missing.values())) if missing else {}
+        return {**out, **{path: blobs.get(sha, b"") for path, sha in missing.items()}}
+
+    def _working_file(self, path: str) -> bytes | None:
+        target = self.path / path
+        try:
+            if target.is_symlink() or target.stat().st_size > WORKING_FILE_MAX:
+                return None
+            return target.read_bytes()
+        except OSError:
+            return None
+
+
+WORKING_FILE_MAX = 1 << 20  # a keyring version is a few KiB: anything larger asks git
 
 
 def committed_ids(path: Path, prefix: str = "") -> list[str]:

@@ -13,8 +13,6 @@ A file is hashed and copied at the same time (the copy runs in the kernel via
 plus a copy. A source that changes while it is being stored is refused.
 """
 
-from __future__ import annotations
-
 import errno
 import hashlib
 import os

@@ -6,8 +6,6 @@ Kept apart from the SQLModel tables (registry/store/index.py) so that readers ne
 SQLAlchemy.
 """
 
-from __future__ import annotations
-
 import json
 from typing import Any, Literal
 

@@ -1,12 +1,10 @@
 """One record as `registry show` presents it: its checked statement, the ledger commit
 that added it and every trusted verification that judged it."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from registry.base.canonical import is_git_sha
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
 from registry.formats.record import Statement, parse_statement
 from registry.signing.signed import SignatureCheck
 from registry.store.home import Home
@@ -23,7 +21,7 @@ class ShownRecord(Frozen):
     artifacts: tuple[str, ...] = ()  # what is wrong with the signed artifacts in the store
     artifacts_changed: bool = False  # an artifact's bytes changed (not merely missing)
     verifications: list[StoredVerification] = Field(
-        default_factory=list, description="trusted attestations that judged this record")
+        default_factory=empty_list, description="trusted attestations that judged this record")
 
 
 def show_record(home: Home, prefix: str) -> ShownRecord:

@@ -7,8 +7,6 @@ Like `~/.ssh/known_hosts`, it is as safe as the home folder itself: a trust.json
 others can write draws a warning on every command that reads it.
 """
 
-from __future__ import annotations
-
 import os
 import warnings
 from pathlib import Path
@@ -111,11 +109,16 @@ def pin_of(chain: Chain) -> Pin:
 
 
 def keyring_files(ledger: Ledger, ref: str = BRANCH) -> dict[int, bytes]:
-    """version -> committed envelope bytes of every keyring version at `ref` (HEAD)."""
-    shas = {int(m.group(1)): sha for path, sha in ledger.tree_files(FOLDER, ref).items()
-            if (m := VERSION_FILE.match(path))}
-    blobs = ledger.blobs(list(shas.values()))
-    return {version: blobs.get(sha, b"") for version, sha in shas.items()}
+    """version -> committed envelope bytes of every keyring version at `ref` (HEAD):
+    at HEAD, read where the working tree holds the committed bytes (one git process
+    fewer for every reader)."""
+    tree = ledger.tree_files(FOLDER, ref)
+    paths = {int(m.group(1)): path for path in tree if (m := VERSION_FILE.match(path))}
+    if ref == BRANCH:
+        data = ledger.committed_files({path: tree[path] for path in paths.values()})
+        return {version: data[path] for version, path in paths.items()}
+    blobs = ledger.blobs([tree[path] for path in paths.values()])
+    return {version: blobs.get(tree[path], b"") for version, path in paths.items()}
 
 
 _verified: dict[tuple[Path, str | None, str], Chain] = {}  # per process: readers ask often

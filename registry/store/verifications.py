@@ -9,8 +9,6 @@ anything else is listed by `check_verifications` (what `verify --all` reports) a
 shown as a verification.
 """
 
-from __future__ import annotations
-
 from registry.base.model import Frozen
 from registry.errors import Failure, RegistryError
 from registry.formats.verification import (

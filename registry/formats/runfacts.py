@@ -1,0 +1,85 @@
+"""What a record keeps of its run directory: the directory's file names, the state the
+run ended in and the host facts (environment.json).
+
+Apart from the run directory's other formats (registry/formats/rundir.py, which
+re-exports these) so that a record reader builds only the models a record holds.
+"""
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field
+
+from registry.base.model import Frozen, empty_list
+
+SERVER_LOG = "server.log"  # required: engine stdout + stderr
+RECIPE_JSON = "recipe.json"  # the normalized recipe (self-contained)
+RECIPE_TOML = "recipe.toml"  # accepted too: a recipe file as written
+LAUNCH = "launch.json"  # LaunchPlan
+ENVIRONMENT = "environment.json"  # host facts: os, python, packages, devices
+METRICS_BEFORE = "metrics-before.prom"
+METRICS_AFTER = "metrics-after.prom"
+BENCH = "bench.json"  # Bench: raw rows
+OUTPUTS = "outputs.jsonl"  # optional extra outputs
+STATUS = "status.json"  # RunStatus
+SUITES = "suites"  # suites/<name>.jsonl: each prompt suite exactly as sent
+PROBE = "probe.json"  # the host speed probe before and after the suite (executor.probe)
+GPU_SAMPLES = "gpu-samples.csv"  # nvidia-smi samples through the suite, when it exists
+STARTS = "starts"  # starts/<k>/: engine start k of `run --starts N` (its log, status, probe)
+
+
+class RunState(StrEnum):
+    running = "running"
+    complete = "complete"
+    failed = "failed"
+    unknown = "unknown"  # a record of a run that left no status.json
+
+
+class Accelerator(Frozen):
+    """One device as its vendor tool lists it (the whole host, whatever the run used)."""
+
+    vendor: str
+    index: int
+    name: str = Field(description="the device model, e.g. NVIDIA H200")
+    driver: str | None = None
+    memory_mib: int | None = Field(None, description="total device memory")
+
+
+class EnginePackage(Frozen):
+    """Where the engine package is installed, as the engine's interpreter finds it."""
+
+    path: str
+    distribution: str | None = None
+    version: str | None = None
+
+
+class Environment(Frozen):
+    """Host facts (environment.json), gathered without importing torch or vLLM: the
+    host's from the registry's process, the Python ones (`python`, `packages`, the
+    engine's install) from the interpreter that runs the engine."""
+
+    schema_: str = Field("registry.environment/v1", alias="schema")
+    os: str
+    kernel: str
+    machine: str
+    hostname: str
+    registry: str | None = Field(None, description="the registry version that ran it")
+    python: str = Field(description="the engine interpreter's version")
+    python_implementation: str
+    python_executable: str | None = Field(None, description="the engine's interpreter")
+    python_prefix: str | None = Field(None, description="its sys.prefix (venv)")
+    cpu: str | None = None
+    cpu_count: int | None = None
+    cpu_affinity: int | None = Field(None, description="CPUs this process may run on")
+    memory_gib: float | None = None
+    packages: dict[str, str] = Field(default_factory=dict, description="distribution -> version")
+    engine_source: dict[str, Any] | None = Field(
+        None, description="the engine's PEP 610 direct_url.json (source builds)")
+    engine_package: EnginePackage | None = Field(
+        None, description="the engine package's folder and distribution")
+    devices: dict[str, str] = Field(default_factory=dict, description="vendor tool -> output")
+    accelerators: list[Accelerator] = Field(
+        default_factory=empty_list, description="the devices parsed from `devices`, by index")
+    inherited_env: dict[str, str] = Field(
+        default_factory=dict, description="caller variables the engine inherited (launch env "
+        "goes on top)")
