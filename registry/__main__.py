@@ -37,6 +37,30 @@ READS = frozenset({"list", "show", "verify", "diff", "compare", "report"})
 """Commands that read the home and start no program but git."""
 
 
+ALL_PLUGINS_OFF = ("__all__", "1", "true")  # pydantic's own test in plugin/_loader.py
+PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+def _no_plugin_loader() -> None:
+    """With every plugin off, pydantic's loader finds none, yet importing it imports
+    importlib.metadata (email, zipfile, csv: 20 ms of `list`). A stand-in that finds
+    none either takes its place; anything else asked of it comes from the real one."""
+    import types
+
+    def real(name: str) -> object:
+        if name.startswith("__"):  # the import system's probes (`__path__`, ...)
+            raise AttributeError(name)
+        del sys.modules[PLUGIN_LOADER]
+        import importlib
+
+        return getattr(importlib.import_module(PLUGIN_LOADER), name)
+
+    loader = types.ModuleType(PLUGIN_LOADER, "registry's stand-in: no plugins")
+    loader.get_plugins = lambda: ()  # type: ignore[attr-defined]
+    loader.__getattr__ = real  # type: ignore[method-assign]
+    sys.modules.setdefault(PLUGIN_LOADER, loader)
+
+
 def run() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     sys.unraisablehook = _swallowed
@@ -46,6 +70,8 @@ def run() -> None:
         # A read command validates the registry's own documents and starts no program
         # that could want one; a user's own setting wins.
         os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        if os.environ["PYDANTIC_DISABLE_PLUGINS"] in ALL_PLUGINS_OFF:
+            _no_plugin_loader()
     from registry.cli import main
 
     main()

@@ -15,7 +15,8 @@ THIRD_PARTY = {  # what the commands need: arguments, models, signatures, canoni
     "typer", "shellingham", "annotated_doc", "pydantic", "pydantic_core", "annotated_types",
     "typing_extensions", "typing_inspection", "cryptography", "rfc8785"}
 READ_PATH = {  # the registry modules every record reader needs
-    "registry", "registry.errors", "registry.cli", "registry.cli.app", "registry.cli.options",
+    "registry", "registry.__main__", "registry.errors", "registry.cli", "registry.cli.app",
+    "registry.cli.options",
     "registry.cli.output", "registry.cli.records", "registry.base", "registry.base.canonical",
     "registry.base.files", "registry.base.model", "registry.base.safeload", "registry.formats",
     "registry.formats.figures", "registry.formats.identity", "registry.formats.record",
@@ -45,20 +46,22 @@ NEVER = {  # modules a plain `list` or `show` once imported and no longer needs
     "cryptography.hazmat.primitives.serialization",  # keyring PEMs: registry/signing/keys.py
     "registry.signing.commits",  # writing commits (`verify` reads them)
     "tomllib", "glob"}  # recipe readers, debris clearing
+NEVER |= {"importlib.metadata", "email", "zipfile"}  # pydantic's plugin loader: __main__.py
 CODE = """
 import json, sys
-from registry.cli import app
+from registry.__main__ import run
+sys.argv[0] = "registry"
 try:
-    app(sys.argv[1:])
+    run()
 except SystemExit as e:
     assert not e.code, e.code
 print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
 
-def imported(*args: str) -> set[str]:
+def imported(*args: str, env: dict[str, str] | None = None) -> set[str]:
     done = subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, text=True,
-                          check=True)
+                          check=True, env=env)
     return set(json.loads(done.stderr.strip().splitlines()[-1]))
 
 
@@ -82,7 +85,7 @@ def test_list_and_show_import_only_what_they_use(store_home, make_run, seal_run_
 def test_help_loads_no_library() -> None:
     ours = {m for m in imported("--help") if m.startswith("registry.")}
     groups = {m for m in ours if m.split(".")[:2] == ["registry", "cli"]}
-    assert ours - groups == {"registry.errors"}, sorted(ours - groups)
+    assert ours - groups == {"registry.__main__", "registry.errors"}, sorted(ours - groups)
 
 
 def test_the_models_read_paths_build_carry_no_string_annotations() -> None:
@@ -99,3 +102,32 @@ def test_the_models_read_paths_build_carry_no_string_annotations() -> None:
         text = path.read_text()
         if "(Frozen):" in text:
             assert "from __future__ import annotations" not in text, module
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_plugin_the_user_keeps_on_gets_pydantic_s_own_loader(store_home) -> None:
+    """Only with every plugin off does the stand-in replace pydantic's plugin loader."""
+    import os
+
+    some = imported("list", env={**os.environ, "PYDANTIC_DISABLE_PLUGINS": "one_plugin"})
+    assert "importlib.metadata" in some
+
+
+def test_the_plugin_loader_s_stand_in_finds_none_and_defers_the_rest() -> None:
+    code = """
+import os, sys
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+from registry.__main__ import PLUGIN_LOADER, _no_plugin_loader
+_no_plugin_loader()
+from pydantic import BaseModel
+class M(BaseModel):
+    x: int
+assert M(x="1").x == 1                   # validators are built without a plugin
+assert "importlib.metadata" not in sys.modules
+from pydantic.plugin._loader import get_plugins
+assert tuple(get_plugins()) == ()
+import pydantic.plugin._loader as loader
+assert loader.PYDANTIC_ENTRY_POINT_GROUP == "pydantic"  # from the real loader
+assert "importlib.metadata" in sys.modules
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
