@@ -176,3 +176,35 @@ def test_a_whole_number_float_in_the_identity_verifies(cli, store_home, make_run
     sealed = seal_run_dir(make_run(), identity=identity)
     code, records = verify(cli, sealed.id)
     assert code == 0, records
+
+
+def test_worker_processes_report_exactly_what_one_process_does(
+        cli, store_home, make_run, seal_run_dir, monkeypatch, tmp_path) -> None:
+    """`verify --all` over many records splits the checks over forked processes: the
+    report (order, problems, signers) must be the one a single process gives."""
+    import os
+
+    from registry.base import parallel
+    from registry.store import verify as verify_module
+
+    runs = [seal_run_dir(make_run(name)) for name in "abcd"]
+    flip(record_file(store_home, runs[1], "statement.json"), 10)
+    statement = json.loads(record_file(store_home, runs[2], "statement.json").read_bytes())
+    flip(ObjectStore(store_home.objects).path(statement["subject"][0]["digest"]["sha256"]), 0)
+    _, alone = verify(cli, "--all")
+    parent, marks = os.getpid(), tmp_path / "workers"
+    marks.mkdir()
+    original = verify_module._check
+
+    def in_a_worker(ctx, rid: str):
+        (marks / str(os.getpid())).write_text(str(os.getpid() != parent))
+        return original(ctx, rid)
+
+    monkeypatch.setattr(parallel, "MIN_ITEMS", 1)
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    monkeypatch.setattr(verify_module, "_check", in_a_worker)
+    code, split = verify(cli, "--all")
+    assert code == ExitCode.FAILED and split == alone
+    assert len(list(marks.iterdir())) == 2
+    assert all(m.read_text() == "True" for m in marks.iterdir())
+    assert {"statement", f"artifact {statement['subject'][0]['name']}"} <= parts(split)
