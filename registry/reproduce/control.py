@@ -130,9 +130,9 @@ def foresee(original: SealedRun, control: SealedRun, starts: int,
                                    formula, window) for run in (original, control)]
         spreads = [x for x in map(log_spread, sealed) if x]
         weight = (1 / max(len(sealed[0]), 1) + 1 / max(len(sealed[1]), 1)) / 2
-        halves = {n: foreseen_half(spreads, n, weight) for n in range(1, MOST_STARTS + 1)}
         now = foreseen_half(spreads, starts, weight)
-        parity = next((n for n, h in halves.items() if h is not None
+        parity = next((n for n in range(1, MOST_STARTS + 1)
+                       if (h := foreseen_half(spreads, n, weight)) is not None
                        and math.exp(-h) >= min_ratio), None)
         var, _ = pooled(spreads)
         out.append(Foreseen(
