@@ -126,10 +126,9 @@ def foresee(original: SealedRun, control: SealedRun, starts: int,
     records' own spread bounds it: no number of new starts removes their share."""
     out = []
     for name in (s.name for s in original.bench.suites):
-        sealed = [figures_by_start([r for r in run.bench.timed_rows if r.suite == name],
-                                   formula, window) for run in (original, control)]
+        sealed = [_sealed_starts(run, name, formula, window) for run in (original, control)]
         spreads = [x for x in map(log_spread, sealed) if x]
-        weight = (1 / max(len(sealed[0]), 1) + 1 / max(len(sealed[1]), 1)) / 2
+        weight = _sealed_weight(*sealed)
         now = foreseen_half(spreads, starts, weight)
         parity = next((n for n in range(1, MOST_STARTS + 1)
                        if (h := foreseen_half(spreads, n, weight)) is not None
@@ -146,11 +145,8 @@ def foresee(original: SealedRun, control: SealedRun, starts: int,
 def _suite(k: int, name: str, original: SealedRun, control: SealedRun,
            starts: Sequence[ControlStart], formula: MetricFormula,
            window: int) -> ControlledSuite:
-    def sealed(run: SealedRun) -> list[float]:
-        return figures_by_start([r for r in run.bench.timed_rows if r.suite == name],
-                                formula, window)
-
-    r_sealed, c_sealed = sealed(original), sealed(control)
+    r_sealed, c_sealed = (_sealed_starts(run, name, formula, window)
+                          for run in (original, control))
     figures = [s.figures[k] for s in starts]
     now = {side: _geomean([f.value for f in figures if f.side == side])
            for side in (RECORD, CONTROL)}
@@ -160,11 +156,24 @@ def _suite(k: int, name: str, original: SealedRun, control: SealedRun,
         spreads = [x for x in (log_spread(r_sealed), log_spread(c_sealed)) if x]
         interval = paired_interval(
             pair_logs(figures, a=CONTROL, b=RECORD), sealed=math.log(rs / cs),
-            sealed_weight=(1 / len(r_sealed) + 1 / len(c_sealed)) / 2, start_spreads=spreads)
+            sealed_weight=_sealed_weight(r_sealed, c_sealed), start_spreads=spreads)
     return ControlledSuite(
         suite=name, record_sealed=rs, control_sealed=cs, record_now=now[RECORD],
         control_now=now[CONTROL], host_factor=_ratio(now[CONTROL], cs),
         uncontrolled=_ratio(now[RECORD], rs), interval=interval)
+
+
+def _sealed_starts(run: SealedRun, suite: str, formula: MetricFormula,
+                   window: int) -> list[float]:
+    """Each sealed start's figure for one suite."""
+    return figures_by_start([r for r in run.bench.timed_rows if r.suite == suite],
+                            formula, window)
+
+
+def _sealed_weight(record: Sequence[float], control: Sequence[float]) -> float:
+    """The sealed ratio's variance, in pair variances: each sealed figure is the mean of
+    its record's starts' logs."""
+    return (1 / max(len(record), 1) + 1 / max(len(control), 1)) / 2
 
 
 def _performance(s: ControlledSuite, formula: MetricFormula, window: int,
