@@ -41,18 +41,19 @@ def threads(pid: int) -> list[int]:
 
 
 def test_the_engine_core_joins_its_worker(spawn) -> None:
-    first = min(os.sched_getaffinity(0))
-    server = spawn("python")
+    first, second = sorted(os.sched_getaffinity(0))[:2]
+    host = {first, second}  # a two-CPU host (with more, the server would keep two)
+    server = spawn("python", host)
     worker = spawn("VLLM::Worker", {first})
-    core = spawn("VLLM::EngineCore")
+    core = spawn("VLLM::EngineCore", host)
     time.sleep(0.5)  # the helper threads start
     placement = colocate_engine_core(server, [server, worker, core])
     moved, server_moved = placement.moved
     assert placement.note is None and moved.startswith(f"{core} VLLM::EngineCore -c import")
     assert all(os.sched_getaffinity(t) == {first} for t in threads(core))
-    rest = os.sched_getaffinity(0) - {first}  # the server leaves the workers' CPUs
+    # the server leaves the workers' CPUs
     assert server_moved.startswith(f"{server} python") and all(
-        os.sched_getaffinity(t) == rest for t in threads(server))
+        os.sched_getaffinity(t) == {second} for t in threads(server))
     assert placement.processes[moved] == [first]
     again = colocate_engine_core(server, [server, worker, core])
     assert again.moved == [] and again.note == "the engine core already runs on its workers' CPUs"
