@@ -1,11 +1,13 @@
 """The GPU job's helpers without a GPU: the client-agreement figures and interval, and
-the side-by-side figures of a work folder."""
+the side-by-side figures of a work folder, and whether a job ran on the machine."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
+import subprocess
 import sys
 
 from tests.conftest import ROOT
@@ -70,3 +72,13 @@ def test_figures_put_the_engine_lines_beside_the_resolved_fields(tmp_path, cli, 
     assert "registry kv.capacity_tokens = 3379456" in out
     assert "reproduce-2: identity=pass performance=inconclusive rounds=5/5" in out
     assert '{"suite": "tiny-cold", "ratio": 0.91}' in out
+
+
+def test_the_job_says_whether_it_ran_on_this_machine(tmp_path) -> None:
+    """A collect after a lost lease must not wait on a bare machine (docs/gpu.md)."""
+    job = ["bash", str(ROOT / "tools/gpu/device-job.sh"), "--started"]
+    env = {"PATH": os.environ["PATH"], "KIT_WORK": str(tmp_path)}
+    bare = subprocess.run(job, env=env, capture_output=True, text=True)
+    assert bare.returncode == 3 and "the lease was lost" in bare.stdout
+    (tmp_path / "pipeline.log").write_text("")
+    assert subprocess.run(job, env=env, capture_output=True).returncode == 0

@@ -4,6 +4,7 @@
 # within a time budget, so that whatever the lease allows comes back usable.
 #
 #   bash tools/gpu/device-job.sh [--detach]      # from the project clone (/root/project)
+#   bash tools/gpu/device-job.sh --started       # exit 3 when no job ran on this machine
 #
 # One GPU:  build llama-3b, llama-3b-kv-fp8, hybrid-2b on the GPU (tools/sized_checkpoint.py);
 #           run + seal the BF16, checkpoint-FP8 (auto) and explicit-FP8 lanes and the
@@ -43,6 +44,10 @@
 set -uo pipefail
 PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 W=${KIT_WORK:-/root/work}
+if [ "${1:-}" = --started ]; then  # before a collect: is there a job on this machine?
+  [ -f "$W/pipeline.log" ] && exit 0
+  echo "no job here: the lease was lost, this machine is new"; exit 3
+fi
 if [ "${1:-}" = --detach ]; then
   mkdir -p "$W"
   setsid nohup bash "$PROJECT/tools/gpu/device-job.sh" > "$W/pipeline.log" 2>&1 < /dev/null &
