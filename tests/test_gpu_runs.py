@@ -42,11 +42,18 @@ def hosts() -> list[Path]:
     return sorted(p for p in GPU_RUNS.glob("*") if p.is_dir())
 
 
+def runs(host: Path) -> list[Path]:
+    """Every run directory of a host folder, a controlled reproduction's starts
+    (runs/controlled-N/NN-side) included; a multi-start run's starts/ are its own."""
+    found = [p for pattern in ("*/status.json", "controlled-*/*/status.json")
+             for p in (host / "runs").glob(pattern)]
+    return sorted(p.parent for p in found)
+
+
 def captured() -> list[tuple[Path, Path]]:
     """(host folder, run directory) of every run whose GPU-host resolution was kept."""
-    return [(host, run) for host in hosts()
-            for run in sorted(p for p in (host / "runs").glob("*") if p.is_dir())
-            if (host / "logs" / f"resolve-{run.name}.json").is_file()]
+    return [(host, run) for host in hosts() for run in runs(host)
+            if run.parent.name == "runs" and (host / "logs" / f"resolve-{run.name}.json").is_file()]
 
 
 def reproductions() -> list[tuple[Path, Path]]:
@@ -110,11 +117,11 @@ def results_match_the_gpu_hosts(cli, host: Path, ids: dict[str, str]) -> int:
 def seal_and_diff(store_home, tmp_path: Path, cli, host: Path) -> dict[str, str]:
     """Seal every complete run of a host folder; diff BF16 against checkpoint FP8."""
     ids = {}
-    for run in sorted(p for p in (host / "runs").glob("*") if p.is_dir()):
+    for run in runs(host):
         if json.loads((run / "status.json").read_text()).get("state") != "complete":
             continue
-        copy = shutil.copytree(run, tmp_path / "sealed" / run.name)
-        ids[run.name] = seal_run(copy, home=store_home).id
+        name = str(run.relative_to(host / "runs"))
+        ids[name] = seal_run(shutil.copytree(run, tmp_path / "sealed" / name), home=store_home).id
     if {"bf16", "checkpoint-fp8"} <= set(ids):
         r = cli("diff", ids["bf16"], ids["checkpoint-fp8"], "--json")
         assert r.exit_code in (0, 1), r.stderr

@@ -236,7 +236,8 @@ for id in $(python3 -c 'import json, sys; print(" ".join(r["id"] for r in json.l
             "$W/logs/list.json" 2>/dev/null); do
   R show "$id" --json > "$W/logs/show-${id:0:12}.json" 2>&1
 done
-for run in "$W"/runs/*/; do
+for status in "$W"/runs/*/status.json; do  # not a controlled reproduction's starts
+  run=$(dirname "$status")
   R resolve "$run" --json > "$W/logs/resolve-$(basename "$run").json" 2>&1
 done
 python3 tools/gpu/figures.py "$W" 2>&1 | tee "$W/logs/figures.txt"
