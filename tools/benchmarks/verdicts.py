@@ -229,8 +229,9 @@ def main() -> None:
                   f"{max(hosts):.3f}")
         print(f"mean starts per reproduction {statistics.fmean(v['starts'] for v in every):.1f}")
     if every:
+        limit = f"{LIMIT_S} s a start" if args.control else f"{LIMIT_S} s"
         print(f"mean rounds {statistics.fmean(v['rounds'] for v in every):.2f}; slowest "
-              f"reproduction {max(v['seconds'] for v in every):.0f} s (limit {LIMIT_S} s)")
+              f"reproduction {max(v['seconds'] for v in every):.0f} s (limit {limit})")
     if abs_:
         print(f"ab of the recipe against itself: the interval contains 0 in "
               f"{sum(v['zero'] for v in abs_)}/{len(abs_)} (target >= 9/10)")
