@@ -237,6 +237,7 @@ for id in $(python3 -c 'import json, sys; print(" ".join(r["id"] for r in json.l
   R show "$id" --json > "$W/logs/show-${id:0:12}.json" 2>&1
 done
 for status in "$W"/runs/*/status.json; do  # not a controlled reproduction's starts
+  [ -f "$status" ] || continue
   run=$(dirname "$status")
   R resolve "$run" --json > "$W/logs/resolve-$(basename "$run").json" 2>&1
 done
