@@ -99,6 +99,11 @@ def check_in_ledger(home: Home, job: JobArgs) -> None:
     if not is_claim(home, job.claim):
         raise NotFound(f"claim {job.claim}: not in this home's ledger after its pull",
                        hint="registry claim list; queue a claim the team remote holds")
+    from registry.claims.events import replay
+
+    replayed = replay(home, job.claim)
+    if not replayed.trusted:
+        raise InvalidInput(f"claim {job.claim} is untrusted: {replayed.reason}")
     rests = claim_record(home, job.claim)
     if rests != job.target:
         raise InvalidInput(f"claim {job.claim} rests on record {rests[:16]}, not on this "
