@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from registry.engines import vllm
+from registry.engines.vllm import args as vllm
 from registry.errors import ExitCode, InvalidRecipe, RegistryWarning
 from registry.recipe import load_recipe, loader
 from tests.conftest import ROOT
 from tests.recipe_factory import MINIMAL
 
-TABLES = ROOT / "registry" / "engines"
+TABLES = ROOT / "registry" / "engines" / "vllm"
 
 
 def recipe(tmp_path: Path, version: str | None, args: str) -> Path:

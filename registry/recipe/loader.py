@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from registry.base.safeload import BadDocument, loads_toml
-from registry.engines import vllm
 from registry.engines.llamacpp import args as llamacpp_args
+from registry.engines.vllm import args as vllm
 from registry.errors import InvalidRecipe, RegistryWarning
 from registry.recipe.schema import GGMLCacheType, KVCacheDtype, Platform, Recipe
 
@@ -215,7 +215,7 @@ def _llamacpp_args(recipe: Recipe, path: Path) -> dict[str, Any]:
 
 def _vllm_args(recipe: Recipe, path: Path) -> dict[str, Any]:
     """Each argument checked against the argument table of the recipe's engine release
-    (registry.engines.vllm.table_for: the nearest lower one shipped, said in a warning,
+    (registry.engines.vllm.args.table_for: the nearest lower one shipped, said in a warning,
     when that release's own is not)."""
     args = dict(recipe.engine.args)
     known = set(recipe.engine.custom_args)

@@ -11,16 +11,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from registry.engines.llamacpp.resolve import resolve_llamacpp
+from registry.engines.vllm.logs import scan_log
+from registry.engines.vllm.resolve.content import content_fields
+from registry.engines.vllm.resolve.engine import EngineLog, Start
+from registry.engines.vllm.resolve.fields import Fields
+from registry.engines.vllm.resolve.precision import kv_fields
+from registry.engines.vllm.resolve.runtime import (
+    env_fields,
+    kv_report_fields,
+    runtime_fields,
+    weight_fields,
+)
+from registry.engines.vllm.resolve.spec import phase_notes, spec_stats
 from registry.formats.identity import FIELDS, ResolvedField, ResolvedIdentity
 from registry.formats.rundir import METRICS_AFTER, METRICS_BEFORE
-from registry.logs import Fact, LogScan, scan_log
+from registry.logs import Fact, LogScan
 from registry.logs.prometheus import Scrape
 from registry.recipe import Recipe
-from registry.resolve.content import content_fields
 from registry.resolve.declared import declared_values
 from registry.resolve.dialect import engine_of
-from registry.resolve.engine import EngineLog, Start
-from registry.resolve.fields import Fields
 from registry.resolve.inputs import (
     Checkpoints,
     find_log,
@@ -28,11 +38,7 @@ from registry.resolve.inputs import (
     locate_checkpoints,
     read_metrics,
 )
-from registry.resolve.llamacpp import resolve_llamacpp
 from registry.resolve.markers import expect_results
-from registry.resolve.precision import kv_fields
-from registry.resolve.runtime import env_fields, kv_report_fields, runtime_fields, weight_fields
-from registry.resolve.spec import phase_notes, spec_stats
 
 __all__ = ["resolve_run", "scan_run_log"]
 

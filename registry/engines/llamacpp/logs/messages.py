@@ -1,5 +1,5 @@
 """What llama-server prints that carries identity: one pattern per message kind, matched
-against a plain line (registry.logs.llamacpp.lines). Builds from b4400 (Dec 2024) to
+against a plain line (registry.engines.llamacpp.logs.lines). Builds from b4400 (Dec 2024) to
 b10433 print these; older spellings sit beside the newer ones in one pattern."""
 
 from __future__ import annotations

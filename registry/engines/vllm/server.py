@@ -7,8 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from registry.engines import vllm
 from registry.engines.base import Chunk, owned_keys_clash
+from registry.engines.vllm import args as vllm
 from registry.recipe.schema import BenchmarkSpec
 
 OWNED_KEYS = {"model", "prompt", "messages", "stream", "stream_options", "return_token_ids",
