@@ -55,11 +55,11 @@ def parse_args(task: str | None, args: object) -> JobArgs:
         parsed = JobArgs.model_validate(args)
     except ValidationError as e:
         err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        where = ".".join(str(p) for p in err["loc"])[:60] or "arguments"
         raise InvalidInput(f"malformed job: {where}: {_said(err)}") from None
     if (parsed.control is None) != (parsed.kind is Kind.reproduce):
         raise InvalidInput(f"malformed job: a {parsed.kind.value} job "
-                           + ("names no control" if parsed.kind is Kind.reproduce
+                           + ("takes no control record" if parsed.kind is Kind.reproduce
                               else "needs a control record"))
     if parsed.control == parsed.target:
         raise InvalidInput("malformed job: its control is its target")
