@@ -83,7 +83,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     except those `sealed` (run directory name -> record) holds: an earlier attempt
     sealed them, and they are taken as they are (the fleet's retried jobs)."""
     from registry.contracts.sealed import load_sealed, sealed_run
-    from registry.executor.engine import Engine
+    from registry.executor.container import engine_for_plan
     from registry.executor.run import Hooks as RunHooks
     from registry.executor.run import run
     from registry.store.query import sealed_statement
@@ -127,7 +127,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     with suite_folder(suites, recipe_path) as recipe_dir:
         run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
             models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more),
-            launcher=launcher or Engine)
+            launcher=launcher or engine_for_plan)
     new = load_sealed(home, _seal(home, run_dir, recipe_path, original.id, env, progress).id)
     performance = performance_verdict(original, new, formula, window, min_performance,
                                       max_rounds)
@@ -213,7 +213,7 @@ def _control_start(home: Home, i: int, side: str,
     """One fresh engine start of the record's or the control's recipe, sealed with the
     record it re-runs as parent (or the record `sealed` names for its run directory)."""
     from registry.contracts.sealed import load_sealed
-    from registry.executor.engine import Engine
+    from registry.executor.container import engine_for_plan
     from registry.executor.run import run
     from registry.reproduce.control import ControlStart, run_dir_of, start_figures
 
@@ -224,7 +224,7 @@ def _control_start(home: Home, i: int, side: str,
         suites = stored_suites(home, recipe) if recipe_path is None else []
         with suite_folder(suites, recipe_path) as recipe_dir:
             run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
-                models_dir=models_dir, hooks=hooks, launcher=launcher or Engine)
+                models_dir=models_dir, hooks=hooks, launcher=launcher or engine_for_plan)
         rid = _seal(home, run_dir, recipe_path, parent, env, progress).id
     rows = load_sealed(home, rid).bench.timed_rows
     return ControlStart(start=i, side=side, record=rid, run_dir=str(run_dir),
