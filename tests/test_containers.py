@@ -63,7 +63,7 @@ def test_sizes_read_as_compose_writes_them() -> None:
     (f'image = "x/y@{DIGEST}"\nruntime = "lxc"', "'podman' or 'docker'"),
 ])
 def test_a_bad_container_table_is_refused(tmp_path: Path, bad: str, message: str) -> None:
-    with pytest.raises(InvalidInput, match="engine.container") as e:
+    with pytest.raises(InvalidInput, match=r"engine\.container") as e:
         load_recipe(_recipe(tmp_path, f"[engine.container]\n{bad}\n"))
     assert message in str(e.value) + (e.value.hint or "")
 
@@ -103,6 +103,6 @@ def test_a_launcher_that_is_missing_is_refused_before_the_run(tmp_path: Path) ->
     path = _recipe(tmp_path, "")
     path.write_text(path.read_text().replace('version = "11434"',
                                              'version = "11434"\nlauncher = "nope.sh"'))
-    with pytest.raises(InvalidInput, match="engine.launcher: .*nope.sh is not a file"):
+    with pytest.raises(InvalidInput, match=r"engine\.launcher: .*nope\.sh is not a file"):
         plan(load_recipe(path), port=1, models_dir=Path("/m"), cwd=tmp_path,
              cache_root=tmp_path, recipe_dir=tmp_path)

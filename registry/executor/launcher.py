@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 
 from registry.base.hashing import sha256_file
@@ -24,11 +23,10 @@ MAX_SETTINGS = 256
 MAX_HEAD_LINES = 2000  # a launcher's preamble is short: never read a whole log for it
 
 
-def launcher_path(declared: str, recipe_dir: Path, found: Mapping[str, str]) -> Path:
-    """The launcher file (relative to the recipe's folder); it must be an executable file."""
-    from registry.executor.plan import expand
-
-    path = Path(os.path.expanduser(expand(declared, found, "engine.launcher")))
+def launcher_path(declared: str, recipe_dir: Path) -> Path:
+    """The launcher file (`declared` with its variables expanded; relative to the recipe's
+    folder); it must be an executable file."""
+    path = Path(os.path.expanduser(declared))
     path = path if path.is_absolute() else recipe_dir / path
     if not path.is_file():
         raise InvalidInput(f"engine.launcher: {path} is not a file",

@@ -107,7 +107,8 @@ def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
                         host=HOST, port=port, cache_dirs=cache_dirs, engine=engine.name,
                         python=python)
     if recipe.engine.launcher:
-        path = launcher_path(recipe.engine.launcher, recipe_dir or cwd, found)
+        path = launcher_path(expand(recipe.engine.launcher, found, "engine.launcher"),
+                             recipe_dir or cwd)
         launcher_argv = [str(path), *expand(recipe.engine.launcher_args, found,
                                             "engine.launcher_args")]
         if python:  # the launcher gets the engine's interpreter by its path
