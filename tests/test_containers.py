@@ -106,3 +106,18 @@ def test_a_launcher_that_is_missing_is_refused_before_the_run(tmp_path: Path) ->
     with pytest.raises(InvalidInput, match=r"engine\.launcher: .*nope\.sh is not a file"):
         plan(load_recipe(path), port=1, models_dir=Path("/m"), cwd=tmp_path,
              cache_root=tmp_path, recipe_dir=tmp_path)
+
+
+def test_the_launcher_s_forwarded_env_is_read_outside_if_blocks(tmp_path: Path) -> None:
+    from registry.recipe.packet import forwarded_env
+
+    launcher = tmp_path / "run.sh"
+    launcher.write_text('docker run --env FI_PROVIDER=tcp \\\n  --env "ZE_AFFINITY_MASK=$M"\n'
+                        'if [ -n "$X" ]; then\n  args+=(--env X_ONLY="$X")\nfi\n'
+                        'if [ -n "$Y" ]; then args+=(--env Y_ONLY=1); fi\n'
+                        '  --env PYTHONHASHSEED=0  # after a one-line guard\n')
+    assert forwarded_env(launcher) == {"FI_PROVIDER", "ZE_AFFINITY_MASK", "PYTHONHASHSEED"}
+    result = check_packet(PACKETS / "qwen38-27b-fp8-tp2-b70-noswap",
+                          launcher_env={"FI_PROVIDER", "NOT_IN_THE_PACKET"})
+    assert [f.rule for f in result.findings] == ["launcher-env"]
+    assert "NOT_IN_THE_PACKET" in result.findings[0].message

@@ -146,10 +146,12 @@ def _python(recipe: Recipe, argv: list[str], found: Mapping[str, str]) -> str | 
     return engine_python(declared, found)[0]
 
 
-def preview(recipe: Recipe, *, port: int, models_dir: Path | None, cwd: Path) -> LaunchPlan:
+def preview(recipe: Recipe, *, port: int, models_dir: Path | None, cwd: Path,
+            recipe_dir: Path | None = None) -> LaunchPlan:
     """The plan a dry run prints: a run makes its own fresh cache root when it starts."""
     cache_root = Path(tempfile.gettempdir()) / "registry-run-cache-XXXXXXXX"
-    return plan(recipe, port=port, models_dir=models_dir, cwd=cwd, cache_root=cache_root)
+    return plan(recipe, port=port, models_dir=models_dir, cwd=cwd, cache_root=cache_root,
+                recipe_dir=recipe_dir)
 
 
 def model_path(launch: LaunchPlan) -> str | None:

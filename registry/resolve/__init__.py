@@ -10,7 +10,6 @@ itself says about the run (read or not, engine starts, ready or not) is in the n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from registry.formats.identity import FIELDS, ResolvedField, ResolvedIdentity
 from registry.formats.rundir import METRICS_AFTER, METRICS_BEFORE
@@ -39,12 +38,17 @@ from registry.resolve.spec import phase_notes, spec_stats
 __all__ = ["resolve_run", "scan_run_log"]
 
 
-def resolve_run(run_dir: Path, **kwargs: Any) -> ResolvedIdentity:
+def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Path | None = None,
+                checkpoint: Path | None = None, draft_checkpoint: Path | None = None,
+                log_path: Path | None = None, scan: LogScan | None = None,
+                checkpoints: Checkpoints | None = None) -> ResolvedIdentity:
     """The run's identity (`_resolve_run` below: engine log, checkpoints, metrics) with the
     container's and launcher's fields (registry/resolve/container.py)."""
-    identity = _resolve_run(Path(run_dir), **kwargs)
-    extra = container_fields(Path(run_dir), load_run_recipe(Path(run_dir), kwargs.get("recipe"),
-                                                            kwargs.get("recipe_path")))
+    run_dir = Path(run_dir)
+    identity = _resolve_run(run_dir, recipe=recipe, recipe_path=recipe_path,
+                            checkpoint=checkpoint, draft_checkpoint=draft_checkpoint,
+                            log_path=log_path, scan=scan, checkpoints=checkpoints)
+    extra = container_fields(run_dir, load_run_recipe(run_dir, recipe, recipe_path))
     if not extra:
         return identity
     return identity.model_copy(update={"fields": {**identity.fields, **extra}})

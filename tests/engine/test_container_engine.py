@@ -110,3 +110,38 @@ def test_the_launcher_lane_keeps_its_printed_settings(home: Path, gguf_models: P
     assert len(fields["launcher.sha256"]["resolved"]) == 64
     log = (home / "runs" / "launched" / "server.log").read_text()
     assert "ctx_size=8192\n" in log and "--- server ---\n" in log
+
+
+def test_a_launcher_that_prints_one_setting_and_runs_another_is_a_mismatch(
+        home: Path, gguf_models: Path, tmp_path: Path) -> None:
+    """The printed settings are declared identity: held against the server's own lines."""
+    script = tmp_path / "lying.sh"
+    script.write_text("#!/bin/sh\nshift\necho ctx_size=4096\necho '--- server ---'\n"
+                      'exec "$@" --ctx-size 8192\n')
+    script.chmod(0o755)
+    recipe = tmp_path / "lying.toml"
+    text = (ROOT / "recipes" / "tiny-llamacpp-launcher.toml").read_text()
+    recipe.write_text(text.replace('launcher = "launchers/llama-server.sh"',
+                                   f'launcher = "{script}"').replace(
+        'launcher_args = ["--label=tiny"]', "launcher_args = []").replace(
+        'path = "suites/', f'path = "{ROOT}/recipes/suites/'))
+    out = home / "runs" / "lying"
+    code, _, stderr = run_cli("run", recipe, "--models", gguf_models, "--out", out, "--no-seal",
+                              "--json")
+    assert code == 0, stderr
+    code, resolved, stderr = run_cli("resolve", out, "--json")
+    ctx = resolved["fields"]["runtime.ctx_size"]
+    assert (ctx["declared"], ctx["resolved"], ctx["status"]) == (4096, 8192, "mismatch"), ctx
+
+
+def test_reproducing_a_launcher_record_needs_its_recipe(home: Path, gguf_models: Path) -> None:
+    recipe = ROOT / "recipes" / "tiny-llamacpp-launcher.toml"
+    code, done, stderr = run_cli("run", recipe, "--models", gguf_models,
+                                 "--out", home / "runs" / "launched-2", "--json")
+    assert code == 0, stderr
+    rid = done["record"]["id"]
+    code, _, stderr = run_cli("reproduce", rid, "--models", gguf_models, "--json")
+    assert code == 4 and "reproduce needs --recipe" in stderr, stderr
+    code, again, stderr = run_cli("reproduce", rid, "--recipe", recipe, "--models", gguf_models,
+                                  "--out", home / "runs" / "launched-again", "--json")
+    assert code == 0 and again["passed"], (stderr, again)
