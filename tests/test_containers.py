@@ -121,3 +121,22 @@ def test_the_launcher_s_forwarded_env_is_read_outside_if_blocks(tmp_path: Path) 
                           launcher_env={"FI_PROVIDER", "NOT_IN_THE_PACKET"})
     assert [f.rule for f in result.findings] == ["launcher-env"]
     assert "NOT_IN_THE_PACKET" in result.findings[0].message
+
+
+@pytest.mark.parametrize("runtime, platform, want", [
+    ("podman", "xpu", ["--device", "/dev/dri", "--group-add", "render"]),
+    ("docker", "cuda", ["--gpus", "all"]),
+    ("podman", "cuda", ["--device", "nvidia.com/gpu=all"]),
+])
+def test_a_platform_s_devices_reach_the_container(runtime: str, platform: str,
+                                                  want: list[str]) -> None:
+    from registry.executor.container import container_argv
+    from registry.recipe.schema import ContainerSpec
+
+    spec = ContainerSpec(image=f"x/y@{DIGEST}", runtime=runtime)  # type: ignore[arg-type]
+    argv = container_argv(spec, ["vllm"], name="n", port=1, env={}, model=None, mounts=[],
+                          platform=platform)
+    joined = " ".join(argv)
+    assert " ".join(want) in joined
+    assert "/dev/dri" not in " ".join(container_argv(spec, ["vllm"], name="n", port=1, env={},
+                                                     model=None, mounts=[]))

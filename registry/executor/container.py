@@ -24,10 +24,13 @@ STOP_GRACE_S = 20
 
 
 def container_argv(spec: ContainerSpec, engine_argv: list[str], *, name: str, port: int,
-                   env: dict[str, str], model: str | None, mounts: list[str]) -> list[str]:
+                   env: dict[str, str], model: str | None, mounts: list[str],
+                   platform: str = "cpu") -> list[str]:
     """`<runtime> run` for the engine's argv: the environment is passed by name only
     (`--env NAME`: the values travel in the runtime's own environment, never on its
-    command line), the model read-only, the port on loopback."""
+    command line), the model read-only, the port on loopback, the platform's devices
+    (XPU: /dev/dri and group render; CUDA: the NVIDIA runtime) unless the recipe names
+    its own."""
     argv = [spec.runtime, "run", "--rm", "--name", name]
     if spec.oci_runtime:
         argv += ["--runtime", spec.oci_runtime]
@@ -39,12 +42,18 @@ def container_argv(spec: ContainerSpec, engine_argv: list[str], *, name: str, po
         argv += ["--publish", f"127.0.0.1:{port}:{port}"]
     if spec.memory:
         argv += ["--memory", spec.memory, "--memory-swap", spec.memory_swap or spec.memory]
-    for device in spec.devices:
+    devices, groups = spec.devices, spec.group_add
+    if platform == "xpu":
+        devices, groups = devices or ["/dev/dri"], groups or ["render"]
+    for device in devices:
         argv += ["--device", device]
-    for group in spec.group_add:
+    for group in groups:
         argv += ["--group-add", group]
-    if spec.gpus:
-        argv += ["--gpus", spec.gpus]
+    gpus = spec.gpus or ("all" if platform == "cuda" else None)
+    if gpus and spec.runtime == "docker":
+        argv += ["--gpus", gpus]
+    elif gpus:  # podman reaches NVIDIA GPUs through CDI (nvidia-ctk cdi generate)
+        argv += ["--device", f"nvidia.com/gpu={gpus.removeprefix('device=')}"]
     if model:
         argv += ["--volume", f"{model}:{model}:ro"]
     for mount in mounts:

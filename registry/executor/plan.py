@@ -132,7 +132,8 @@ def _in_container(launch: LaunchPlan, spec: ContainerSpec, found: Mapping[str, s
         engine_argv[engine_argv.index("--model") + 1] = model
     name = "registry-" + re.sub(r"[^A-Za-z0-9_.-]", "-", f"{launch.port}-{cache_root.name}")
     argv = container_argv(spec, engine_argv, name=name, port=launch.port, env=env, model=model,
-                          mounts=expand(spec.mounts, found, "engine.container.mounts"))
+                          mounts=expand(spec.mounts, found, "engine.container.mounts"),
+                          platform=launch.platform)
     return launch.model_copy(update={"argv": argv, "env": env,
                                      "container": launch_of(spec, name)})
 
