@@ -106,7 +106,10 @@ def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | 
         launch = plan(recipe, platform, port=port or free_port(), models_dir=models_dir,
                       cwd=(cwd or Path.cwd()).resolve(), cache_root=cache_root,
                       recipe_dir=recipe_dir)
+        container = _container_facts(launch)
         _new_run_dir(out_dir)
+        if container is not None:
+            write_model(out_dir / rundir.CONTAINER, container)
         write_bytes(out_dir / rundir.RECIPE_JSON, canonical_bytes(recipe))
         if recipe_file is not None:
             write_bytes(out_dir / rundir.RECIPE_TOML, recipe_file.read_bytes())
@@ -169,6 +172,16 @@ def _fail(out_dir: Path, reason: str) -> None:
         "state": RunState.failed, "reason": reason}))
 
 
+def _container_facts(launch: LaunchPlan) -> rundir.ContainerFacts | None:
+    """The image's identity, asked of the runtime before anything is written: an image it
+    lacks, or not the pinned one, is refused here."""
+    if launch.container is None:
+        return None
+    facts = inspect_image(launch.container)
+    check_digest(facts)
+    return facts
+
+
 def _new_run_dir(out_dir: Path) -> None:
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise InvalidInput(f"{out_dir}: already exists and is not empty",
@@ -202,10 +215,6 @@ def _preflight(recipe: Recipe, launch: LaunchPlan) -> None:
 def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: Path,
              timeout: float, request_timeout: float, hooks: Hooks,
              launcher: Launcher) -> RunResult:
-    if launch.container:  # the image's identity, asked before the start (none: refused)
-        facts = inspect_image(launch.container)
-        check_digest(facts)
-        write_model(out_dir / rundir.CONTAINER, facts)
     status = RunStatus(state=RunState.running, started_at=_now())
     write_model(out_dir / rundir.STATUS, status)
     start = time.monotonic()

@@ -145,3 +145,13 @@ def test_reproducing_a_launcher_record_needs_its_recipe(home: Path, gguf_models:
     code, again, stderr = run_cli("reproduce", rid, "--recipe", recipe, "--models", gguf_models,
                                   "--out", home / "runs" / "launched-again", "--json")
     assert code == 0 and again["passed"], (stderr, again)
+
+
+def test_an_image_the_runtime_lacks_is_refused_before_anything_is_written(
+        gguf_models: Path, tmp_path: Path) -> None:
+    recipe = _recipe(tmp_path, "localhost/registry-no-such-image@sha256:" + "0" * 64)
+    out = tmp_path / "never"
+    code, _, stderr = run_cli("run", recipe, "--models", gguf_models, "--out", out,
+                              "--no-seal", "--json")
+    assert code == 4 and "image inspect failed" in stderr and "Traceback" not in stderr, stderr
+    assert not out.exists()
