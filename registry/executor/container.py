@@ -97,6 +97,8 @@ def inspect_image(launch: ContainerLaunch) -> ContainerFacts:
     try:
         found = json.loads(out)
         image = found[0] if isinstance(found, list) else found
+        if not isinstance(image, dict):
+            raise TypeError(type(image).__name__)
         image_id = str(image["Id"])
     except (ValueError, KeyError, IndexError, TypeError):
         raise EngineFailed(f"{launch.runtime} image inspect {launch.image}: unreadable answer"
@@ -130,7 +132,8 @@ def check_digest(facts: ContainerFacts) -> None:
 def stop_container(launch: ContainerLaunch, grace_s: int = STOP_GRACE_S) -> str | None:
     """`<runtime> stop --time N NAME`: the runtime signals the engine inside and removes
     the container (`--rm`); a container already gone is fine. Returns the runtime's
-    complaint, if any (for the record)."""
+    complaint, if any (the engine keeps it as `stop_note`; the teardown that follows
+    still checks the port and the runtime's processes)."""
     runtime = shutil.which(launch.runtime)
     if runtime is None:
         return f"{launch.runtime} not found: container {launch.name} not stopped"
@@ -142,15 +145,6 @@ def stop_container(launch: ContainerLaunch, grace_s: int = STOP_GRACE_S) -> str 
         return f"{launch.runtime} stop {launch.name}: no answer"
     gone = "no such container" in done.stderr.lower() or "no container with" in done.stderr.lower()
     return None if done.returncode == 0 or gone else done.stderr.strip()[:300]
-
-
-def container_running(launch: ContainerLaunch) -> bool:
-    runtime = shutil.which(launch.runtime)
-    if runtime is None:
-        return False
-    done = subprocess.run([runtime, "container", "exists", launch.name], capture_output=True,
-                          timeout=INSPECT_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    return done.returncode == 0
 
 
 class ContainerEngine(Engine):

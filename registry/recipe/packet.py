@@ -50,7 +50,7 @@ def size_bytes(value: Any) -> int | None:
 
 
 def load_compose(path: Path) -> dict[str, Any]:
-    import yaml  # type: ignore[import-untyped]
+    import yaml  # type: ignore[import-untyped]  # PyYAML: a dependency of gguf
 
     file = path / "compose.yaml" if path.is_dir() else path
     try:
