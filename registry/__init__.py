@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fleet",),
     ("compare",),
     ("review",),
+    ("promote",),
     ("report",),
     ("cli",),
 )
