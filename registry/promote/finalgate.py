@@ -64,18 +64,17 @@ class FinalGate(Frozen):
 
 
 def judge_final_gate(bench: Bench, rules: FinalGateRules,
-                     suite_classes: Mapping[str, str] | None = None,
-                     prompt_digests: Mapping[str, str] | None = None) -> FinalGate:
+                     suite_classes: Mapping[str, str] | None = None) -> FinalGate:
     """The gate over the first suite of `bench` (the first pass of each prompt).
-    `suite_classes` and `prompt_digests` come from the suite file when the record
-    carries it; a prompt with no class is `unclassified` and counts for none."""
+    `suite_classes` come from the suite file when the record carries it, over the
+    policy's table; a prompt with no class is `unclassified` and counts for none."""
     if not bench.suites:
         return FinalGate(passed=False, failures=["no_suite"], suite="", prompts=0)
     suite = bench.suites[0]
     rows = [r for r in bench.rows if r.suite == suite.name]
     classes = {**rules.classes, **(suite_classes or {})}
-    failures = _shape_failures(bench, rows, suite.prompts, rules, classes)
-    failures += _row_failures(rows, rules, prompt_digests)
+    failures = _shape_failures(bench, rows, suite.name, suite.prompts, rules, classes)
+    failures += _row_failures(rows, rules)
     per_class = _class_figures(rows, classes, rules.window)
     rates = [r for r in (_rate(row, rules.window) for row in rows) if r is not None]
     prefill = [p for p in (_prefill(row) for row in rows) if p is not None]
@@ -90,7 +89,13 @@ def judge_final_gate(bench: Bench, rules: FinalGateRules,
         if prefill else None)
 
 
-def _shape_failures(bench: Bench, rows: Sequence[BenchRow], declared: int | None,
+def _cap(bench: Bench, suite: str) -> object:
+    """The output cap the suite's requests carried (a number, or one per suite)."""
+    cap = bench.params.get("max_tokens")
+    return cap.get(suite) if isinstance(cap, dict) else cap
+
+
+def _shape_failures(bench: Bench, rows: Sequence[BenchRow], suite: str, declared: int | None,
                     rules: FinalGateRules, classes: Mapping[str, str]) -> list[str]:
     out: list[str] = []
     ids = [r.prompt_id for r in rows]
@@ -99,11 +104,10 @@ def _shape_failures(bench: Bench, rows: Sequence[BenchRow], declared: int | None
         out.append("fixed_suite_incomplete")  # a prompt missing, or sent twice
     if suite_size < rules.min_prompts:
         out.append(f"fixed_suite_has_fewer_than_{rules.min_prompts}_prompts")
-    if bench.params.get("max_tokens") != rules.max_tokens:
+    if _cap(bench, suite) != rules.max_tokens:
         out.append(f"max_tokens_must_equal_{rules.max_tokens}")
-    extras = bench.params.get("extras")
-    if bench.params.get("ignore_eos") is True or (
-            isinstance(extras, dict) and extras.get("ignore_eos") is True):
+    extra = bench.params.get("request_extra")
+    if isinstance(extra, dict) and extra.get("ignore_eos") is True:
         out.append("ignore_eos_must_be_disabled")
     known = {classes.get(i, UNCLASSIFIED) for i in ids} - {UNCLASSIFIED}
     if len(known) < rules.min_classes or any(classes.get(i) is None for i in ids):
@@ -111,8 +115,7 @@ def _shape_failures(bench: Bench, rows: Sequence[BenchRow], declared: int | None
     return out
 
 
-def _row_failures(rows: Sequence[BenchRow], rules: FinalGateRules,
-                  prompt_digests: Mapping[str, str] | None) -> list[str]:
+def _row_failures(rows: Sequence[BenchRow], rules: FinalGateRules) -> list[str]:
     out: list[str] = []
     if not rows:
         return ["no_rows"]
@@ -125,10 +128,7 @@ def _row_failures(rows: Sequence[BenchRow], rules: FinalGateRules,
         out.append("cached_tokens_not_reported")  # unknown reuse fails closed
     elif any(r.cached_tokens for r in rows):
         out.append("cached_tokens_not_zero")
-    if prompt_digests is None:
-        out.append("prompt_digests_unknown")  # the suite's text is not in the record
-    elif len({prompt_digests.get(r.prompt_id) for r in rows}) != len(rows) or any(
-            r.prompt_id not in prompt_digests for r in rows):
+    if len({r.prompt_sha256 for r in rows}) != len(rows):
         out.append("prompts_not_unique")
     return out
 

@@ -165,9 +165,9 @@ JUDGES: dict[Gate, Callable[[Evidence], GateResult]] = {
 
 def final_gate(home: Home, statement: Statement, run: SealedRun,
                policy: PromotionPolicy) -> FinalGate:
-    """The final gate over the record's first suite, its classes and prompt digests
-    taken from the suite file the record carries (`suites/<name>.jsonl`); without it
-    the prompts' digests are unknown, which the gate names as a breach."""
+    """The final gate over the record's first suite, its classes
+    taken from the suite file the record carries (`suites/<name>.jsonl`) over the
+    policy's table of prompt ids."""
     from registry.executor.suite import parse_prompts
 
     if not run.bench.suites:
@@ -181,8 +181,7 @@ def final_gate(home: Home, statement: Statement, run: SealedRun,
     if prompts is None:
         return judge_final_gate(run.bench, policy.final_gate)
     return judge_final_gate(run.bench, policy.final_gate,
-                            {p.id: p.prompt_class for p in prompts if p.prompt_class},
-                            {p.id: p.sha256 for p in prompts})
+                            {p.id: p.prompt_class for p in prompts if p.prompt_class})
 
 
 def _carried(home: Home, statement: Statement, name: str) -> bytes | None:
