@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("compare",),
     ("review",),
     ("promote",),
+    ("publish",),
     ("report",),
     ("cli",),
 )

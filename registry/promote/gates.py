@@ -5,14 +5,13 @@ read and fails closed: evidence that is missing fails it, with the reason.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import Field
 
 from registry.base.model import Frozen
-from registry.contracts.sealed import SealedRun
+from registry.contracts.sealed import SealedRun, carried
 from registry.errors import RegistryError
 from registry.formats.identity import Status
 from registry.formats.record import Statement
@@ -173,7 +172,7 @@ def final_gate(home: Home, statement: Statement, run: SealedRun,
     if not run.bench.suites:
         return judge_final_gate(run.bench, policy.final_gate)
     name = f"suites/{run.bench.suites[0].name}.jsonl"
-    data = _carried(home, statement, name)
+    data = carried(home, statement, name)
     try:
         prompts = parse_prompts(data, Path(name)) if data is not None else None
     except RegistryError:  # a carried suite that does not parse proves nothing
@@ -182,17 +181,3 @@ def final_gate(home: Home, statement: Statement, run: SealedRun,
         return judge_final_gate(run.bench, policy.final_gate)
     return judge_final_gate(run.bench, policy.final_gate,
                             {p.id: p.prompt_class for p in prompts if p.prompt_class})
-
-
-def _carried(home: Home, statement: Statement, name: str) -> bytes | None:
-    """An artifact's bytes when the record carries it and they hash as signed."""
-    from registry.store.objects import ObjectStore
-
-    subject = statement.subject_named(name)
-    if subject is None:
-        return None
-    try:
-        data = ObjectStore(home.objects).path(subject.sha256).read_bytes()
-    except OSError:
-        return None
-    return data if hashlib.sha256(data).hexdigest() == subject.sha256 else None
