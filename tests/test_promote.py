@@ -189,3 +189,4 @@ def test_a_real_record_is_judged_gate_by_gate_and_signed(store_home, cli, hash_c
     assert stored.statement.predicate.result.value == "FAILED"
     bench = next(s for s in stored.statement.subject if s.name.endswith("/bench.json"))
     assert bench.name.startswith("evidence:")
+
