@@ -12,6 +12,7 @@ from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from registry.publish.closure import Closure
+    from registry.publish.profile import XMetric
 
 
 def register(app: typer.Typer) -> None:
@@ -25,6 +26,9 @@ def publish(
         "--out", help="A new or empty folder to write the package into.")] = None,
     promotion: Annotated[str | None, typer.Option(
         "--promotion", help="The promotion verification (id or prefix) it rests on.")] = None,
+    profile: Annotated[list[str] | None, typer.Option(
+        "--profile", help="A sweep: X_METRIC=ID,ID,... (context_tokens, concurrent_sequences "
+                          "or speculative_tokens), one record per measured point.")] = None,
     check: Annotated[Path | None, typer.Option(
         "--check", help="Check the package in this folder instead of writing one.")] = None,
     remote: Annotated[bool, typer.Option(
@@ -59,13 +63,27 @@ def publish(
                            hint="registry publish --help")
     from registry.publish import publish_record
 
-    package = publish_record(find(home), record, out, promotion=promotion)
+    package = publish_record(find(home), record, out, promotion=promotion,
+                             profiles=[_sweep(p) for p in profile or []])
     if json:
         print_json(package)
     else:
         typer.echo(f"package of {package.record[:16]} written to {out} "
                    f"({len(package.suites)} suites, {len(package.figures)} figures), "
                    f"signed by {package.signer}")
+
+
+def _sweep(text: str) -> tuple[XMetric, list[str]]:
+    from registry.errors import InvalidInput
+    from registry.publish.profile import XMetric
+
+    name, _, ids = text.partition("=")
+    try:
+        return XMetric(name), [i for i in ids.split(",") if i]
+    except ValueError:
+        raise InvalidInput(f"--profile {text!r}: {name!r} is not an x metric",
+                           hint="context_tokens, concurrent_sequences or speculative_tokens"
+                           ) from None
 
 
 def _check(folder: Path, remote: bool, home: Path | None) -> Closure:

@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -32,6 +33,7 @@ from registry.publish.package import (
     PromotionRef,
     Upstream,
 )
+from registry.publish.profile import XMetric, profile_of
 from registry.store.home import Home
 
 # What a stranger runs, in order; registry's executor owns the server's life, so one
@@ -49,11 +51,12 @@ COMMANDS = {
 }
 
 
-def publish_record(home: Home, prefix: str, out: Path, *, promotion: str | None = None
-                   ) -> Package:
+def publish_record(home: Home, prefix: str, out: Path, *, promotion: str | None = None,
+                   profiles: Sequence[tuple[XMetric, Sequence[str]]] = ()) -> Package:
     """Write the package of record `prefix` into `out` (a new or empty folder), signed
     with this home's key; refused, writing nothing, when the record does not verify or
-    carries something host-specific."""
+    carries something host-specific. `profiles`: sweeps, each an x metric and the
+    records of its points (registry/publish/profile.py)."""
     from registry.errors import VerificationFailed
     from registry.formats.record import parse_statement
     from registry.store.query import checked_statement
@@ -67,7 +70,8 @@ def publish_record(home: Home, prefix: str, out: Path, *, promotion: str | None 
     statement = parse_statement(data)
     keyid, key = ready_signer(home)
     files = _files(home, rid, statement)
-    package = _package(home, rid, statement, files, promotion, keyid)
+    package = _package(home, rid, statement, files, promotion, keyid).model_copy(
+        update={"profiles": [profile_of(home, ids, x) for x, ids in profiles]})
     _write(out, files, package, keyid, key)
     return package
 

@@ -173,6 +173,11 @@ def _pins(package: Package) -> list[Finding]:
     need(sorted(package.commands) == sorted(COMMANDS), "commands_not_five",
          f"commands {sorted(package.commands)}; a package has exactly {', '.join(COMMANDS)}")
     need(bool(package.figures), "figures_missing", "no figure to re-run against")
+    for profile in package.profiles:
+        xs = [p.x for p in profile.points]
+        need(xs == sorted(set(xs)) and len(xs) >= 2, "profile_invalid",
+             f"{profile.metric} over {profile.x_metric.value}: x {xs} must be at least two "
+             "unique ascending measured points")
     return out
 
 

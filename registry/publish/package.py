@@ -11,6 +11,7 @@ from typing import Final
 from pydantic import Field
 
 from registry.base.model import Frozen, empty_list
+from registry.publish.profile import PerformanceProfile
 
 SCHEMA: Final = "registry.package/v1"
 MANIFEST: Final = "package.json"
@@ -107,6 +108,7 @@ class Package(Frozen):
     container: ContainerPin | None = None
     launcher: Pinned | None = None
     figures: list[PackagedFigure] = Field(default_factory=empty_list)
+    profiles: list[PerformanceProfile] = Field(default_factory=empty_list)
     promotion: PromotionRef | None = None
     contributors: list[Contributor] = Field(default_factory=empty_list)
     assets: list[Asset] = Field(default_factory=empty_list)
