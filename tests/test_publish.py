@@ -214,3 +214,41 @@ def test_a_profile_holds_measured_points_only(store_home, tmp_path, hash_cache):
     assert profile.withheld and ids[2][:16] in profile.withheld[0]
     with pytest.raises(Exception, match="at least two measured points"):
         profile_of(store_home, ids[1:], XMetric.concurrent_sequences)
+
+
+def test_contributor_status_is_derived_from_evidence(cli, record, tmp_path, store_home):
+    """Stated `integrated`: the rights and license reach `credited`; a signed A/B whose
+    boost was decided faster reaches `validated-boost`; without its patch in the package
+    it stops there, and the package says so beside the stated status."""
+    from registry.formats.verification import Check, Figure, Policy, Result, Verifier, verification
+    from registry.signing.keys import signing_key
+    from registry.store.verifications import seal_verification
+
+    keyid, key = signing_key()
+    boost = Check(name="boost/tiny-cold", result=Result.passed, detail="faster", figures=[
+        Figure(metric="tiny-cold/boost_pct", value=6.1, low=2.0, high=9.9, unit="%")])
+    ab = seal_verification(store_home, verification(
+        {"side-b": record}, [boost], policy=Policy(name="ab", uri="docs/measurement.md"),
+        verifier=Verifier.registry("ab", keyid)), (keyid, key))
+    people = tmp_path / "contributors.toml"
+    people.write_text(f"""
+[[contributor]]
+id = "dominick253"
+kind = "external"
+status = "integrated"
+evidence = ["{ab.id[:12]}"]
+intake = {{ right_to_submit = true, license = "Apache-2.0", patch_sha256 = "{'c' * 64}" }}
+
+[[contributor]]
+id = "someone"
+kind = "external"
+status = "credited"
+""")
+    out = tmp_path / "pkg"
+    result = cli("publish", record[:12], "--out", out, "--contributors", people, "--json")
+    assert result.exit_code == 0, result.stderr
+    first, second = json.loads(result.stdout)["contributors"]
+    assert first["status"] == "validated-boost" and first["stated_status"] == "integrated"
+    assert "+6.10%" in first["validated_effect"] and "not among" in first["reason"]
+    assert second["status"] == "acknowledged" and "stated credited" in second["reason"]
+    assert "signature_invalid" not in {f.code for f in check_package(out).findings}

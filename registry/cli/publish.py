@@ -29,6 +29,9 @@ def publish(
     profile: Annotated[list[str] | None, typer.Option(
         "--profile", help="A sweep: X_METRIC=ID,ID,... (context_tokens, concurrent_sequences "
                           "or speculative_tokens), one record per measured point.")] = None,
+    contributors: Annotated[Path | None, typer.Option(
+        "--contributors", help="TOML of [[contributor]] entries; each status is derived "
+                               "from evidence.")] = None,
     check: Annotated[Path | None, typer.Option(
         "--check", help="Check the package in this folder instead of writing one.")] = None,
     remote: Annotated[bool, typer.Option(
@@ -64,7 +67,8 @@ def publish(
     from registry.publish import publish_record
 
     package = publish_record(find(home), record, out, promotion=promotion,
-                             profiles=[_sweep(p) for p in profile or []])
+                             profiles=[_sweep(p) for p in profile or []],
+                             contributors=contributors)
     if json:
         print_json(package)
     else:

@@ -21,6 +21,7 @@ from registry.base.canonical import canonical_bytes
 from registry.contracts.sealed import carried
 from registry.errors import InvalidInput, NotFound
 from registry.formats.record import Statement
+from registry.publish.contributors import contributors_of
 from registry.publish.package import (
     MANIFEST,
     PAYLOAD_TYPE,
@@ -52,11 +53,13 @@ COMMANDS = {
 
 
 def publish_record(home: Home, prefix: str, out: Path, *, promotion: str | None = None,
-                   profiles: Sequence[tuple[XMetric, Sequence[str]]] = ()) -> Package:
+                   profiles: Sequence[tuple[XMetric, Sequence[str]]] = (),
+                   contributors: Path | None = None) -> Package:
     """Write the package of record `prefix` into `out` (a new or empty folder), signed
     with this home's key; refused, writing nothing, when the record does not verify or
     carries something host-specific. `profiles`: sweeps, each an x metric and the
-    records of its points (registry/publish/profile.py)."""
+    records of its points (registry/publish/profile.py); `contributors`: a TOML file of
+    contributors, each status derived (registry/publish/contributors.py)."""
     from registry.errors import VerificationFailed
     from registry.formats.record import parse_statement
     from registry.store.query import checked_statement
@@ -70,8 +73,12 @@ def publish_record(home: Home, prefix: str, out: Path, *, promotion: str | None 
     statement = parse_statement(data)
     keyid, key = ready_signer(home)
     files = _files(home, rid, statement)
-    package = _package(home, rid, statement, files, promotion, keyid).model_copy(
-        update={"profiles": [profile_of(home, ids, x) for x, ids in profiles]})
+    package = _package(home, rid, statement, files, promotion, keyid)
+    credited = [] if contributors is None else contributors_of(
+        home, contributors, [p.sha256 for p in package.engine.patches])
+    package = package.model_copy(update={
+        "profiles": [profile_of(home, ids, x) for x, ids in profiles],
+        "contributors": credited})
     _write(out, files, package, keyid, key)
     return package
 

@@ -83,11 +83,36 @@ class PackagedFigure(Frozen):
     quality: str | None = Field(None, description="the suite's measurement quality")
 
 
+class Intake(Frozen):
+    """What the lab's intake asks of a contribution (unknowns stay unknown: None)."""
+
+    right_to_submit: bool | None = None
+    license: str | None = None
+    patch_sha256: str | None = None
+
+
+class Provenance(Frozen):
+    """The lab's provenance split: who did which part."""
+
+    lab: str | None = None
+    contributor_delta: str | None = None
+    third_party: str | None = None
+    lab_follow_up: str | None = None
+
+
 class Contributor(Frozen):
     id: str
     kind: str = Field(description="lab or external")
-    status: str = Field(description="acknowledged, credited, validated-boost or integrated")
+    profile: str | None = None
+    contribution: str = ""
+    status: str = Field(description="derived: acknowledged, credited, validated-boost or "
+                                    "integrated, as far as the evidence reaches")
+    stated_status: str | None = Field(None, description="what the contributor file says")
+    reason: str = Field("", description="why the derived status is what it is")
+    validated_effect: str | None = Field(None, description="the A/B boost, when one decides")
     evidence: list[str] = Field(default_factory=empty_list)
+    intake: Intake = Field(default_factory=Intake)
+    provenance: Provenance = Field(default_factory=Provenance)
 
 
 class PromotionRef(Frozen):
