@@ -380,8 +380,29 @@ class NeedleGate(Frozen):
     context_tokens: int | None = None
 
 
+class CodeGate(Frozen):
+    """The lab's code canary: the code in the answer, run in a sandbox
+    (registry/contracts/sandbox.py), prints what is expected."""
+
+    kind: Literal["code"]
+    prompts: list[str] = Field(min_length=1)
+    expected_stdout: str = Field(description="compared with the output, ends stripped")
+    stdin: str = ""
+    timeout_s: float = Field(5.0, gt=0, le=60, description="wall and CPU time")
+    memory_mib: int = Field(256, ge=16, le=4096, description="address space")
+
+
+class SameAnswerGate(Frozen):
+    """The lab's determinism canary: one prompt sent several times (under several ids)
+    gives one answer, token for token."""
+
+    kind: Literal["same-answer"]
+    prompts: list[str] = Field(min_length=2)
+
+
 Gate = Annotated[
-    JsonSchemaGate | FragmentsGate | RepetitionGate | NeedleGate, Field(discriminator="kind")
+    JsonSchemaGate | FragmentsGate | RepetitionGate | NeedleGate | CodeGate | SameAnswerGate,
+    Field(discriminator="kind")
 ]
 
 
