@@ -116,3 +116,20 @@ def test_row_spread_and_digest_are_pure() -> None:
     assert row_spread([1.0, 2.0, 3.0]) is None
     assert row_spread([100.0, 100.0, 100.0, 100.0]) == 0
     assert stream_digest([]) == stream_digest([])
+
+
+def test_show_prints_each_start_of_a_sealed_record(store_home, tmp_path, cli) -> None:
+    """The second controlled lease's record, three starts: `show` re-derives each start's
+    evidence from the sealed rows and samples, and names the disturbed one."""
+    import shutil
+
+    from registry.seal import seal_run
+
+    run = RUNS / "h200x1-20261202-controlled-2" / "runs" / "record"
+    rid = seal_run(shutil.copytree(run, tmp_path / "record"), home=store_home).id
+    r = cli("show", rid)
+    assert r.exit_code in (0, 6), r.stderr
+    text = " ".join(r.stdout.split())  # the table wraps its last column
+    assert "engine starts" in text
+    assert "GPU 69% busy while decoding" in text
+    assert text.count("host disturbed") == 1
