@@ -33,6 +33,8 @@ def _lease_samples(run: Path) -> list[gpu.GpuSample]:
 
 
 def _own_samples(run: Path, start: int) -> list[gpu.GpuSample]:
+    """The start's own samples (the sampler beside its suite); the lease's capture only
+    where a start kept none."""
     path = run / ("gpu-samples.csv" if start == 0 else f"starts/{start}/gpu-samples.csv")
     return gpu.parse(path.read_text()) if path.is_file() else []
 
@@ -48,7 +50,7 @@ def kept() -> tuple[tuple[str, str, bool, StartEvidence], ...]:
         bound = not recipe["engine"]["args"].get("enforce_eager", False)
         lease = _lease_samples(run)
         samples: dict[int, Sequence[Sample]] = {
-            k: [*_own_samples(run, k), *lease] for k in {r.start for r in bench.timed_rows}}
+            k: _own_samples(run, k) or lease for k in {r.start for r in bench.timed_rows}}
         window = recipe["benchmark"]["window"]
         formula = MetricFormula(recipe["benchmark"]["metric"])
         for e in record_evidence(bench.timed_rows, samples, formula, window, bound):
@@ -133,3 +135,58 @@ def test_show_prints_each_start_of_a_sealed_record(store_home, tmp_path, cli) ->
     assert "engine starts" in text
     assert "GPU 69% busy while decoding" in text
     assert text.count("host disturbed") == 1
+
+
+def _controlled(lease: str, n: int):  # type: ignore[no-untyped-def]
+    """Re-derive the n-th controlled reproduction of a lease from its raw files, the
+    disturbed starts (sealed or new) kept out."""
+    import math
+
+    from registry.measure.starts import StartFigure, log_spread, start_figure
+    from registry.reproduce.why import explain
+
+    host = RUNS / lease
+    recipe = json.loads((host / "runs" / "record" / "recipe.json").read_text())
+    formula, window = MetricFormula(recipe["benchmark"]["metric"]), recipe["benchmark"]["window"]
+    lease_samples = gpu.parse((host / "logs" / "smi.csv").read_text())
+
+    def evidence(run: Path) -> list[StartEvidence]:
+        rows = Bench.model_validate_json((run / "bench.json").read_text()).timed_rows
+        by: dict[int, Sequence[Sample]] = {k: _own_samples(run, k) or lease_samples
+                                           for k in {r.start for r in rows}}
+        return record_evidence(rows, by, formula, window)
+
+    sealed = [[e.figure for e in evidence(host / "runs" / side) if e.figure and not e.disturbed]
+              for side in ("record", "control")]
+    figures, seen = [], []
+    for i, run in enumerate(sorted((host / "runs" / f"controlled-{n}").iterdir())):
+        rows = Bench.model_validate_json((run / "bench.json").read_text()).timed_rows
+        value, used = start_figure(rows, formula, window)
+        figures.append(StartFigure(start=i, side=run.name[3:], value=value, rows=used))
+        [e] = evidence(run)
+        seen.append(e)
+    there = json.loads((host / "logs" / f"reproduce-{n}.log").read_text())
+    r, c = (statistics.geometric_mean(v) for v in sealed)
+    why = explain(figures, seen, sealed=math.log(r / c),
+                  sealed_weight=(1 / len(sealed[0]) + 1 / len(sealed[1])) / 2,
+                  start_spreads=[s for s in map(log_spread, sealed) if s],
+                  min_ratio=there["performance"]["min_ratio"])
+    return why, there
+
+
+def test_kept_controlled_reproductions_are_never_wrong_and_say_why() -> None:
+    """Every kept controlled reproduction re-runs the same record: failed would be wrong.
+    A decided one names its starts; an undecided one names the disturbance or the starts
+    a decision needs."""
+    kept_ones = [("h200x1-20261202-controlled", 1), ("h200x1-20261202-controlled-2", 1),
+                 ("h200x1-20261202-controlled-2", 2)]
+    for lease, n in kept_ones:
+        why, there = _controlled(lease, n)
+        assert why.status != "failed", (lease, n, why)
+        if why.status == "passed":
+            assert why.reason.startswith("decided on starts ")
+            assert there["performance"]["suites"][0]["status"] != "failed"
+        elif why.disturbed:
+            assert why.reason.startswith("start ") and "host disturbed" in why.reason
+        else:
+            assert "a decision needs" in why.reason
