@@ -42,6 +42,9 @@ NOT_DETERMINISTIC = {
 }
 
 
+NOT_JUDGED = "not judged"  # a check with nothing to judge: never passed
+
+
 class FieldChange(Frozen):
     name: str
     kind: Kind
@@ -51,9 +54,16 @@ class FieldChange(Frozen):
 
 class IdentityVerdict(Frozen):
     passed: bool
+    newly_known: list[FieldChange] = Field(
+        default_factory=list, description="fields the original did not know (None when "
+                                          "sealed) and the new run does: shown, not drift")
     compared: int = Field(description="fields compared")
     differences: list[FieldChange]
     not_compared: dict[str, str] = Field(description="field -> why it is not compared")
+
+    @property
+    def judged(self) -> bool:
+        return self.compared > 0
 
 
 class ContractVerdict(Frozen):
@@ -62,6 +72,11 @@ class ContractVerdict(Frozen):
     verdicts: list[Verdict] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list, description="rows changed after sealing")
     note: str | None = None
+
+    @property
+    def judged(self) -> bool:
+        """False for contract `none`: no output was judged, so nothing passed."""
+        return bool(self.verdicts or self.problems)
 
 
 class SuitePerformance(Frozen):
@@ -76,7 +91,8 @@ class SuitePerformance(Frozen):
     rows_new: int = Field(0, description="unflagged rows behind the new figure, all rounds")
     quality_original: str = "not judged"
     quality_new: str = "not judged"
-    status: str = Field(description="passed | failed | undecided | inconclusive")
+    status: str = Field(description="passed | failed | undecided | inconclusive | not judged "
+                                    "(nothing to judge: no unflagged sealed row)")
     slower: bool = Field(False, description="the whole interval lies below 1.0")
     detail: str
 
@@ -88,7 +104,8 @@ class SuitePerformance(Frozen):
 class PerformanceVerdict(Frozen):
     min_ratio: float
     status: str = Field(description="failed if any suite failed, else inconclusive or "
-                                    "undecided if any is, else passed")
+                                    "undecided if any is, else passed if any suite passed, "
+                                    "else not judged")
     passed: bool
     rounds: int = Field(1, description="passes of the suites the new run made")
     max_rounds: int = 1
@@ -104,11 +121,14 @@ def identity_verdict(original: SealedRun, new: SealedRun) -> IdentityVerdict:
         if name not in original.identity.fields:
             skipped[name] = "the original record does not carry this field"
     compared = [n for n in names if n not in skipped]
-    changes = [FieldChange(name=n, kind=kind_of(n), original=original.identity.value(n),
+    changed = [FieldChange(name=n, kind=kind_of(n), original=original.identity.value(n),
                            new=new.identity.value(n))
                for n in compared if original.identity.value(n) != new.identity.value(n)]
+    # unknown at seal, known now: the record learned a fact; it did not drift from one
+    newly = [c for c in changed if c.original is None]
+    changes = [c for c in changed if c.original is not None]
     return IdentityVerdict(passed=not changes, compared=len(compared), differences=changes,
-                           not_compared=skipped)
+                           newly_known=newly, not_compared=skipped)
 
 
 def contract_verdict(home: Home, contract: str, original: SealedRun, new: SealedRun,
@@ -154,13 +174,17 @@ def _bitwise(home: Home, original: SealedRun, new: SealedRun, recipe: Recipe) ->
 
     lane = teacher_lane(recipe)
     source = TeacherSource(kind="record", ref=original.id)
-    references = [teacher_from_rows(lane, [r for r in original.bench.rows if r.suite == s.name],
-                                    binding_axes(original.identity, s.sha256), source)
-                  for s in original.bench.suites]
+    own = [teacher_from_rows(lane, [r for r in original.bench.rows if r.suite == s.name],
+                             binding_axes(original.identity, s.sha256), source)
+           for s in original.bench.suites]
+    # the original's rows are not the lane's teacher: a lane without one prints no teacher
+    mine = f"the original's rows (record {original.id[:12]})"
+    verdicts = [_evaluate(recipe, new, t, ContractName.bitwise_teacher)
+                .model_copy(update={"reference": mine}) for t in own]
     teacher = get_teacher(home, lane)
     if teacher is not None and teacher.source.ref != original.id:
-        references.append(teacher)
-    return [_evaluate(recipe, new, t, ContractName.bitwise_teacher) for t in references]
+        verdicts.append(_evaluate(recipe, new, teacher, ContractName.bitwise_teacher))
+    return verdicts
 
 
 def _evaluate(recipe: Recipe, run: SealedRun, teacher: Teacher | None, contract: str) -> Verdict:
@@ -192,7 +216,8 @@ def judge_rows(original: list[BenchRow], new: list[BenchRow], suites: list[str],
         judged = [j.model_copy(update={"status": "inconclusive"}) if j.status == "undecided"
                   else j for j in judged]
     statuses = {j.status for j in judged}
-    status = next((s for s in ("failed", "inconclusive", "undecided") if s in statuses), "passed")
+    status = next((s for s in ("failed", "inconclusive", "undecided", "passed")
+                   if s in statuses), NOT_JUDGED)
     return PerformanceVerdict(min_ratio=min_ratio, status=status, passed=status == "passed",
                               rounds=rounds, max_rounds=max_rounds, suites=judged)
 
@@ -208,8 +233,8 @@ def _suite(name: str, original: list[BenchRow], new: list[BenchRow], formula: Me
                             status="undecided", detail="")
     if before is None:
         return base.model_copy(update={
-            "status": "passed", "detail": "the original has no unflagged decode rate to compare "
-                                          f"with ({qa.state})"})
+            "status": NOT_JUDGED, "detail": "nothing to judge: the original has no unflagged "
+                                            f"decode rate to compare with ({qa.state})"})
     if after is None:  # bursts may clear in another round; too-short rows never will
         return base.model_copy(update={
             "status": "undecided" if qb.burst else "failed",

@@ -36,12 +36,14 @@ def capture(role: str, path: Path, exclude: Sequence[Path] = ()) -> tuple[Source
     nothing under `exclude` (the registry home, the keys folder) enters the diff."""
     if not path.exists():  # e.g. an unexpanded ${VAR}: GitPython would warn about it
         return _untracked(role, path)
+    # resolved once: a symlinked venv's real tree is the one git is asked about
+    path = path.resolve()
     try:
         repo = open_repo(path)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return _untracked(role, path)
     top = Path(str(repo.working_tree_dir))
-    if not run_git(top, "ls-files", "-z", "--", str(path.resolve())):  # e.g. a venv inside
+    if not run_git(top, "ls-files", "-z", "--", str(path)):  # e.g. a venv inside
         return _untracked(role, path)
     head = repo.head.commit.hexsha if repo.head.is_valid() else None
     diff = _diff(top, head, exclude)
