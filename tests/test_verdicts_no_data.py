@@ -93,5 +93,5 @@ def test_identity_drift_alone_never_refutes(store_home, seal_run_dir, make_run) 
     v = verification({"original": rid, "reproduction": rid}, checks,
                      policy=Policy(name="reproduce", uri="x"), verifier=Verifier(id="t", key="k"))
     evidence = Evidence(verification_id="0" * 64, verification=v, record_id=rid, record=record)
-    with pytest.raises(Refused, match="failed only identity .an identity drift."):
+    with pytest.raises(Refused, match=r"failed only identity .an identity drift."):
         decide(State.submitted, State.refuted, BODY, evidence, {})
