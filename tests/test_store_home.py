@@ -3,9 +3,8 @@ ledger, refused when missing."""
 
 from __future__ import annotations
 
-import json
-
 import hashlib
+import json
 import stat
 from pathlib import Path
 

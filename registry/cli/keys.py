@@ -96,7 +96,7 @@ def keys_list(home: HomeOpt = None, json: Json = False) -> None:
 
     Example: registry keys list --json
     """
-    from registry.cli.output import console, print_json, table
+    from registry.cli.output import console, print_json
     from registry.signing.keys import local_keys
     from registry.store.trust import current_keyring
 
@@ -124,7 +124,11 @@ def keys_list(home: HomeOpt = None, json: Json = False) -> None:
     rows += [[k.keyid, "-", "not in keyring", "yes (default)" if k.default else "yes"]
              for k in mine if k.keyid not in known]
     title = f"keyring v{ring.version}" if ring else "keys (no verified keyring)"
-    console.print(table(title, ["key id", "roles", "state", "local"], rows))
+    # a 64-digit id leaves no room for columns at 80: each key is its id, then its facts
+    lines = [title, *(f"{keyid}\n    {state}; roles: {roles}"
+                      + (f"; local key{' (default)' if 'default' in local else ''}"
+                         if local else "") for keyid, roles, state, local in rows)]
+    console.print("\n".join(lines), highlight=False)
 
 
 def _ring_json(ring: Keyring) -> dict[str, Any]:
