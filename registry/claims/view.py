@@ -10,8 +10,10 @@ from registry.base.model import Frozen
 from registry.claims.events import Replayed, claim_ids, replay
 from registry.claims.levels import Level, claim_level
 from registry.claims.match import AxisMatch
-from registry.claims.models import ClaimedIdentity, EventKind
+from registry.claims.models import ClaimBody, ClaimedIdentity, EventKind
+from registry.errors import RegistryError
 from registry.formats.metricwords import label
+from registry.formats.record import PublishedFigure
 from registry.store.home import Home
 
 
@@ -31,6 +33,29 @@ class HistoryEntry(Frozen):
     by: str = Field(description="`lab (<file>)` for the lab's statements, else a key id")
 
 
+class LabWord(Frozen):
+    """What the lab's claim file states, verbatim: never re-derived, never re-labelled."""
+
+    file: str = Field(description="the lab's claim file")
+    status: str = Field(description="the lab's status word")
+    level: str | None = Field(None, description="the evidence level the lab's packet states "
+                                                "(STATUS.md), if any")
+    figure: float | None = Field(None, description="the lab's verification figure, else its "
+                                                   "claimed one")
+    metric: str | None = Field(None, description="the metric in the lab's words and key "
+                                                 "(e.g. `tok_s: average across repeat runs`)")
+
+
+class Derived(Frozen):
+    """What the registry derives for the claim from what its ledger holds."""
+
+    level: Level
+    figure: float | None = Field(None, description="re-derived from raw rows (a verification's "
+                                                   "or a record's)")
+    record: str | None = None
+    not_rederived: str | None = Field(None, description="why there is no re-derived figure")
+
+
 class ClaimView(Frozen):
     id: str
     model: str | None
@@ -47,6 +72,9 @@ class ClaimView(Frozen):
     axes: list[AxisMatch] = Field(default_factory=list, description="of the last move")
     events: list[str] = Field(description="this ledger's event ids, in order")
     conflicts: list[str] = Field(default_factory=list)
+    lab: LabWord | None = Field(None, description="what the lab's file states (imported)")
+    derived: Derived = Field(description="what the registry derives: level with its reason, "
+                                         "figure re-derived or why not")
 
 
 def show_claim(home: Home, claim_id: str) -> ClaimView:
@@ -87,10 +115,49 @@ def view(home: Home, r: Replayed) -> ClaimView:
                                        verification=e.verification)
     last = next((a.decision for a in reversed(r.events[1:]) if a.decision and a.decision.axes),
                 None)
+    level = claim_level(home, r)
     return ClaimView(id=body.id, model=body.model, status=r.state.value, status_by=status_by,
                      claimed=claimed, verification=verification, history=history,
-                     evidence_level=claim_level(home, r),
+                     evidence_level=level, lab=_lab_word(body),
+                     derived=_derived(home, body, verification, level),
                      lab_level=body.lab.raw.get("evidence_level") if body.lab else None,
                      identity=body.identity, evidence=body.evidence,
                      axes=last.axes if last else [], events=[a.id for a in r.events],
                      conflicts=r.conflicts)
+
+
+def _lab_word(body: ClaimBody) -> LabWord | None:
+    lab = body.lab
+    if lab is None:
+        return None
+    v = lab.verification
+    figure = v.value if v is not None and v.value is not None else body.claimed.value
+    metric = (v.metric if v is not None and v.metric is not None else body.claimed.metric)
+    return LabWord(file=lab.path, status=lab.status, level=lab.raw.get("evidence_level"),
+                   figure=figure, metric=f"tok_s: {metric.text}")
+
+
+def _derived(home: Home, body: ClaimBody, verification: ShownFigure, level: Level) -> Derived:
+    """The figure re-derived from raw rows: a verification's (this ledger's move), else
+    a claim record's re-derivation of the cited figure; else why there is none."""
+    if verification.verification is not None:  # a signed verification re-derived it
+        return Derived(level=level, figure=verification.value, record=verification.record)
+    why = "no record: the claim's evidence holds no run (log, rows, launch)"
+    for rid in body.records:
+        published = _published(home, rid)
+        again = next((f for f in published if f.rederived is not None), None)
+        if again is not None:
+            return Derived(level=level, figure=again.rederived, record=rid)
+        note = next((f.note for f in published if f.note), None)
+        why = (f"record {rid[:16]} carries the lab's figure but no rows to re-derive it"
+               + (f" ({note.split('not re-derived: ', 1)[-1]})" if note else ""))
+    return Derived(level=level, not_rederived=why)
+
+
+def _published(home: Home, rid: str) -> list[PublishedFigure]:
+    from registry.store.query import sealed_statement
+
+    try:
+        return sealed_statement(home, rid)[1].predicate.published
+    except RegistryError:  # a record this home cannot read: no figure, said as such
+        return []
