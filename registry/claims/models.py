@@ -79,7 +79,9 @@ class LabSource(Frozen):
     status: str = Field(description="the lab's status word, verbatim")
     history: list[LabEntry] = Field(description="the lab's history, in the file's order")
     verification: LabFigure | None = None
-    raw: dict[str, Any] = Field(default_factory=dict, description="the lab's other fields")
+    raw: dict[str, Any] = Field(default_factory=dict, description="the lab's other fields; "
+                                "`registry_rederived`: the registry's re-derivation of its "
+                                "figures from the packet's rows at import (claims/packet.py)")
 
 
 class ClaimBody(Frozen):

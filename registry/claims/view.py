@@ -53,6 +53,7 @@ class Derived(Frozen):
     figure: float | None = Field(None, description="re-derived from raw rows (a verification's "
                                                    "or a record's)")
     record: str | None = None
+    series: str | None = Field(None, description="the packet's per-row series it came from")
     not_rederived: str | None = Field(None, description="why there is no re-derived figure")
 
 
@@ -142,16 +143,35 @@ def _derived(home: Home, body: ClaimBody, verification: ShownFigure, level: Leve
     a claim record's re-derivation of the cited figure; else why there is none."""
     if verification.verification is not None:  # a signed verification re-derived it
         return Derived(level=level, figure=verification.value, record=verification.record)
+    again = _packet_rederived(body)
+    if again is not None:
+        return Derived(level=level, figure=again[0], series=again[1])
     why = "no record: the claim's evidence holds no run (log, rows, launch)"
     for rid in body.records:
         published = _published(home, rid)
-        again = next((f for f in published if f.rederived is not None), None)
-        if again is not None:
-            return Derived(level=level, figure=again.rederived, record=rid)
+        rows = next((f for f in published if f.rederived is not None), None)
+        if rows is not None:
+            return Derived(level=level, figure=rows.rederived, record=rid)
         note = next((f.note for f in published if f.note), None)
         why = (f"record {rid[:16]} carries the lab's figure but no rows to re-derive it"
                + (f" ({note.split('not re-derived: ', 1)[-1]})" if note else ""))
     return Derived(level=level, not_rederived=why)
+
+
+def _packet_rederived(body: ClaimBody) -> tuple[float, str] | None:
+    """The verification's (else the claimed) figure re-derived from the packet's rows at
+    import: (value, `N rows of SERIES, AGGREGATION`)."""
+    from registry.claims.labimport import REDERIVED
+
+    found = body.lab.raw.get(REDERIVED) if body.lab else None
+    rows = [r for r in found if isinstance(r, dict)] if isinstance(found, list) else []
+    rows.sort(key=lambda r: r.get("what") != "verification")
+    for r in rows:
+        value = r.get("value")
+        if isinstance(value, int | float):
+            return float(value), (f"{r.get('rows')} rows of {r.get('series')}, "
+                                  f"{r.get('aggregation')}")
+    return None
 
 
 def _published(home: Home, rid: str) -> list[PublishedFigure]:

@@ -221,6 +221,8 @@ def _derived(view: ClaimView) -> str:
     d = view.derived
     figure = (f"figure {_value(d.figure)} re-derived from record {d.record[:16]}"
               if d.figure is not None and d.record else
+              f"figure {_value(d.figure)} re-derived from the packet's {d.series}"
+              if d.figure is not None and d.series else
               f"figure {_value(d.figure)} re-derived" if d.figure is not None else
               f"figure not re-derived: {d.not_rederived}")
     return f"level {d.level.level} ({d.level.reason}); {figure}"
