@@ -56,7 +56,7 @@ def test_the_tutorial_runs_from_the_built_wheel() -> None:
         failed = len(marks)
         assert done.returncode == 0, (
             f"block {failed} failed (exit {done.returncode}):\n{found[min(failed, len(found) - 1)]}"
-            f"\n{done.stderr[-3000:]}")
+            f"\n{done.stderr[-3000:]}\nstdout:\n{done.stdout[-4000:]}")
         assert marks == list(range(len(found)))
         out = done.stdout
         from registry import __version__
