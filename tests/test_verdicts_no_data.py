@@ -36,6 +36,15 @@ def test_an_original_without_rows_is_not_judged_never_passed(new: int) -> None:
     assert suite.status == NOT_JUDGED and "nothing to judge" in suite.detail
 
 
+def test_an_original_of_fewer_than_five_rows_is_not_judged() -> None:
+    """A degraded figure (4 unflagged rows, as a busy host leaves): no speed to hold a
+    new run to; the same with 5 rows is judged."""
+    verdict = judge_rows(rows(4), rows(12), ["s"], FORMULA, 100, 0.95)
+    assert verdict.status == NOT_JUDGED and "4 unflagged rows, fewer than 5" in \
+        verdict.suites[0].detail
+    assert judge_rows(rows(5), rows(12), ["s"], FORMULA, 100, 0.95).status != NOT_JUDGED
+
+
 def test_one_suite_judged_and_one_empty_passes_on_the_one_judged() -> None:
     original = rows(12)
     new = rows(12)

@@ -6,7 +6,8 @@
 - contract: the original record's contract; for `bitwise-teacher` the original's own
   rows are the reference (and the lane's teacher too when one is set).
 - performance: per suite, the 95% bootstrap interval of new/original median decode rate
-  (the record's named formula, unflagged rows only, registry.measure): passed when the
+  (the record's named formula, unflagged rows only, registry.measure; not judged when the
+  original has fewer than MIN_ROWS unflagged rows: a degraded figure): passed when the
   interval lies at or above `min_ratio`, failed when it lies below, otherwise undecided
   (reproduce runs another round of the suite, up to its budget, then says inconclusive).
 """
@@ -25,7 +26,7 @@ from registry.formats.rundir import BenchRow
 from registry.formats.verdict import Verdict, VerdictStatus
 from registry.measure.interval import ratio_interval
 from registry.measure.metrics import decode_median, decode_rates, formula_text
-from registry.measure.quality import assess, usable
+from registry.measure.quality import MIN_ROWS, assess, usable
 from registry.recipe.schema import ContractName, MetricFormula, Platform, Recipe
 from registry.store.home import Home
 
@@ -235,6 +236,11 @@ def _suite(name: str, original: list[BenchRow], new: list[BenchRow], formula: Me
         return base.model_copy(update={
             "status": NOT_JUDGED, "detail": "nothing to judge: the original has no unflagged "
                                             f"decode rate to compare with ({qa.state})"})
+    if len(a) < MIN_ROWS:  # a degraded figure: too few rows to hold a new run to it
+        return base.model_copy(update={
+            "status": NOT_JUDGED, "detail": f"nothing to judge: the original's figure stands "
+                                            f"on {len(a)} unflagged rows, fewer than "
+                                            f"{MIN_ROWS} (measurement {qa.state})"})
     if after is None:  # bursts may clear in another round; too-short rows never will
         return base.model_copy(update={
             "status": "undecided" if qb.burst else "failed",
