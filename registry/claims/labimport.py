@@ -24,6 +24,7 @@ from registry.base.hashing import sha256_file
 from registry.base.model import Frozen
 from registry.base.safeload import loads_json
 from registry.claims.models import (
+    REDERIVED,
     ClaimBody,
     ClaimedFigure,
     ClaimedIdentity,
@@ -38,7 +39,6 @@ from registry.store.home import Home
 
 CLAIM_FILE = "claim.json"
 SPECULATIVE = re.compile(r"\b(?:dflash|mtp\d*|eagle\d*|ngram|dspark\d*|medusa)\b", re.I)
-REDERIVED = "registry_rederived"  # in LabSource.raw: the packet's rows re-derived at import
 LEVEL = re.compile(r"Evidence level[^`\n]*`([^`]+)`", re.I)
 
 

@@ -69,6 +69,9 @@ class LabEntry(Frozen):
     event: str
 
 
+REDERIVED = "registry_rederived"  # in LabSource.raw: the packet's rows re-derived at import
+
+
 class LabSource(Frozen):
     """Where an imported claim came from: the lab's file, byte for byte."""
 

@@ -10,7 +10,7 @@ from registry.base.model import Frozen
 from registry.claims.events import NotApplied, Replayed, claim_ids, replay
 from registry.claims.levels import Level, claim_level
 from registry.claims.match import AxisMatch
-from registry.claims.models import ClaimBody, ClaimedIdentity, EventKind
+from registry.claims.models import REDERIVED, ClaimBody, ClaimedIdentity, EventKind
 from registry.errors import RegistryError
 from registry.formats.metricwords import label
 from registry.formats.record import PublishedFigure
@@ -188,8 +188,6 @@ def _derived(home: Home, body: ClaimBody, verification: ShownFigure, level: Leve
 def _packet_rederived(body: ClaimBody) -> tuple[float, str] | None:
     """The verification's (else the claimed) figure re-derived from the packet's rows at
     import: (value, `N rows of SERIES, AGGREGATION`)."""
-    from registry.claims.labimport import REDERIVED
-
     found = body.lab.raw.get(REDERIVED) if body.lab else None
     rows = [r for r in found if isinstance(r, dict)] if isinstance(found, list) else []
     rows.sort(key=lambda r: r.get("what") != "verification")
