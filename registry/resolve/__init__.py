@@ -26,6 +26,7 @@ from registry.resolve.inputs import (
     find_log,
     load_run_recipe,
     locate_checkpoints,
+    not_read,
     read_metrics,
 )
 from registry.resolve.llamacpp import resolve_llamacpp
@@ -40,28 +41,33 @@ __all__ = ["resolve_run", "scan_run_log"]
 def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Path | None = None,
                 checkpoint: Path | None = None, draft_checkpoint: Path | None = None,
                 log_path: Path | None = None, scan: LogScan | None = None,
-                checkpoints: Checkpoints | None = None) -> ResolvedIdentity:
+                checkpoints: Checkpoints | None = None, confined: bool = False
+                ) -> ResolvedIdentity:
     """`log_path`: the engine log, relative to `run_dir` or absolute (default: found);
     `scan`: that log already scanned with `scan_run_log` (seal reads it too);
     `checkpoints`: what the checkpoints say, given (a record's sealed evidence) instead
-    of looked for on disk. Seal passes an empty one and keeps what it was filled with."""
+    of looked for on disk. Seal passes an empty one and keeps what it was filled with.
+    `confined`: read no checkpoint but the ones given (import: a capsule's log or recipe
+    may name any file on the importer's disk; that file is not the capsule's evidence)."""
     run_dir = Path(run_dir)
     path = find_log(run_dir, log_path)
     recipe = load_run_recipe(run_dir, recipe, recipe_path)
     name = str(path.relative_to(run_dir)) if path.is_relative_to(run_dir) else str(path)
     if engine_of(recipe, path) == "llama.cpp":  # its own reader (a vLLM `scan` reads nothing)
-        return resolve_llamacpp(path, name, declared_values(recipe), models=(
-            checkpoint, recipe.model.path if recipe else None))
+        return resolve_llamacpp(path, name, declared_values(recipe), checkpoint=checkpoint,
+                                models=() if confined or not recipe else (recipe.model.path,),
+                                log_models=not confined)
     scan = scan or scan_log(path, _markers(recipe))
     log = EngineLog(scan, name)
     before, after = read_metrics(run_dir, METRICS_BEFORE), read_metrics(run_dir, METRICS_AFTER)
     if checkpoints is None or not checkpoints.given:
+        named = (log.setting("model")[0], log.speculative.get("model"))
         found = locate_checkpoints(
             checkpoint, draft_checkpoint,
             (recipe.model.path, recipe.draft.path if recipe.draft else None) if recipe
-            else (None, None),
-            (log.setting("model")[0], log.speculative.get("model")),
-        )
+            and not confined else (None, None), (None, None) if confined else named)
+        if confined:
+            found.notes += not_read(named, (checkpoint, draft_checkpoint))
         if checkpoints is None:
             checkpoints = found
         else:
