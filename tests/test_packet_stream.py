@@ -54,3 +54,18 @@ def test_a_large_log_in_a_packet_is_read_in_bounded_memory(store_home, tmp_path:
     size = 4 * MIB
     large = _peak(_packet(tmp_path / "large", "four-mib", size))
     assert large - small <= 2 * size, f"{(large - small) / MIB:.1f} MiB over the one-line import"
+
+
+def test_a_huge_environment_dump_in_a_capsule_is_refused(cli, store_home, tmp_path: Path
+                                                         ) -> None:
+    """Its pairs go into the signed statement: 50,000 of them (2 MiB) are refused, naming
+    the file, before anything is written."""
+    capsule = tmp_path / "capsule"
+    capsule.mkdir()
+    (capsule / "server.log").write_text("hello\n")
+    (capsule / "service-environment.txt").write_text(
+        "".join(f"VAR_{i}=value {i} padded to forty bytes or so\n" for i in range(50_000)))
+    r = cli("import", capsule)
+    assert r.exit_code == 4 and "Traceback" not in r.stderr, r.stderr
+    assert "service-environment.txt: more than 10,000 KEY=VALUE lines" in r.stderr
+    assert json.loads(cli("list", "--json").stdout) == []
