@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from registry.checkpoint.gguf import read_gguf
+from registry.engines.llamacpp.gguf import read_gguf
 from registry.errors import InvalidInput
 from tests.gguf_bytes import (
     ARRAY,

@@ -104,8 +104,8 @@ def _is_gguf(path: Path) -> bool:
 
 
 def _gguf(path: Path, json: bool) -> None:
-    from registry.checkpoint.gguf import read_gguf
     from registry.cli.output import console, print_json, table
+    from registry.engines.llamacpp.gguf import read_gguf
 
     info = read_gguf(path)
     if json:

@@ -100,7 +100,7 @@ def declared_axes(recipe: Recipe, given: Mapping[str, str | None]) -> Axes:
         "precision.weights": p.weights,
         "precision.draft_weights": p.draft_weights,
         "precision.kv_cache": kv,
-        # the resolver's word for an unquantized cache (registry/resolve/kv.py)
+        # the resolver's word for an unquantized cache (registry/engines/vllm/resolve/kv.py)
         "precision.kv_scales": "n/a" if kv in UNQUANTIZED_KV else None,
         "model.revision": recipe.model.revision,
         SUITE_AXIS: suites[0] if len(suites) == 1 else None,

@@ -16,9 +16,9 @@ from typing import Any
 
 from registry.base.model import Frozen
 from registry.engines.llamacpp.declared import declared_fields
+from registry.engines.vllm.logs.nondefault import find_nondefault_args
 from registry.errors import InvalidInput
 from registry.importer.walk import load_json
-from registry.logs.nondefault import find_nondefault_args
 
 MAX_PAIRS = 10_000  # KEY=VALUE pairs kept from one file (an environment dump holds ~200)
 MAX_PAIR = 1 << 16  # bytes of one KEY=VALUE line

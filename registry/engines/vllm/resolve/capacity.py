@@ -11,7 +11,7 @@ vLLM 0.32 (`vllm/v1/core/kv_cache_utils.py`) sizes the cache and reports it this
 - a request at `max_model_len` needs, per group, `cdiv(max_model_len, block_size)`
   blocks (full) or `cdiv(min(window - 1 + in_flight, max_model_len), block_size) + 1`
   (sliding; in_flight = max_num_batched_tokens, twice that with async scheduling
-  from vLLM 0.32 on: `registry.resolve.precision.in_flight_tokens`);
+  from vLLM 0.32 on: `registry.engines.vllm.resolve.precision.in_flight_tokens`);
 - reported tokens = `int(blocks / blocks_per_request * max_model_len)`.
 
 So a sliding layer saves memory only when its window plus the scheduled tokens is

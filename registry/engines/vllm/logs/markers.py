@@ -11,9 +11,9 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 
+from registry.engines.vllm.logs.lines import Lines, LineSpan
+from registry.engines.vllm.logs.messages import PREFIX
 from registry.logs.facts import Fact, MarkerScan
-from registry.logs.lines import Lines, LineSpan
-from registry.logs.messages import PREFIX
 
 MAX_VALUES = 32  # distinct values kept per named group
 LITERAL = re.compile(r"(?:[^\\.^$*+?{}\[\]|()]|\\[^\w])+")  # plain or escaped punctuation

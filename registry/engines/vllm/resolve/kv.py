@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 from registry.checkpoint.kvmath import ELEMENT_BYTES
 from registry.checkpoint.models import CheckpointInfo
-from registry.engines.vllm import canonical_kv_dtype
+from registry.engines.vllm.args import canonical_kv_dtype
+from registry.engines.vllm.resolve.capacity import CapacityCheck
 from registry.formats.identity import CHECK_FAILED, Evidence, ResolvedField, Status, status_for
-from registry.resolve.capacity import CapacityCheck
 
 RELEASE = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:(?:rc|post)\d+)?(?:\+(?!g[0-9a-f]{6})[\w.]+)?$")
 # (last release with the rule, rule): how an explicit value meets a checkpoint kv_cache_scheme

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from registry.base.hashing import cpu_count
+from registry.engines.vllm.logs import messages as msg
+from registry.engines.vllm.logs.lines import Lines, LineSpan
+from registry.engines.vllm.logs.markers import Marker
+from registry.engines.vllm.logs.tracebacks import Tracebacks
 from registry.errors import InvalidInput
-from registry.logs import messages as msg
 from registry.logs.facts import Fact, LogScan, SpecLogTotals, SpecPhase
-from registry.logs.lines import Lines, LineSpan
-from registry.logs.markers import Marker
-from registry.logs.tracebacks import Tracebacks
 
 CHUNK = 1 << 20  # small enough that the passes over one chunk stay in the CPU cache
 MAX_LINE = 64 << 20  # a longer "line" (binary garbage) is cut, never held whole

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from registry.formats.identity import Evidence
-from registry.logs.messages import Kind
-from registry.resolve import kv
-from registry.resolve.capacity import (
+from registry.engines.vllm.logs.messages import Kind
+from registry.engines.vllm.resolve import kv
+from registry.engines.vllm.resolve.capacity import (
     CapacityCheck,
     Layout,
     NotModelled,
     check_capacity,
     layer_windows,
 )
-from registry.resolve.fields import Fields
+from registry.engines.vllm.resolve.fields import Fields
+from registry.formats.identity import Evidence
 from registry.resolve.inputs import Checkpoints
 
 DEFAULT_BLOCK = {"cpu": 128}  # vLLM 0.32 platform defaults; every other platform: 16

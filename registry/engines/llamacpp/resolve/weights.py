@@ -14,8 +14,8 @@ from registry.engines.llamacpp.ggml import (
     bits_per_value,
     file_type_name,
 )
+from registry.engines.llamacpp.logs import ModelBlock
 from registry.logs.facts import Fact
-from registry.logs.llamacpp import ModelBlock
 
 # A file's BPW sits near its main type's: norms in f32 and embeddings at a higher type
 # raise it (Q4_K_M files print 4.8-5.0 for q4_K's 4.5, Q2_K up to ~3.3 for 2.625), a

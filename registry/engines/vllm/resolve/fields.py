@@ -10,9 +10,9 @@ import os
 import re
 from typing import Any
 
+from registry.engines.vllm.logs.messages import Kind
+from registry.engines.vllm.resolve.engine import EngineLog
 from registry.formats.identity import Evidence, ResolvedField, Status, status_for
-from registry.logs.messages import Kind
-from registry.resolve.engine import EngineLog
 
 
 def make(declared: Any, resolved: Any, rule: str, ev: list[Evidence | None], *,

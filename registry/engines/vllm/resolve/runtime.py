@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from registry.engines.vllm.logs.messages import Kind
+from registry.engines.vllm.resolve.fields import Fields, convert_value
 from registry.formats.identity import Evidence
 from registry.logs import Fact
-from registry.logs.messages import Kind
 from registry.logs.prometheus import Scrape
-from registry.resolve.fields import Fields, convert_value
 from registry.resolve.inputs import Checkpoints
 
 CACHE_INFO = "vllm:cache_config_info"

@@ -1,12 +1,10 @@
 """What llama-server prints that carries identity: one pattern per message kind, matched
-against a plain line (registry.logs.llamacpp.lines). Builds from b4400 (Dec 2024) to
+against a plain line (registry.engines.llamacpp.logs.lines). Builds from b4400 (Dec 2024) to
 b10433 print these; older spellings sit beside the newer ones in one pattern."""
 
 from __future__ import annotations
 
 import re
-
-from registry.engines.llamacpp.server import LLAMACPP
 
 NUM = r"[\d.]+"
 
@@ -87,5 +85,10 @@ NORMAL_ERRORS = re.compile(r"this warning is normal|failed to mlock|HEAD failed|
 # Kinds that belong to the next server start when printed before its model loads.
 PREAMBLE = frozenset({"build", "listed_device", "parallel_auto"})
 
-# A llama-server log: any of these (a vLLM log prints none of them).
-SIGNATURES = re.compile(LLAMACPP.log_signature)
+# A llama-server log: any of these (a vLLM log prints none of them); the plug-in's log
+# signature.
+SIGNATURE = (r"llama_model_loader: |load_tensors: |llama_context: |load_model: loading "
+             r"model '|print_timing: |llama_server: |build_info: b\d+|llama_kv_cache|"
+             r"llama_new_context_with_model|ggml_(?:cuda|metal|sycl|vulkan)_init|"
+             r"main: server is listening")
+SIGNATURES = re.compile(SIGNATURE)

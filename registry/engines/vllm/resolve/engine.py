@@ -19,9 +19,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from registry.engines.vllm.logs.messages import Kind
 from registry.formats.identity import Evidence
 from registry.logs import Fact, LogScan
-from registry.logs.messages import Kind
 
 ENUM_REPR = re.compile(r"<(\w+)\.(\w+): [^<>]*>")
 COMPILATION = {

@@ -13,10 +13,10 @@ restart, only the first engine's lines count. Each phase is listed in the notes.
 
 from __future__ import annotations
 
+from registry.engines.vllm.logs.scan import MAX_PHASES
 from registry.formats.identity import SpecDecodeStats
 from registry.logs import SpecLogTotals, SpecPhase
 from registry.logs.prometheus import Scrape, counter_diff
-from registry.logs.vllm import MAX_PHASES
 
 PREFIX = "vllm:spec_decode_"
 

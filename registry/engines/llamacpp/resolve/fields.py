@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
+from registry.engines.llamacpp.logs import Cache, Context, LlamaScan, ServerStart
+from registry.engines.llamacpp.resolve.out import Out
+from registry.engines.llamacpp.resolve.weights import decide_weights
 from registry.logs.facts import Fact
-from registry.logs.llamacpp import Cache, Context, LlamaScan, ServerStart
-from registry.resolve.llamacpp.out import Out
-from registry.resolve.llamacpp.weights import decide_weights
 
 FA_STATES = {"enabled": "on", "1": "on", "true": "on", "on": "on",
              "disabled": "off", "0": "off", "false": "off", "off": "off"}

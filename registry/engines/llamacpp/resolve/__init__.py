@@ -7,14 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from registry.checkpoint.gguf import GGUFInfo, read_gguf
 from registry.engines.llamacpp.declared import declared_settings
-from registry.errors import InvalidInput
-from registry.formats.identity import FIELDS, ResolvedIdentity
-from registry.logs.llamacpp import LlamaScan, ServerStart, scan_llamacpp
-from registry.resolve.inputs import not_read
-from registry.resolve.llamacpp.capacity import capacity_check, weights_check
-from registry.resolve.llamacpp.fields import (
+from registry.engines.llamacpp.gguf import GGUFInfo, read_gguf
+from registry.engines.llamacpp.logs import LlamaScan, ServerStart, scan_llamacpp
+from registry.engines.llamacpp.resolve.capacity import capacity_check, weights_check
+from registry.engines.llamacpp.resolve.fields import (
     cache_fields,
     context_fields,
     engine_fields,
@@ -23,7 +20,10 @@ from registry.resolve.llamacpp.fields import (
     timing_fields,
     weight_fields,
 )
-from registry.resolve.llamacpp.out import Out
+from registry.engines.llamacpp.resolve.out import Out
+from registry.errors import InvalidInput
+from registry.formats.identity import FIELDS, ResolvedIdentity
+from registry.resolve.inputs import not_read
 
 __all__ = ["resolve_llamacpp"]
 

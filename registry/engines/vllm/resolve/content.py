@@ -13,9 +13,9 @@ from pathlib import Path
 
 from registry.checkpoint.manifest import Manifest, build_manifest
 from registry.checkpoint.models import CheckpointInfo
+from registry.engines.vllm.resolve.fields import Fields
 from registry.errors import InvalidInput
 from registry.formats.identity import Evidence
-from registry.resolve.fields import Fields
 from registry.resolve.inputs import Checkpoints
 
 RULE = "sha256 of the checkpoint's release-file manifest (registry.checkpoint.manifest)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from registry.logs.messages import PREFIX
+from registry.engines.vllm.logs.messages import PREFIX
 
 MAX_TEXT = 16384  # characters kept of one message (a config line is about 4 KiB)
 

@@ -5,8 +5,8 @@ GGUF's attention shape and the cache type (f16/bf16: 2 bytes a value; q8_0: 34 b
 from __future__ import annotations
 
 from registry.base.model import Frozen
-from registry.checkpoint.gguf import GGUFInfo
 from registry.engines.llamacpp.ggml import BLOCKS, kv_bytes
+from registry.engines.llamacpp.gguf import GGUFInfo
 
 MIB = 1024 * 1024
 

@@ -4,13 +4,13 @@ disagree, the types whose arithmetic does add up are named in the note."""
 
 from __future__ import annotations
 
-from registry.checkpoint.gguf import GGUFInfo
-from registry.checkpoint.kvgguf import predict
 from registry.engines.llamacpp.ggml import KV_TYPES
+from registry.engines.llamacpp.gguf import GGUFInfo
+from registry.engines.llamacpp.kvgguf import predict
+from registry.engines.llamacpp.logs import Cache, ServerStart
+from registry.engines.llamacpp.resolve.out import Out
+from registry.engines.llamacpp.resolve.weights import decide
 from registry.formats.identity import Evidence
-from registry.logs.llamacpp import Cache, ServerStart
-from registry.resolve.llamacpp.out import Out
-from registry.resolve.llamacpp.weights import decide
 
 
 def _adds_up(predicted: float, logged: float) -> bool:

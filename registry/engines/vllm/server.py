@@ -1,15 +1,19 @@
 """vLLM as an engine plug-in: its module entry point, `vllm serve` argv, the OpenAI
-streaming API with `return_token_ids`, and its log's signature."""
+streaming API with `return_token_ids`, its log's signature, and the doors to its recipe
+arguments, declared values, log reader and resolver."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from registry.engines import vllm
-from registry.engines.base import Chunk, owned_keys_clash
-from registry.recipe.schema import BenchmarkSpec
+from registry.engines.base import Chunk, Given, owned_keys_clash
+from registry.engines.vllm import args as vllm
+from registry.formats.identity import ResolvedIdentity
+from registry.logs import LogScan
+from registry.recipe.schema import BenchmarkSpec, Recipe
 
 OWNED_KEYS = {"model", "prompt", "messages", "stream", "stream_options", "return_token_ids",
               "max_tokens", "temperature", "top_p", "seed"}
@@ -21,6 +25,7 @@ KV_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8_e4m3": 1, "fp8_e5m2"
 class VLLMServer:
     name = "vllm"
     log_signature = r"vLLM API server version|Initializing a V1 LLM engine|non-default args:"
+    reads_unsigned_logs = True  # a log no engine's signature claims is read as vLLM's
     keep_alive = True
 
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]:
@@ -61,6 +66,28 @@ class VLLMServer:
 
     def kv_bytes(self, cache_type: str, values: int) -> int:
         return KV_BYTES[cache_type] * values
+
+    # The recipe and resolver halves are imported when asked for: a client never loads them.
+    def normalize_args(self, recipe: Recipe, path: Path) -> dict[str, Any]:
+        from registry.engines.vllm.recipe import normalize_args
+
+        return normalize_args(recipe, path)
+
+    def declared(self, recipe: Recipe) -> dict[str, Any]:
+        from registry.engines.vllm.declared import declared_values
+
+        return declared_values(recipe)
+
+    def scan_log(self, log: Path, markers: dict[str, str]) -> LogScan:
+        from registry.engines.vllm.logs import scan_log
+
+        return scan_log(log, markers)
+
+    def resolve(self, run_dir: Path, log: Path, name: str, recipe: Recipe | None,
+                given: Given) -> ResolvedIdentity:
+        from registry.engines.vllm.resolve import resolve_vllm
+
+        return resolve_vllm(run_dir, log, name, recipe, given)
 
 
 VLLM = VLLMServer()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from registry.logs.lines import Lines, LineSpan
-from registry.logs.messages import TRACEBACK
+from registry.engines.vllm.logs.lines import Lines, LineSpan
+from registry.engines.vllm.logs.messages import TRACEBACK
 
 MAX_WALK = 2000  # lines searched for a traceback's end before giving up
 NEEDLE = TRACEBACK.encode()  # long: bytes.find skips through the chunk fast

@@ -15,10 +15,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from registry.logs.facts import Fact
-from registry.logs.llamacpp.lines import Line, plain
-from registry.logs.llamacpp.messages import NORMAL_ERRORS, PATTERNS, PREAMBLE, SIGNATURES
-from registry.logs.llamacpp.shapes import (
+from registry.engines.llamacpp.logs.lines import Line, plain
+from registry.engines.llamacpp.logs.messages import NORMAL_ERRORS, PATTERNS, PREAMBLE, SIGNATURES
+from registry.engines.llamacpp.logs.shapes import (
     Cache,
     Context,
     LlamaScan,
@@ -26,6 +25,7 @@ from registry.logs.llamacpp.shapes import (
     ServerStart,
     Timings,
 )
+from registry.logs.facts import Fact
 
 MODEL_KINDS = frozenset({"tensor_type", "file_type", "file_size", "offloaded", "model_buffer",
                          "meta_device"})
