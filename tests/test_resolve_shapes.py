@@ -119,6 +119,21 @@ def test_v0_capacity_is_blocks_times_block_size_when_the_concurrency_agrees(
     assert r.value("kv.capacity_tokens") is None
 
 
+def test_v0_cpu_capacity_is_its_cpu_blocks_times_block_size(tmp_path: Path) -> None:
+    """The V0 CPU backend prints `# cpu blocks: N` on its own line, no concurrency line."""
+    head = "INFO 11-18 17:10:46 cpu_executor.py:186] "
+    lines = ["INFO 11-18 17:10:40 api_server.py:586] args: Namespace(model='m', block_size=16)",
+             "INFO 11-18 17:10:54 llm_engine.py:249] Initializing an LLM engine (v0.6.4.post1) "
+             "with config: model='m', dtype=torch.bfloat16, max_seq_len=4096, device_config=cpu, "
+             "tensor_parallel_size=1, quantization=None, kv_cache_dtype=auto",
+             head + "# cpu blocks: 9362"]
+    r = resolve(tmp_path, *lines)
+    assert r.value("kv.capacity_tokens") == 9362 * 16
+    assert "cpu blocks" in (r.fields["kv.capacity_tokens"].rule or "")
+    r = resolve(tmp_path, *lines, head + "Maximum concurrency for 4096 tokens per request: 9.00x")
+    assert r.value("kv.capacity_tokens") is None  # 149,792 / 4096 is 36.57: not agreeing
+
+
 @pytest.mark.parametrize(("quantization", "kv"), [("None", "bfloat16"), ("awq", None)])
 def test_auto_kv_without_a_checkpoint(tmp_path: Path, quantization: str, kv: str | None) -> None:
     """`quantization=None`: no quantization_config, so no KV scheme: auto is the model
