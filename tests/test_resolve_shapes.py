@@ -134,6 +134,26 @@ def test_v0_cpu_capacity_is_its_cpu_blocks_times_block_size(tmp_path: Path) -> N
     assert r.value("kv.capacity_tokens") is None  # 149,792 / 4096 is 36.57: not agreeing
 
 
+@pytest.mark.parametrize("width", [100, 150])
+def test_a_config_line_hard_wrapped_by_a_terminal_is_rejoined(tmp_path: Path, width: int
+                                                              ) -> None:
+    """A terminal copy cut at a fixed width (`...tensor_parallel_si` / `ze=2, ...`): the
+    pieces after the first carry no log prefix; rejoined, the config line reads whole."""
+    line = ("INFO 11-18 17:10:54 llm_engine.py:249] Initializing an LLM engine (v0.6.4.post1) "
+            "with config: model='m', speculative_config=None, tokenizer='m', "
+            "skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, "
+            "dtype=torch.bfloat16, max_seq_len=4096, download_dir=None, "
+            "load_format=LoadFormat.AUTO, tensor_parallel_size=2, pipeline_parallel_size=1, "
+            "quantization=None, kv_cache_dtype=auto, device_config=cuda, seed=0")
+    pieces = [line[i:i + width] for i in range(0, len(line), width)]
+    assert not any("tensor_parallel_size" in p for p in pieces)  # the name itself is cut
+    r = resolve(tmp_path, "INFO 11-18 17:10:40 api_server.py:586] vLLM API server version "
+                "0.6.4.post1", *pieces, "INFO 11-18 17:11:01 selector.py:135] Using Flash "
+                "Attention backend.")
+    assert (r.value("parallel.tensor"), r.value("runtime.max_model_len"),
+            r.value("precision.kv_cache")) == (2, 4096, "bfloat16")
+
+
 @pytest.mark.parametrize(("quantization", "kv"), [("None", "bfloat16"), ("awq", None)])
 def test_auto_kv_without_a_checkpoint(tmp_path: Path, quantization: str, kv: str | None) -> None:
     """`quantization=None`: no quantization_config, so no KV scheme: auto is the model
