@@ -154,10 +154,15 @@ def test_a_config_line_hard_wrapped_by_a_terminal_is_rejoined(tmp_path: Path, wi
             r.value("precision.kv_cache")) == (2, 4096, "bfloat16")
 
 
-@pytest.mark.parametrize(("quantization", "kv"), [("None", "bfloat16"), ("awq", None)])
+@pytest.mark.parametrize(("quantization", "kv"), [
+    ("None", "bfloat16"), ("awq", "bfloat16"), ("awq_marlin", "bfloat16"),
+    ("bitsandbytes", "bfloat16"), ("mxfp4", "bfloat16"), ("gptq_marlin", "bfloat16"),
+    ("compressed-tensors", None), ("fp8", None), ("modelopt", None)])
 def test_auto_kv_without_a_checkpoint(tmp_path: Path, quantization: str, kv: str | None) -> None:
     """`quantization=None`: no quantization_config, so no KV scheme: auto is the model
-    dtype. Any quantization method may carry a scheme: without the checkpoint, unresolved."""
+    dtype. A weight-only method's config (AWQ, GPTQ, bitsandbytes, MXFP4) carries no KV
+    scheme either; compressed-tensors, fp8 or modelopt may: without the checkpoint,
+    unresolved."""
     r = resolve(tmp_path, config(quantization=quantization), READY)
     assert r.value("precision.kv_cache") == kv
 
