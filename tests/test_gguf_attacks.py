@@ -185,3 +185,18 @@ def test_random_headers_never_crash_the_reader(tmp_path_factory: pytest.TempPath
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     assert peak < 4 * MIB, peak
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("name", ["block_count 2**40", "arrays nested 20,000 deep",
+                                  "a duplicated key", "a u8 array of 2**40 items"])
+def test_seal_of_a_run_whose_log_names_it_records_the_note(cli, store_home, tmp_path: Path,
+                                                          name: str) -> None:
+    data, says = ATTACKS[name]
+    path = tmp_path / "hostile.gguf"
+    path.write_bytes(data)
+    r = cli("seal", _run(tmp_path, path))
+    assert r.exit_code == 0 and "Traceback" not in r.stderr, r.stderr
+    shown = json.loads(cli("show", r.stdout.split()[0], "--json").stdout)
+    notes = shown["statement"]["predicate"]["identity"]["notes"]
+    assert any(n.startswith("checkpoint not read") and says in n for n in notes), notes

@@ -52,3 +52,13 @@ def test_checkpoint_names_the_file_and_it_is_read(cli, store_home, tmp_path: Pat
     weights = identity["fields"]["precision.weights"]
     assert weights["resolved"] == "Q8_0"
     assert weights["evidence"][-1]["source"] == str(outside)
+
+
+def test_a_malformed_checkpoint_named_is_refused(cli, store_home, tmp_path: Path) -> None:
+    """A GGUF the user names is their input: a malformed one exits 4, nothing imported."""
+    capsule, outside = _capsule(tmp_path)
+    outside.write_bytes(outside.read_bytes()[:40])  # cut inside its first key
+    r = cli("import", capsule, "--checkpoint", outside)
+    assert r.exit_code == 4 and "Traceback" not in r.stderr, r.stderr
+    assert "not a readable GGUF file" in r.stderr
+    assert json.loads(cli("list", "--json").stdout) == []

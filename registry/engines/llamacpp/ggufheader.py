@@ -77,7 +77,10 @@ class _Reader:
     def take(self, n: int, what: str) -> bytes:
         self.need(n, what)
         self.pos += n
-        return self.f.read(n)
+        data = self.f.read(n)
+        if len(data) != n:  # the file shrank since its size was taken (still downloading?)
+            raise self.fail(f"{what} ends early: the file changed while it was read")
+        return data
 
     def skip(self, n: int, what: str) -> None:
         self.need(n, what)
@@ -121,9 +124,10 @@ class _Reader:
         out: dict[str, Any] = {}
         for _ in range(keys):
             key = self.name("a key")
+            shown = key if len(key) <= 60 else key[:57] + "..."  # for messages only
             if key in out:
-                raise self.fail(f"the key {key!r} appears twice")
-            out[key] = self.value(self.scalar("I", f"the type of {key!r}"), key, 0)
+                raise self.fail(f"the key {shown!r} appears twice")
+            out[key] = self.value(self.scalar("I", f"the type of {shown!r}"), shown, 0)
         return out
 
     def value(self, kind: int, key: str, depth: int) -> Any:
@@ -174,6 +178,7 @@ class _Reader:
             if name in names:
                 raise self.fail(f"the tensor {name!r} appears twice")
             names.add(name)
+            name = name if len(name) <= 60 else name[:57] + "..."  # for messages only
             dims = self.scalar("I", f"the dimensions of {name!r}")
             if dims > MAX_DIMS:
                 raise self.fail(f"the tensor {name!r} has {dims:,} dimensions (ggml has at "
