@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from registry.errors import InvalidInput
 from registry.executor.interpreter import engine_python
 from registry.executor.profiles import PlatformProfile, profile_for
 from registry.formats.rundir import LaunchPlan
+from registry.recipe.options import repeated, smuggled, smuggled_problem
 from registry.recipe.schema import Recipe
 
 MODELS_VAR = "REGISTRY_MODELS"
@@ -92,8 +94,17 @@ def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
     cache_dirs = {var: str(cache_root / var.lower()) for var in profile.cache_vars}
     engine = engine_for(recipe.engine.name)
     command = profile.command or engine.start_command(recipe.engine.version, found)
+    found_option = smuggled(args)  # a ${VAR} may expand to one
+    if found_option is not None:
+        raise InvalidInput(f"engine.args.{found_option[0]}: {smuggled_problem(*found_option)}",
+                           hint="give each engine option its own key in [engine.args]")
     argv = [*command, *engine.render_argv(args, recipe.engine.version),
             *engine.serve_args(HOST, port)]
+    twice = repeated(argv)
+    if twice is not None:
+        raise InvalidInput(f"the launch plan would pass {twice} twice: {shlex.join(argv)}",
+                           hint="declare each engine option once: in its own table "
+                                "([precision], [parallel]) or in [engine.args]")
     return LaunchPlan(platform=profile.name.value, argv=argv,
                       env=_env(recipe, profile, found, cache_dirs), cwd=str(cwd), host=HOST,
                       port=port, cache_dirs=cache_dirs, engine=engine.name,

@@ -19,6 +19,7 @@ from registry.base.safeload import BadDocument, loads_toml
 from registry.engines import vllm
 from registry.engines.llamacpp import args as llamacpp_args
 from registry.errors import InvalidRecipe, RegistryWarning
+from registry.recipe.options import smuggled, smuggled_problem
 from registry.recipe.schema import GGMLCacheType, KVCacheDtype, Platform, Recipe
 
 IDENTITY_SCHEMA = "registry.identity/v1"
@@ -180,6 +181,10 @@ def _agrees(name: str, declared: Any, given: Any) -> bool:
 
 def normalize(recipe: Recipe, path: Path) -> Recipe:
     """Check engine args against the structured tables and fill the ones they imply."""
+    found = smuggled(recipe.engine.args)
+    if found is not None:
+        raise InvalidRecipe(path, f"engine.args.{found[0]}", smuggled_problem(*found),
+                            hint="give each engine option its own key in [engine.args]")
     args = (_llamacpp_args(recipe, path) if recipe.engine.name == "llama.cpp"
             else _vllm_args(recipe, path))
     _check_hardware(recipe, path)
