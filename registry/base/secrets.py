@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -180,3 +182,59 @@ def refuse_any(found: Sequence[Redaction], what: str) -> None:
         raise Refused(f"{f.file}:{f.line}: {what} holds a secret ({f.why})",
                       hint="take the value out; give a secret to the engine through the "
                            "environment it starts in, never through a file that is sealed")
+
+
+BLOCK = 1 << 20
+
+
+def scan_file(path: Path, name: str) -> list[Redaction]:
+    """Every secret in a file, read in blocks (bounded memory); a line longer than a
+    block is scanned in block-sized parts. A private key is refused at once."""
+    found: list[Redaction] = []
+    number, rest = 1, b""
+    with open(path, "rb") as f:
+        while block := f.read(BLOCK):
+            parts = (rest + block).split(b"\n")
+            rest = parts.pop()
+            for part in parts:
+                found += _line_findings(part, name, number)
+                number += 1
+            if len(rest) > BLOCK:  # no newline for a block: scan what is there
+                found += _line_findings(rest, name, number)
+                rest = b""
+    if rest:
+        found += _line_findings(rest, name, number)
+    return found
+
+
+def _line_findings(line: bytes, name: str, number: int) -> list[Redaction]:
+    text = line.decode("utf-8", "surrogateescape")
+    if "PRIVATE" in text and PEM_KEY.search(text):
+        refuse_keys([Redaction(file=name, line=number, kind="private-key",
+                               why="a PEM private key")])
+    return redact_line(text, name, number)[1]
+
+
+def redact_json(value: Any, where: str) -> tuple[Any, list[Redaction]]:
+    """A JSON value with every secret replaced: the value under a secret's name, and
+    URL passwords and token shapes in any string; `where` names each by its path."""
+    found: list[Redaction] = []
+
+    def walk(v: Any, at: str) -> Any:
+        if isinstance(v, dict):
+            return {k: hide(k, x, f"{at}.{k}") for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x, f"{at}[{i}]") for i, x in enumerate(v)]
+        if isinstance(v, str):
+            text, seen = redact_line(v, at, 0)
+            found.extend(seen)
+            return text
+        return v
+
+    def hide(key: str, v: Any, at: str) -> Any:
+        if secret_name(key) and isinstance(v, str) and _is_value(v, key):
+            found.append(Redaction(file=at, line=0, kind="name", why=f"{key} is a secret's name"))
+            return REDACTED
+        return walk(v, at)
+
+    return walk(value, where), found

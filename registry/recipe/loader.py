@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from registry.base.safeload import BadDocument, loads_toml
+from registry.base.secrets import Redaction, findings, secret_name
 from registry.engines import vllm
 from registry.engines.llamacpp import args as llamacpp_args
 from registry.errors import InvalidRecipe, RegistryWarning
@@ -23,6 +25,7 @@ from registry.recipe.options import smuggled, smuggled_problem
 from registry.recipe.schema import GGMLCacheType, KVCacheDtype, Platform, Recipe
 
 IDENTITY_SCHEMA = "registry.identity/v1"
+ENV_KEY = re.compile(r"""\s*['"]?([A-Za-z_][A-Za-z0-9_.-]*)['"]?\s*=""")
 IDENTITY_KINDS = {"model": "checkpoint", "draft": "checkpoint", "engine": "engine",
                   "hardware": "hardware", "suite": "suite"}
 # Arguments the executor owns: it picks the address so runs never collide.
@@ -46,11 +49,30 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise InvalidRecipe(path, None, "no such file") from None
     except OSError as e:
         raise InvalidRecipe(path, None, f"cannot read: {e.strerror}") from None
+    _no_secret(data.decode("utf-8", "replace"), path)
     try:
         return loads_toml(data)
     except BadDocument as e:
         hint = "each key may appear once per table" if "overwrite" in str(e) else None
         raise InvalidRecipe(path, None, str(e), hint=hint) from None
+
+
+def _no_secret(text: str, path: Path) -> None:
+    """A recipe is sealed whole and shared: a secret in it, or a secret's name in
+    [engine.env] even as a ${VAR} (the plan would hold its value), is refused, naming
+    the line. Runs never download (HF_HUB_OFFLINE=1): no engine needs a token."""
+    found = findings(text, str(path))
+    if not found:
+        found = [Redaction(file=str(path), line=n, kind="name", why=f"{m.group(1)} is a "
+                           "secret's name; its value would be written into the launch plan")
+                 for n, line in enumerate(text.splitlines(), 1)
+                 if (m := ENV_KEY.match(line)) and secret_name(m.group(1))]
+    if found:
+        f = found[0]
+        raise InvalidRecipe(f"{f.file}:{f.line}", None, f"holds a secret ({f.why}); a recipe "
+                            "is sealed and shared, so it is refused",
+                            hint="take the value out of the recipe; keep secrets in the "
+                                 "environment, never in a file that is sealed")
 
 
 def validate(raw: dict[str, Any], path: Path) -> Recipe:
