@@ -87,6 +87,7 @@ def test_a_recipe_holding_a_secret_is_refused_naming_the_line(cli, tmp_path, env
 
 def test_a_run_folder_is_sealed_redacted_and_says_so(cli, store_home, make_run,
                                                      seal_run_dir) -> None:
+    from registry.formats.record import Source
     from registry.formats.rundir import LaunchPlan
 
     run = make_run("leaky", log=NONDEFAULT)
@@ -95,7 +96,8 @@ def test_a_run_folder_is_sealed_redacted_and_says_so(cli, store_home, make_run,
     plan = LaunchPlan(platform="cpu", argv=["vllm", "--api-key", API_KEY],
                       env={"HF_TOKEN": HF, "VLLM_CPU_KVCACHE_SPACE": "4"}, cwd="/", port=1)
     (run / "launch.json").write_text(plan.model_dump_json(by_alias=True))
-    sealed = seal_run_dir(run)
+    remote = Source(role="recipe", path="lab", remote=f"https://bob:{PASSWORD}@example.org/l.git")
+    sealed = seal_run_dir(run, sources=[remote])
     assert not leaked(stored_bytes(store_home))
     statement = json.loads((folder_at(store_home.ledger, sealed.id) / "statement.json")
                            .read_bytes())
@@ -104,6 +106,7 @@ def test_a_run_folder_is_sealed_redacted_and_says_so(cli, store_home, make_run,
     assert ("outputs/env.txt", 2, "HF_TOKEN is a secret's name") in said
     assert ("outputs/env.txt", 3, "OPENAI_API_KEY is a secret's name") in said
     assert ("predicate.environment.variables.HF_TOKEN", 0, "HF_TOKEN is a secret's name") in said
+    assert ("predicate.sources[0].remote", 0, "a password in a URL (user:password@)") in said
     assert statement["predicate"]["environment"]["variables"]["VLLM_CPU_KVCACHE_SPACE"] == "4"
     for view in (("show", sealed.id), ("show", sealed.id, "--json"), ("verify", sealed.id)):
         r = cli(*view)
