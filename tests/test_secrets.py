@@ -13,7 +13,7 @@ import pytest
 from registry.base.secrets import REDACTED, findings, redact_text
 from registry.errors import ExitCode
 from registry.store.ledger import folder_at
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, SHARED
 
 HF = "hf_" + "Q" * 34
 OPENAI = "sk-proj-" + "Z" * 40
@@ -62,7 +62,8 @@ def test_what_is_not_a_secret_is_left_alone(line) -> None:
 def test_the_lab_s_real_logs_hold_only_real_secrets() -> None:
     """The fixtures' engine logs: the only findings are the api keys two wild logs
     really passed to vLLM."""
-    found = [(f.file, f.why) for log in sorted(FIXTURES.rglob("*.log"))
+    logs = [*FIXTURES.rglob("*.log"), *(SHARED.rglob("*.log") if SHARED.is_dir() else [])]
+    found = [(f.file, f.why) for log in sorted(logs)
              for f in findings(log.read_text(errors="replace"), log.name)]
     assert {why for _, why in found} <= {"api_key is a secret's name",
                                          "--api-key is a secret's option"}
@@ -112,6 +113,11 @@ def test_a_run_folder_is_sealed_redacted_and_says_so(cli, store_home, make_run,
         r = cli(*view)
         assert r.exit_code == 0, r.stderr
         assert not leaked(r.stdout + r.stderr)
+    site = run.parent / "site"
+    r = cli("report", sealed.id, "--out", site, "--home", store_home.root)
+    assert r.exit_code == 0, r.stderr
+    pages = b"".join(p.read_bytes() for p in site.rglob("*") if p.is_file())
+    assert b"non-default args" in pages and not leaked(pages)  # the log page, redacted
 
 
 def test_a_private_key_in_a_run_folder_is_refused(store_home, make_run, seal_run_dir,
