@@ -113,6 +113,8 @@ def test_a_run_folder_is_sealed_redacted_and_says_so(cli, store_home, make_run,
         r = cli(*view)
         assert r.exit_code == 0, r.stderr
         assert not leaked(r.stdout + r.stderr)
+    shown = " ".join(cli("show", sealed.id).stdout.split())  # wrapped to the terminal
+    assert "secrets, before hashing:" in shown and "api_key is a secret's name" in shown
     site = run.parent / "site"
     r = cli("report", sealed.id, "--out", site, "--home", store_home.root)
     assert r.exit_code == 0, r.stderr
