@@ -27,9 +27,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
-from registry.base.model import Frozen
+from registry.base.redaction import Redaction
 from registry.errors import Refused
 
 REDACTED = "REDACTED"
@@ -61,14 +59,6 @@ TOKENS = {
 # cheap test a line passes before any pattern runs: most log lines hold none of these
 _HINT = re.compile(r"(?i)token|secret|passw|key|aws_|://|hf_|sk-|gh[pousr]_|github_pat|xox|AKIA"
                    r"|PRIVATE")
-
-
-class Redaction(Frozen):
-    """One secret taken out of a file before it was hashed."""
-    file: str = Field(description="the file (or statement field) it was in")
-    line: int = Field(description="its 1-based line number (0: a statement field)")
-    kind: str = Field(description="name, url-userinfo, token or private-key")
-    why: str = Field(description="what made it a secret, e.g. `HF_TOKEN is a secret's name`")
 
 
 def secret_name(name: str) -> bool:

@@ -13,8 +13,8 @@ from pydantic import Field, ValidationError
 
 from registry.base.canonical import canonical_bytes, sha256_hex
 from registry.base.model import Frozen, empty_list
+from registry.base.redaction import Redaction
 from registry.base.safeload import loads_json
-from registry.base.secrets import Redaction
 from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NotFound, VerificationFailed
 from registry.formats.figures import Metric, Quality

@@ -16,8 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from registry.base.redaction import Redaction
 from registry.base.safeload import BadDocument, loads_toml
-from registry.base.secrets import Redaction, findings, secret_name
+from registry.base.secrets import findings, secret_name
 from registry.engines import vllm
 from registry.engines.llamacpp import args as llamacpp_args
 from registry.errors import InvalidRecipe, RegistryWarning
