@@ -32,33 +32,35 @@ from registry.errors import Refused
 
 REDACTED = "REDACTED"
 PEM_KEY = re.compile(r"-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----")
-_NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
 SECRET_NAME = re.compile(
     r"(?i)^(?:aws_.*|.*(?:secret|password|passwd).*|.*(?:api_?key|access_key|private_key)"
     r"|.*[_.-]token)$")
 # names ending in TOKEN that count tokens or name a tokenizer's own (`bos_token`)
 TOKENIZER_NAMES = re.compile(
     r"(?i)^(?:max_.*|.*(?:bos|eos|pad|unk|sep|cls|mask|special|adapter|bonus)_token)$")
-# NAME then `=` or `:`, then a quoted value, a list of them, or a bare word
-ASSIGNMENT = re.compile(
-    r"""(?P<q>['"]?)(?P<name>""" + _NAME + r""")(?P=q)\s*(?:=|:)\s*"""
-    r"""(?P<value>\[[^\]\n]*\]|'[^'\n]*'|"[^"\n]*"|[^\s,;}\])'"]+)""")
-# an option on a command line, `--api-key X`, `--api-key=X`, or in argv JSON `"--api-key", "X"`
-OPTION = re.compile(r"""--(?P<name>[a-z0-9][a-z0-9_-]*)(?:=|['"]\s*,\s*['"]|[ \t]+)"""
-                    r"""(?P<value>[^\s'",\]]+)""")
+# what follows a secret's name: `=` or `:`, then a quoted value, a list of them, or a word
+ASSIGNED = re.compile(r"""['"]?[ \t]*[=:][ \t]*"""
+                      r"""(?P<value>\[[^\]\n]*\]|'[^'\n]*'|"[^"\n]*"|[^\s,;}\])'"]+)""")
+# what follows an option: `--api-key X`, `--api-key=X`, in argv JSON `"--api-key", "X"`
+OPTION_VALUE = re.compile(r"""(?:=|['"][ \t]*,[ \t]*['"]|[ \t]+)(?P<value>[^\s'",\]]+)""")
 QUOTED = re.compile(r"""'([^'\n]*)'|"([^"\n]*)\"""")
-USERINFO = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@'\"]+:(?P<password>[^/\s@'\"]+)@")
+USERINFO = re.compile(r"[^/\s:@'\"]+:(?P<password>[^/\s@'\"]+)@")  # after `scheme://`
+# the shapes of common tokens, each found by its literal prefix first
 TOKENS = {
-    "a Hugging Face token (hf_...)": re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}"),
-    "an API key (sk-...)": re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}"),
-    "a GitHub token (gh?_...)": re.compile(
-        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
-    "a Slack token (xox?-...)": re.compile(r"(?<![A-Za-z0-9_])xox[abposr]-[A-Za-z0-9-]{10,}"),
-    "an AWS access key id (AKIA...)": re.compile(r"(?<![A-Za-z0-9])AKIA[0-9A-Z]{16}(?![0-9A-Z])"),
+    "hf_": ("a Hugging Face token (hf_...)", re.compile(r"hf_[A-Za-z0-9]{30,}")),
+    "sk-": ("an API key (sk-...)", re.compile(r"sk-[A-Za-z0-9_-]{20,}")),
+    **{p: ("a GitHub token (gh?_...)", re.compile(p + r"[A-Za-z0-9]{30,}"))
+       for p in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")},
+    "github_pat_": ("a GitHub token (gh?_...)", re.compile(r"github_pat_[A-Za-z0-9_]{22,}")),
+    "xox": ("a Slack token (xox?-...)", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}")),
+    "AKIA": ("an AWS access key id (AKIA...)", re.compile(r"AKIA[0-9A-Z]{16}(?![0-9A-Z])")),
 }
-# cheap test a line passes before any pattern runs: most log lines hold none of these
-_HINT = re.compile(r"(?i)token|secret|passw|key|aws_|://|hf_|sk-|gh[pousr]_|github_pat|xox|AKIA"
-                   r"|PRIVATE")
+# the words every secret's name holds: found with str.find (C speed), then judged
+NAME_WORDS = ("token", "secret", "passw", "api_key", "api-key", "apikey", "access_key",
+              "access-key", "private_key", "private-key", "aws_")
+NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+Span = tuple[int, int, str, str, str]  # start, end, replacement, kind, why
 
 
 def secret_name(name: str) -> bool:
@@ -85,41 +87,91 @@ def _hide_value(value: str) -> str:
     return REDACTED
 
 
+def _occurrences(text: str, word: str) -> Iterable[int]:
+    pos = text.find(word)
+    while pos >= 0:
+        yield pos
+        pos = text.find(word, pos + len(word))
+
+
+def _named(text: str, start: int, end: int) -> Span | None:
+    """The value assigned to the name at text[start:end], when the name is a secret's."""
+    raw = text[start:end]
+    option = raw.startswith("--")
+    name = raw.lstrip("-")
+    if not secret_name(name.replace("-", "_")) or (option and name != name.lower()):
+        return None
+    tail = (OPTION_VALUE if option else ASSIGNED).match(text, end)
+    if tail is None or not _is_value(tail.group("value").strip("'\"[]"), name):
+        return None
+    value = tail.group("value")
+    why = f"--{name} is a secret's option" if option else f"{name} is a secret's name"
+    return (tail.start("value"), tail.end("value"),
+            REDACTED if option else _hide_value(value), "name", why)
+
+
+def _names(text: str) -> list[Span]:
+    low, seen, found = text.lower(), set(), []
+    for word in NAME_WORDS:
+        for pos in _occurrences(low, word):
+            start, end = pos, pos + len(word)
+            while start > 0 and text[start - 1] in NAME_CHARS:
+                start -= 1
+            while end < len(text) and text[end] in NAME_CHARS:
+                end += 1
+            if start not in seen:
+                seen.add(start)
+                span = _named(text, start, end)
+                if span is not None:
+                    found.append(span)
+    return found
+
+
+def _shapes(text: str) -> list[Span]:
+    found: list[Span] = []
+    for pos in _occurrences(text, "://"):
+        m = USERINFO.match(text, pos + 3)
+        if m:
+            found.append((m.start("password"), m.end("password"), REDACTED, "url-userinfo",
+                          "a password in a URL (user:password@)"))
+    for prefix, (why, pattern) in TOKENS.items():
+        for pos in _occurrences(text, prefix):
+            if pos and (text[pos - 1] in WORD_CHARS or text[pos - 1] == "-"):
+                continue
+            m = pattern.match(text, pos)
+            if m:
+                found.append((pos, m.end(), REDACTED, "token", why))
+    return found
+
+
+def _spans(text: str) -> list[Span]:
+    """Every secret in `text` but a private key, in order, none overlapping."""
+    kept: list[Span] = []
+    for span in sorted([*_names(text), *_shapes(text)], key=lambda s: (s[0], -s[1])):
+        if not kept or span[0] >= kept[-1][1]:
+            kept.append(span)
+    return kept
+
+
+def _redact(text: str, file: str, first_line: int) -> tuple[str, list[Redaction]]:
+    spans = _spans(text)
+    if not spans:
+        return text, []
+    out, found, at, line, counted = [], [], 0, first_line, 0
+    for start, end, replacement, kind, why in spans:
+        line += text.count("\n", counted, start)
+        counted = start
+        found.append(Redaction(file=file, line=line, kind=kind, why=why))
+        out += [text[at:start], replacement]
+        at = end
+    out.append(text[at:])
+    return "".join(out), found
+
+
 def redact_line(line: str, file: str, number: int) -> tuple[str, list[Redaction]]:
-    """One line with every secret but a private key replaced, and what was replaced."""
-    if not _HINT.search(line):
-        return line, []
-    found: list[Redaction] = []
-
-    def assignment(m: re.Match[str]) -> str:
-        name, value = m.group("name"), m.group("value")
-        if not secret_name(name) or not _is_value(value.strip("'\"[]"), name):
-            return m.group(0)
-        found.append(Redaction(file=file, line=number, kind="name",
-                               why=f"{name} is a secret's name"))
-        return m.group(0)[:m.start("value") - m.start()] + _hide_value(value)
-
-    def userinfo(m: re.Match[str]) -> str:
-        found.append(Redaction(file=file, line=number, kind="url-userinfo",
-                               why="a password in a URL (user:password@)"))
-        return m.group(0).replace(":" + m.group("password") + "@", ":" + REDACTED + "@")
-
-    def option(m: re.Match[str]) -> str:
-        name = m.group("name").replace("-", "_")
-        if not secret_name(name) or not _is_value(m.group("value"), name):
-            return m.group(0)
-        found.append(Redaction(file=file, line=number, kind="name",
-                               why=f"--{m.group('name')} is a secret's option"))
-        return m.group(0)[:m.start("value") - m.start()] + REDACTED
-
-    line = ASSIGNMENT.sub(assignment, line)
-    line = OPTION.sub(option, line)
-    line = USERINFO.sub(userinfo, line)
-    for why, pattern in TOKENS.items():
-        if pattern.search(line):
-            found.append(Redaction(file=file, line=number, kind="token", why=why))
-            line = pattern.sub(REDACTED, line)
-    return line, found
+    """One line (or several, numbered from `number`) with every secret but a private key
+    replaced, and what was replaced."""
+    return _redact(line, file, number)
 
 
 def private_keys(lines: Iterable[str], file: str) -> list[Redaction]:
@@ -130,14 +182,8 @@ def private_keys(lines: Iterable[str], file: str) -> list[Redaction]:
 
 def redact_text(text: str, file: str) -> tuple[str, list[Redaction]]:
     """`text` with every secret replaced; a private key is refused (`refuse_keys`)."""
-    lines = text.splitlines(keepends=True)
-    refuse_keys(private_keys(lines, file))
-    out, found = [], []
-    for number, line in enumerate(lines, 1):
-        kept, seen = redact_line(line, file, number)
-        out.append(kept)
-        found += seen
-    return "".join(out), found
+    refuse_keys(private_keys(text.splitlines(), file) if "PRIVATE" in text else [])
+    return _redact(text, file, 1)
 
 
 def redact_bytes(data: bytes, file: str) -> tuple[bytes, list[Redaction]]:
@@ -148,11 +194,8 @@ def redact_bytes(data: bytes, file: str) -> tuple[bytes, list[Redaction]]:
 
 def findings(text: str, file: str) -> list[Redaction]:
     """Every secret in `text`, private keys first."""
-    lines = text.splitlines()
-    found = private_keys(lines, file)
-    for number, line in enumerate(lines, 1):
-        found += redact_line(line, file, number)[1]
-    return found
+    keys = private_keys(text.splitlines(), file) if "PRIVATE" in text else []
+    return [*keys, *_redact(text, file, 1)[1]]
 
 
 def refuse_keys(found: Sequence[Redaction]) -> None:
@@ -178,31 +221,30 @@ BLOCK = 1 << 20
 
 
 def scan_file(path: Path, name: str) -> list[Redaction]:
-    """Every secret in a file, read in blocks (bounded memory); a line longer than a
-    block is scanned in block-sized parts. A private key is refused at once."""
+    """Every secret in a file, read in blocks of whole lines (bounded memory; a line
+    longer than a block is scanned in block-sized parts). A private key is refused."""
     found: list[Redaction] = []
     number, rest = 1, b""
     with open(path, "rb") as f:
         while block := f.read(BLOCK):
-            parts = (rest + block).split(b"\n")
-            rest = parts.pop()
-            for part in parts:
-                found += _line_findings(part, name, number)
-                number += 1
+            head, newline, rest = (rest + block).rpartition(b"\n")
             if len(rest) > BLOCK:  # no newline for a block: scan what is there
-                found += _line_findings(rest, name, number)
-                rest = b""
+                head, newline, rest = head + newline + rest, b"", b""
+            number = _block(head + newline, name, number, found)
     if rest:
-        found += _line_findings(rest, name, number)
+        _block(rest, name, number, found)
     return found
 
 
-def _line_findings(line: bytes, name: str, number: int) -> list[Redaction]:
-    text = line.decode("utf-8", "surrogateescape")
-    if "PRIVATE" in text and PEM_KEY.search(text):
-        refuse_keys([Redaction(file=name, line=number, kind="private-key",
-                               why="a PEM private key")])
-    return redact_line(text, name, number)[1]
+def _block(data: bytes, name: str, number: int, found: list[Redaction]) -> int:
+    """Scan whole lines starting at line `number`; the number of the next line."""
+    text = data.decode("utf-8", "surrogateescape")
+    if "PRIVATE" in text:
+        refuse_keys([Redaction(file=name, line=number + i, kind="private-key",
+                               why="a PEM private key")
+                     for i, line in enumerate(text.split("\n")) if PEM_KEY.search(line)])
+    found += _redact(text, name, number)[1]
+    return number + text.count("\n")
 
 
 def redact_json(value: Any, where: str) -> tuple[Any, list[Redaction]]:
