@@ -9,6 +9,8 @@ import json
 import shutil
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from registry.base.secrets import REDACTED, findings, redact_text
 from registry.errors import ExitCode
@@ -182,3 +184,15 @@ def test_a_capsule_s_environment_dump_is_redacted(cli, store_home, tmp_path) -> 
     statement = json.loads((folder / "statement.json").read_bytes())
     files = {(x["file"], x["line"]) for x in statement["predicate"]["redactions"]}
     assert {("evidence/record-run/env.txt", 2), ("evidence/record-run/env.txt", 3)} <= files
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([
+    "HF_TOKEN=", "'api_key': ['", "--api-key ", "https://u:", "@h/", "hf_", "Q" * 31, "sk-",
+    "Z" * 21, "max_num_batched_tokens=", "8192", "${HF_TOKEN}", "\n", " ", "'", '"', "]", ",",
+    "AKIA", "IOSFODNN7EXAMPLE", "PASSWORD: ", "xoxb-", "1234567890",
+]), max_size=30).map("".join))
+def test_redacted_text_holds_no_secret_and_keeps_its_lines(text) -> None:
+    shown, found = redact_text(text, "f")
+    assert findings(shown, "f") == [] and shown.count("\n") == text.count("\n")
+    assert all(1 <= f.line <= text.count("\n") + 1 for f in found)

@@ -105,9 +105,10 @@ def _named(text: str, start: int, end: int) -> Span | None:
     if tail is None or not _is_value(tail.group("value").strip("'\"[]"), name):
         return None
     value = tail.group("value")
+    hidden = REDACTED if option else _hide_value(value)
     why = f"--{name} is a secret's option" if option else f"{name} is a secret's name"
-    return (tail.start("value"), tail.end("value"),
-            REDACTED if option else _hide_value(value), "name", why)
+    return (tail.start("value"), tail.end("value"), REDACTED if hidden == value else hidden,
+            "name", why)
 
 
 def _names(text: str) -> list[Span]:
@@ -131,7 +132,7 @@ def _shapes(text: str) -> list[Span]:
     found: list[Span] = []
     for pos in _occurrences(text, "://"):
         m = USERINFO.match(text, pos + 3)
-        if m:
+        if m and m.group("password") != REDACTED:
             found.append((m.start("password"), m.end("password"), REDACTED, "url-userinfo",
                           "a password in a URL (user:password@)"))
     for prefix, (why, pattern) in TOKENS.items():
