@@ -155,6 +155,18 @@ def _spans(text: str) -> list[Span]:
 
 
 def _redact(text: str, file: str, first_line: int) -> tuple[str, list[Redaction]]:
+    """`text` with its secrets replaced, again until none is left (a value hidden in part
+    can leave a name and a value side by side)."""
+    found: list[Redaction] = []
+    for _ in range(8):
+        text, more = _once(text, file, first_line)
+        if not more:
+            return text, found
+        found += more
+    return text, found
+
+
+def _once(text: str, file: str, first_line: int) -> tuple[str, list[Redaction]]:
     spans = _spans(text)
     if not spans:
         return text, []
