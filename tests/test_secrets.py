@@ -196,3 +196,10 @@ def test_redacted_text_holds_no_secret_and_keeps_its_lines(text) -> None:
     shown, found = redact_text(text, "f")
     assert findings(shown, "f") == [] and shown.count("\n") == text.count("\n")
     assert all(1 <= f.line <= text.count("\n") + 1 for f in found)
+
+
+def test_llama_server_lines_reach_evidence_redacted() -> None:
+    from registry.engines.llamacpp.logs.lines import plain
+
+    line = plain(3, f"0.00.001.000 I main: args: --api-key {API_KEY} --port 8080\n")
+    assert line.text == f"main: args: --api-key {REDACTED} --port 8080"
