@@ -7,14 +7,15 @@ are excluded even when tracked. A diff over `MAX_DIFF` bytes is recorded by its
 digest alone, with a note. A file outside any git tree (a launcher script) is
 recorded by path and sha256, never copied: it may be anything, a private key too.
 
-A source tree is someone else's: its `.git/config` and `.gitattributes` may name a
-clean filter, a textconv, an external diff or a monitor to run. So git never looks at
-its working files here. Every call goes through registry/store/git.py (no hooks,
-fsmonitor, pager, credential helper or ssh command) and reads only the index and the
-object store; the working files are hashed here, byte for byte, with no filter, and a
-changed file's blob is written to a private object folder, from which a temporary
-tree is diffed against HEAD (`diff-tree`: plumbing, no filter, no driver, no textconv).
-The recorded diff is of the bytes on disk, never of what a filter would make of them.
+A source tree is someone else's: its `.git/config` and `.gitattributes` may name a clean
+filter, a textconv, an external diff or a monitor to run. So git never looks at its
+working files here. Every call goes through registry/store/git.py (no hooks, fsmonitor,
+pager, credential helper or ssh command; GitPython, opened there, reads the commit,
+branch and remote) and reads only the index and the object store; the working files are
+hashed here, byte for byte, with no filter, and a changed file's blob is written to a
+private object folder, from which a temporary tree is diffed against HEAD (`diff-tree`:
+plumbing, no filter, no driver, no textconv). The recorded diff is of the bytes on disk,
+never of what a filter would make of them.
 Symbolic links in the path are resolved once, first, so the tree found and the path
 asked about are the same (a venv linked from elsewhere).
 """
@@ -30,10 +31,11 @@ import tempfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from registry.base.hashing import sha256_file
 from registry.formats.record import Source
-from registry.store.git import run_git, try_git
+from registry.store.git import open_repo, run_git, try_git
 from registry.store.writer import Artifact
 
 MAX_DIFF = 8 * 1024 * 1024
@@ -47,16 +49,19 @@ def capture(role: str, path: Path, exclude: Sequence[Path] = ()) -> tuple[Source
     path = Path(os.path.realpath(path))  # once: the tree and the path asked about agree
     if not path.exists():  # e.g. an unexpanded ${VAR}
         return _untracked(role, path)
-    top = _top(path if path.is_dir() else path.parent)
-    if top is None or not run_git(top, "ls-files", "-z", "--", str(path)):  # a venv inside
+    repo = _repo(path if path.is_dir() else path.parent)
+    if repo is None:
         return _untracked(role, path)
-    head = _text(top, "rev-parse", "--verify", "-q", "HEAD^{commit}")
-    branch = _text(top, "symbolic-ref", "-q", "--short", "HEAD")
+    top = Path(os.path.realpath(str(repo.working_tree_dir)))
+    if not run_git(top, "ls-files", "-z", "--", str(path)):  # e.g. a venv inside the tree
+        return _untracked(role, path)
+    head = repo.head.commit.hexsha if repo.head.is_valid() else None
+    branch = None if repo.head.is_detached else repo.active_branch.name
     diff = _diff(top, head, exclude)
     name = f"sources/{role}.diff"
     source = Source(
         role=role, path=str(top), commit=head,
-        branch=branch, remote=_remote(top, branch), dirty=bool(diff),
+        branch=branch, remote=_remote(repo), dirty=bool(diff),
         diff_sha256=hashlib.sha256(diff).hexdigest() if diff else None,
         diff_artifact=name if diff else None,
     )
@@ -82,15 +87,27 @@ def _text(top: Path, *args: str) -> str | None:
     return out if done.returncode == 0 and out else None
 
 
-def _top(folder: Path) -> Path | None:
-    found = _text(folder, "rev-parse", "--show-toplevel")
-    return Path(os.path.realpath(found)) if found else None
+def _repo(folder: Path) -> Any:
+    """The GitPython repository holding `folder` (hardened: registry/store/git.py), or
+    None outside any git tree."""
+    import git
+
+    try:
+        return open_repo(folder)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
 
 
-def _remote(top: Path, branch: str | None) -> str | None:
+def _remote(repo: Any) -> str | None:
     """The URL of the branch's upstream remote, else of `origin`, as the config says."""
-    name = _text(top, "config", "--get", f"branch.{branch}.remote") if branch else None
-    return _text(top, "config", "--get", f"remote.{name or 'origin'}.url")
+    import git
+
+    try:
+        tracking = None if repo.head.is_detached else repo.active_branch.tracking_branch()
+        remote = repo.remote(tracking.remote_name if tracking else "origin")
+        return next(iter(remote.urls), None)
+    except (ValueError, git.GitCommandError):
+        return None
 
 
 def _diff(top: Path, head: str | None, exclude: Sequence[Path]) -> bytes:

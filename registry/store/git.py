@@ -37,6 +37,7 @@ import os
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from registry.errors import InvalidInput
 
@@ -133,6 +134,20 @@ def out_of_memory(stderr: str) -> bool:
     """Whether a git under a heap cap failed for want of memory."""
     text = stderr.lower()
     return "out of memory" in text or "cannot allocate memory" in text
+
+
+def open_repo(path: Path) -> Any:
+    """A GitPython `Repo` of the tree at (or above) `path`, whose every git call runs
+    with SAFE_CONFIG and the environment above; raises GitPython's own errors. GitPython
+    reads a source tree's commit, branch and remote at seal time; no working file is
+    read through it (registry/seal/sources.py hashes those itself)."""
+    import git  # GitPython: only seal reads a source tree; read commands never load it
+
+    repo = git.Repo(path, search_parent_directories=True)
+    repo.git.update_environment(**{k: v for k, v in git_env().items()
+                                   if k.startswith(("GIT_", "LC_"))})
+    repo.git.set_persistent_git_options(c=list(SAFE_CONFIG))
+    return repo
 
 
 def git_text(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
