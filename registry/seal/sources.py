@@ -85,7 +85,7 @@ def _remote(repo: git.Repo) -> str | None:
         return None
 
 
-def engine_location(package: str = "vllm") -> tuple[Path | None, str | None]:
+def engine_location(package: str) -> tuple[Path | None, str | None]:
     """Where the engine package is installed and its distribution version, found
     without importing it (importing vLLM costs seconds and pulls in torch)."""
     spec = importlib.util.find_spec(package)
