@@ -9,8 +9,7 @@ without the quality class being named (then no boost is computed).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from registry.ab.result import AbResult, SuiteBoost
 from registry.formats.verification import (
     Check,
     Figure,
@@ -20,9 +19,6 @@ from registry.formats.verification import (
     Verifier,
     verification,
 )
-
-if TYPE_CHECKING:
-    from registry.ab.runner import AbResult, SuiteBoost
 
 POLICY_URI = "docs/measurement.md"
 
