@@ -42,6 +42,7 @@ class Given:
     draft_checkpoint: Path | None = None
     scan: LogScan | None = None  # this log, scanned (seal reads it too)
     checkpoints: Checkpoints | None = None  # a record's sealed evidence, filled in place
+    confined: bool = False  # read no checkpoint the log or recipe names (an import)
 
 
 class EnginePlugin(Protocol):
@@ -57,6 +58,8 @@ class EnginePlugin(Protocol):
     package: str | None  # the import package they install
 
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]: ...
+
+    def container_command(self, version: str | None = None) -> list[str]: ...
 
     def render_argv(self, args: dict[str, Any], version: str | None = None) -> list[str]: ...
 

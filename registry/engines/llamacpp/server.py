@@ -57,6 +57,10 @@ class LlamaServer:
                            hint="run tools/llama_server.sh (builds it), or set "
                                 f"{SERVER_VAR} to one")
 
+    def container_command(self, version: str | None = None) -> list[str]:
+        """In an image the server is on the image's PATH."""
+        return ["llama-server"]
+
     def render_argv(self, args: dict[str, Any], version: str | None = None) -> list[str]:
         return table.render_argv(args)  # one build's table (b11434) for every version
 
@@ -125,8 +129,10 @@ class LlamaServer:
         from registry.engines.llamacpp.declared import recipe_declared
         from registry.engines.llamacpp.resolve import resolve_llamacpp
 
-        return resolve_llamacpp(log, name, recipe_declared(recipe) if recipe else {}, models=(
-            given.checkpoint, recipe.model.path if recipe else None))
+        return resolve_llamacpp(
+            log, name, recipe_declared(recipe) if recipe else {}, checkpoint=given.checkpoint,
+            models=() if given.confined or not recipe else (recipe.model.path,),
+            log_models=not given.confined)
 
 
 LLAMACPP = LlamaServer()
