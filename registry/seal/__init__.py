@@ -25,6 +25,7 @@ from registry.base.canonical import digest, to_jsonable
 from registry.base.confine import regular_files
 from registry.base.files import read_json
 from registry.base.hashing import Progress
+from registry.engines.plugin import engine_for
 from registry.errors import InvalidInput, Refused
 from registry.formats import rundir
 from registry.formats.identity import ResolvedIdentity
@@ -284,14 +285,15 @@ def engine_tree(recipe: Recipe | None, direct_url: dict[str, Any] | None,
 
     if recipe is not None and recipe.engine.source:
         return Path(os.path.expandvars(recipe.engine.source)), None
-    if recipe is not None and recipe.engine.name != "vllm":
-        return None, None  # the installed vLLM is not this engine's tree
+    package = engine_for(recipe.engine.name if recipe else None).package
+    if package is None:
+        return None, None  # a binary engine: no installed Python package is its tree
     tree = source_dir(direct_url)
     if tree is not None:
         return tree, None
     if installed is not None:
         return Path(installed.path), installed.version
-    return engine_location()
+    return engine_location(package)
 
 
 def source_dir(direct_url: dict[str, Any] | None) -> Path | None:

@@ -200,7 +200,7 @@ def _patch(top: Path, head: str | None, algo: str, changed: dict[str, Entry | No
                        "--no-textconv", "--no-color", "--no-renames", before, tree, env=env)
 
 
-def engine_location(package: str = "vllm") -> tuple[Path | None, str | None]:
+def engine_location(package: str) -> tuple[Path | None, str | None]:
     """Where the engine package is installed and its distribution version, found
     without importing it (importing vLLM costs seconds and pulls in torch)."""
     spec = importlib.util.find_spec(package)
