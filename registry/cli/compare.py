@@ -73,7 +73,9 @@ def render(result: Comparison, fmt: Format) -> None:
         print_fitted([LABELS.get(c, c) for c in result.columns],
                      [[_shown(c, v) for c, v in zip(result.columns, row, strict=True)]
                       for row in result.rows],
-                     keep=[c in ("id", "parent", "quality") for c in result.columns])
+                     keep=[c in ("id", "parent", "quality", "lane", "sealed") or c.startswith(
+                         ("precision.", "engine.", "parallel.")) for c in result.columns],
+                     drop=[i for i, c in enumerate(result.columns) if c == "sealed"])
         console.print(f"{len(result.rows)} records", highlight=False, soft_wrap=True)
 
 
@@ -84,20 +86,23 @@ LABELS = {"precision.weights": "weights", "precision.kv_cache": "kv cache",
 
 
 def _shown(column: str, value: Value, *, short: bool = True) -> str:
-    """As a person writes it: ids at 12 digits, the seal time to the minute, dtypes by
-    their short names (`short`: the table; Markdown keeps them whole), else as `shown`
-    writes any value; one line, its controls escaped."""
+    """As every view writes it (formats/display.py): ids at 12 digits, the seal time to
+    the minute, identity values whole (`?` unresolved), else as `shown` writes any value;
+    one line, its controls escaped. `short`: the table (Markdown keeps ids whole)."""
     from registry.base.text import one_line
     from registry.cli.output import shown
+    from registry.formats.display import identity, short_id, when
     from registry.formats.figures import HEADLINE
-    from registry.formats.identity import ID_DIGITS, short_dtype
+    from registry.formats.identity import FIELDS
 
-    if isinstance(value, str) and column in ("id", "parent"):
-        return value[:ID_DIGITS]
+    if short and isinstance(value, str) and column in ("id", "parent"):
+        return short_id(value)
     if isinstance(value, str) and column == "sealed":
-        return value[:16].replace("T", " ")
-    if short and column.startswith("precision."):
-        return short_dtype(value)
+        return when(value)
+    if column == "lane":
+        return value if isinstance(value, str) and value else "-"  # no recipe, no lane
+    if column == "suite" or column in FIELDS:
+        return identity(value)
     if isinstance(value, float) and column.rpartition(":")[2] == HEADLINE:
         return f"{value:.2f}"  # as list and show write the headline figure
     return one_line(shown(value))

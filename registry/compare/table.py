@@ -14,6 +14,7 @@ from typing import Any
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput
+from registry.formats.display import record_quality
 from registry.formats.figures import HEADLINE, headline
 from registry.formats.identity import FIELDS
 from registry.formats.record import Statement
@@ -87,7 +88,7 @@ def record_value(rid: str, statement: Statement, name: str) -> Value:
     record = {"id": rid, "sealed": p.run.sealed_at, "lane": recipe.get("lane"),
               "recipe": recipe.get("name"), "parent": p.parent,
               "imported": p.imported is not None, "state": p.run.state,
-              "quality": headline(p.results).quality}
+              "quality": record_quality(headline(p.results).quality, p.imported is not None)}
     if name in record:
         return record[name]
     if name in p.identity.fields:

@@ -36,6 +36,7 @@ def capture(role: str, path: Path, exclude: Sequence[Path] = ()) -> tuple[Source
     nothing under `exclude` (the registry home, the keys folder) enters the diff."""
     if not path.exists():  # e.g. an unexpanded ${VAR}: GitPython would warn about it
         return _untracked(role, path)
+    path = path.resolve()  # once: a symlinked venv is asked about where it really is
     try:
         repo = open_repo(path)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
