@@ -70,3 +70,10 @@ def flagged(text: str, word: str | None) -> str:
 def when(iso: str | None) -> str:
     """A timestamp to the minute, as every table writes it."""
     return (iso or "")[:16].replace("T", " ")
+
+
+def verdict_word(status: str) -> str:
+    """A contract verdict as a view writes it: `refused` (the contract cannot judge this
+    run: one run where self-consistency needs two, no teacher, another precision) is
+    `not applicable`, never shown as a failure."""
+    return NOT_APPLICABLE if status == "refused" else status
