@@ -225,11 +225,11 @@ def test_index_sorts_filters_and_links(site, env, driver) -> None:
     shown = driver.execute_script(
         "return Array.from(document.querySelectorAll('#records tbody tr'))"
         ".filter(r => !r.hidden).map(r => r.cells[0].textContent)")
-    assert shown == [env["others"][0][:16]]
+    assert shown == [env["others"][0][:12]]
     assert driver.find_element("id", "shown").text == "1"
     box.clear()
     box.send_keys(" ")  # an empty filter shows all again
-    header = driver.find_element("xpath", "//th[text()='decode tok/s']")
+    header = driver.find_element("xpath", "//th[text()='tok/s']")
     header.click()
     rates = driver.execute_script(
         "return Array.from(document.querySelectorAll('#records tbody tr'))"
@@ -248,8 +248,8 @@ def test_index_sorts_filters_and_links(site, env, driver) -> None:
         ".map(r => r.cells[7].dataset.sort).filter(x => x !== '').map(Number)")
     assert again == sorted(rates, reverse=True)
     browser.screenshot(driver, "report-index")
-    driver.find_element("link text", env["laguna"][:16]).click()
-    assert driver.title == f"record {env['laguna'][:16]}"
+    driver.find_element("link text", env["laguna"][:12]).click()
+    assert driver.title == f"record {env['laguna'][:12]}"
 
 
 def test_record_page_draws_one_mark_per_prompt_and_per_rate(site, env, driver) -> None:
@@ -280,7 +280,7 @@ def test_laguna_record_page(site, env, driver) -> None:
 
 def test_diff_page_puts_changed_axes_first(site, env, driver) -> None:
     a, b = env["bf16"][0], env["bf16"][1]
-    page = site / "diffs" / f"{a[:16]}-{b[:16]}.html"
+    page = site / "diffs" / f"{a[:12]}-{b[:12]}.html"
     logs = browser.open_page(driver, page)
     assert not browser.errors(logs), logs
     n = len(bench_rates("tiny-bf16-kv"))
@@ -352,7 +352,7 @@ def test_the_lane_page_names_each_teacher_change_as_signed(site, env) -> None:
     names its record (reading the envelope as the binding labelled it "unreadable")."""
     from registry.store.teachers import binding_history
 
-    teacher = f"record {env['bf16'][0][:16]}"
+    teacher = f"record {env['bf16'][0][:12]}"
     [change] = binding_history(env["home"], "tiny-bf16-exact")
     assert (change.teacher, change.problem) == (teacher, None)
     page = (site / "lanes" / "tiny-bf16-exact.html").read_text(encoding="utf-8")

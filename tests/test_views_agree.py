@@ -21,8 +21,6 @@ from tests.conftest import FIXTURES, ROOT
 
 DATA = ROOT / "tests" / "data"
 RECIPES = ROOT / "recipes"
-SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "fp8_e4m3": "fp8-e4m3",
-         "fp8_e5m2": "fp8-e5m2"}
 
 
 def complete_runs() -> list[Path]:
@@ -70,12 +68,15 @@ def home(tmp_path_factory):
 
 
 def signed_headline(statement: dict) -> tuple[float | None, str | None]:
-    """The headline as the statement's JSON has it, read without the registry's helper."""
+    """The headline as the statement's JSON has it, read without the registry's helper:
+    an imported record with no rows is `not judged` (docs/import.md), a sealed one with
+    no results has no quality."""
     results = statement["predicate"]["results"]
     value = next((s["metrics"]["decode_tok_s.median"]["value"] for s in results
                   if "decode_tok_s.median" in s["metrics"]), None)
     states = {(s.get("quality") or {}).get("state", "not judged") for s in results}
-    quality = None if not results else next(
+    imported = statement["predicate"].get("imported") is not None
+    quality = ("not judged" if imported else None) if not results else next(
         (q for q in ("degraded", "not judged") if q in states), "valid")
     return value, quality
 

@@ -75,8 +75,18 @@ def render(result: Comparison, fmt: Format) -> None:
                       for row in result.rows],
                      keep=[c in ("id", "parent", "quality", "lane", "sealed") or c.startswith(
                          ("precision.", "engine.", "parallel.")) for c in result.columns],
-                     drop=[i for i, c in enumerate(result.columns) if c == "sealed"])
+                     drop=_droppable(result.columns))
         console.print(f"{len(result.rows)} records", highlight=False, soft_wrap=True)
+
+
+def _droppable(columns: list[str]) -> list[int]:
+    """What goes when the words do not fit (formats/display.py): the seal time first,
+    then the record's other facts (recipe, parent, imported, state), then the rest from
+    the right; never the id or the lane."""
+    first = [i for i, c in enumerate(columns) if c == "sealed"]
+    first += [i for i, c in enumerate(columns) if c in ("recipe", "parent", "imported", "state")]
+    return first + [i for i in reversed(range(len(columns)))
+                    if i not in first and columns[i] not in ("id", "lane")]
 
 
 # short headers for the usual columns, so a default table reads at 80 columns

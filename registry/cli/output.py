@@ -209,8 +209,10 @@ class Grid:
                 yield text, segments
         left = [self.cells[0][i][0] for i in range(len(self.keep)) if i not in shown]
         if left:
-            note = f"({', '.join(left)} left out at {width} columns; --json has every column)"
-            yield note, [(note, "dim")]
+            note = f"({', '.join(left)}: left out at {width} columns; --json has every column)"
+            for n, line in enumerate(wrap(note, width - 1)):  # then indented, as a row's
+                text = (" " if n else "") + line.rstrip()
+                yield text, [(text, "dim")]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Any]:
         from rich.text import Text

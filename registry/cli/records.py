@@ -156,7 +156,7 @@ def _render(record: ShownRecord) -> None:
     from registry.base.text import one_line
     from registry.cli.output import print_fitted, say, say_wrapped, shown
     from registry.formats.display import KEY_DIGITS, UNRESOLVED, commit, short_id
-    from registry.formats.figures import headline
+    from registry.formats.figures import record_headline
     from registry.formats.identity import failed_check
     from registry.formats.record import summary_line
     from registry.formats.unproven import mark
@@ -173,7 +173,7 @@ def _render(record: ShownRecord) -> None:
              + (f" (and {len(record.artifacts) - 1} more)" if len(record.artifacts) > 1 else "")
              + f"; the figures below may not be what was sealed (registry verify "
                f"{short_id(record.id)})", "bold red"))
-    top = headline(p.results)
+    top = record_headline(p.results, p.imported is not None)
     decode = top.metric
     failed = {n: note for n, f in p.identity.fields.items() if (note := failed_check(f))}
     statuses = Counter(f.status.value for f in p.identity.fields.values())

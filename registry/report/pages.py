@@ -118,7 +118,7 @@ def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
 
 def _pick(r: RecordData) -> str:
     return (f'<input type="checkbox" class="pick" value="{esc(r.id)}" '
-            f'aria-label="choose {esc(short(r.id))} to compare"> ')
+            f'aria-label="choose {esc(short(r.id))} to compare">')
 
 
 def side_by_side(r: RecordData) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound
-from registry.formats.figures import Headline, headline
+from registry.formats.figures import Headline, headline, record_headline
 from registry.formats.record import Statement, summary_line
 from registry.signing.signed import Trust
 
@@ -114,8 +114,9 @@ def signed_extras(statement: Statement) -> dict[str, Any]:
     from registry.formats.identity import failed_check
 
     p = statement.predicate
-    return {"headline": headline(p.results), "failed_checks": tuple(sorted(
-        n for n, f in p.identity.fields.items() if failed_check(f)))}
+    return {"headline": record_headline(p.results, p.imported is not None),
+            "failed_checks": tuple(sorted(n for n, f in p.identity.fields.items()
+                                          if failed_check(f)))}
 
 
 def entry_differences(indexed: Rows | None, signed: Rows) -> list[str]:
