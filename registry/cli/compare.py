@@ -70,13 +70,18 @@ def render(result: Comparison, fmt: Format) -> None:
                   for row in result.rows]
         sys.stdout.write("\n".join(lines) + "\n")
     else:
+        marked = set(result.unproven)
         print_fitted([LABELS.get(c, c) for c in result.columns],
-                     [[_shown(c, v) for c, v in zip(result.columns, row, strict=True)]
+                     [[_shown(c, v) + ("!" if c == "id" and v in marked else "")
+                       for c, v in zip(result.columns, row, strict=True)]
                       for row in result.rows],
                      keep=[c in ("id", "parent", "quality", "lane", "sealed") or c.startswith(
                          ("precision.", "engine.", "parallel.")) for c in result.columns],
                      drop=_droppable(result.columns))
         console.print(f"{len(result.rows)} records", highlight=False, soft_wrap=True)
+        if marked:  # as `registry list` says it
+            console.print("! UNPROVEN: its evidence proves nothing (registry show ID says why)",
+                          style="bold red", highlight=False)
 
 
 def _droppable(columns: list[str]) -> list[int]:

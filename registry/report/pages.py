@@ -21,6 +21,7 @@ from registry.formats.display import (
 )
 from registry.formats.figures import Metric
 from registry.formats.identity import PRECISION_AXES, Evidence, failed_check
+from registry.formats.unproven import mark
 from registry.formats.verdict import Verdict
 from registry.measure.display import headline_text
 from registry.measure.metrics import formula_text
@@ -153,10 +154,20 @@ def _headline_cell(r: RecordData) -> tuple[Any, Html]:
 
 
 def _quality_word(r: RecordData) -> Html | str:
+    """The record's quality, and UNPROVEN beside it as every view marks such a record."""
     quality = record_quality(r.headline.quality, r.statement.predicate.imported is not None)
+    why = _unproven(r)
+    flag = (f' <span class="status s-failed" title="{esc(why)}">UNPROVEN</span>' if why
+            else "")
     if not quality:
-        return ""
-    return Html(f'<span class="status s-{esc(quality.replace(" ", "-"))}">{esc(quality)}</span>')
+        return Html(flag.strip())
+    return Html(f'<span class="status s-{esc(quality.replace(" ", "-"))}">{esc(quality)}</span>'
+                + flag)
+
+
+def _unproven(r: RecordData) -> str | None:
+    p = r.statement.predicate
+    return mark(p.unproven, p.identity)
 
 
 def _checked(r: RecordData, name: str) -> Html | str:
@@ -190,7 +201,8 @@ def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str
              "decode": _headline_cell(r)[1], "quality": _quality_line(r),
              "signer": r.row.signer, "ledger commit": r.row.ledger_commit,
              "parent": _record_link(p.parent, shown) if p.parent else "",
-             "imported from": p.imported.capsule if p.imported else ""}
+             "imported from": p.imported.capsule if p.imported else "",
+             "UNPROVEN": _unproven(r) or ""}
     parts = [_facts(facts), _verdict_section(r), section("metrics", _metrics(r))]
     if r.bench is not None and r.bench.rows:
         formula, window = r.formula
