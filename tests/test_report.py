@@ -370,3 +370,53 @@ def test_a_binding_no_trusted_key_signed_is_not_shown(env) -> None:
                         "axes": {}, "rows": []}).encode()  # the binding, but unsigned
     change = _change("c" * 40, "2026-12-01T00:00:00Z", plain, keyring)
     assert change.teacher is None and change.problem and "invalid" in change.problem
+
+
+def test_index_at_800px_compares_chosen_records_side_by_side(site, env, driver) -> None:
+    """At 800 px every figure, quality and verdict is on screen (the seal time and model
+    give way, a line says so); ticked records are laid out side by side from the page's
+    own data, with the figure and quality every other view states; blanks sort last in
+    both directions; a contract that cannot apply reads `not applicable`, not `refused`."""
+    driver.set_window_size(800, 1000)
+    logs = browser.open_page(driver, site / "index.html")
+    assert not browser.errors(logs), logs
+    width = driver.execute_script("return document.documentElement.clientWidth")
+    right = driver.execute_script(
+        "return Math.max(...Array.from(document.querySelectorAll('#records th'))"
+        ".filter(h => h.offsetParent).map(h => h.getBoundingClientRect().right))")
+    assert right <= width, (right, width)
+    assert driver.find_element("css selector", ".narrow-note").is_displayed()
+    words = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#records tbody tr'))"
+        ".map(r => r.cells[9].textContent)")
+    assert "refused" not in words and "not applicable" in words
+    header = driver.find_element("xpath", "//th[text()='tok/s']")
+    for _ in range(2):  # ascending, then descending: the records without a figure last
+        header.click()
+        keys = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#records tbody tr'))"
+            ".map(r => r.cells[7].dataset.sort)")
+        blank = [k in ("", "-") for k in keys]
+        assert blank == sorted(blank), keys
+    boxes = driver.find_elements("css selector", "input.pick")
+    picked = [env["laguna"], env["others"][0]]
+    for box in boxes:
+        if box.get_attribute("value") in picked:
+            box.click()
+    driver.find_element("id", "compare-picked").click()
+    table = driver.find_element("id", "side-by-side")
+    heads = [th.text for th in table.find_elements("css selector", "thead th")][1:]
+    assert sorted(heads) == sorted(x[:12] for x in picked)
+    rows = {r[0]: r[1:] for r in driver.execute_script(
+        "return Array.from(document.querySelectorAll('#side-by-side tbody tr'))"
+        ".map(r => Array.from(r.cells).map(c => c.textContent))")}
+    from registry.store.query import find_records
+
+    listed = {r.id: r for r in find_records(env["home"])}
+    for n, short in enumerate(heads):
+        rid = next(x for x in picked if x.startswith(short))
+        row = listed[rid]
+        assert rows["precision.kv_cache"][n] == (row.kv_cache or "?")
+        assert rows["quality"][n] == row.quality
+    assert any(k.startswith("published: ") for k in rows)  # the lab's figures, imported
+    browser.screenshot(driver, "report-index-side-by-side")

@@ -93,8 +93,7 @@ def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
             table(["id", "sealed", "lane", "model", "weights", "kv cache", "tp",
                    "tok/s", "quality", "verdict"], rows, cls="sortable",
                   attrs=' id="records"', kinds=["ident", "can-go", "ident", "can-go ident",
-                                                "ident", "ident", "can-go", "ident", "ident",
-                                                "ident"]),
+                                                "ident", "ident", "can-go", "", "", ""]),
             data_script("records-data", {r.id: side_by_side(r) for r in records})]
     points = [{"id": short(r.id), "lane": r.lane or "-", "kv": identity(r.row.kv_cache),
                "rate": r.headline.value, "quality": r.headline.quality or "",
@@ -147,7 +146,8 @@ def _headline_cell(r: RecordData) -> tuple[Any, Html]:
     """The signed headline figure, as `list` writes it, with its quality beside it when
     it is not valid; sortable by its value."""
     h = r.headline
-    text = esc(headline_text(h))
+    figure, _, flag = headline_text(h).partition(" (")
+    text = Html(esc(figure) + (f' <span class="q">({esc(flag)}</span>' if flag else ""))
     if h.flagged:
         text = Html(f'<span class="flagged" data-quality="{esc(h.quality)}">{text}</span>')
     return ("" if h.value is None else h.value, text)
