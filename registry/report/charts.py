@@ -79,7 +79,8 @@ def history(points: Sequence[dict[str, Any]], teacher_changes: Sequence[dict[str
     """Each record's signed headline figure over time, with its 95% interval, coloured and
     shaped by its measurement quality (a degraded point is never drawn as a clean one);
     a rule where the lane's teacher changed."""
-    x = {"field": "ran", "type": "temporal", "title": "run started"}
+    x = {"field": "ran", "type": "temporal", "title": "run started",
+         "axis": {"format": "%Y-%m-%d %H:%M", "labelAngle": -30}}
     quality = {"field": "quality", "type": "nominal", "title": "measurement",
                "scale": QUALITY_COLOURS}
     layers: list[Spec] = [{
@@ -98,8 +99,7 @@ def history(points: Sequence[dict[str, Any]], teacher_changes: Sequence[dict[str
         "mark": {"type": "point", "filled": True, "size": 60},
         "encoding": {
             "x": x, "y": {"field": "rate", "type": "quantitative"},
-            "color": quality, "shape": {"field": "quality", "type": "nominal",
-                                        "title": "measurement"},
+            "color": quality, "shape": {**quality, "scale": QUALITY_SHAPES},  # one legend
             "href": {"field": "href"},
             "tooltip": [{"field": "id"}, {"field": "ran", "type": "temporal",
                                           "format": "%Y-%m-%d %H:%M"},

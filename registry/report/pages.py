@@ -76,7 +76,7 @@ def _up(path: str) -> str:
 
 def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
                lanes: Sequence[str], picked: Sequence[tuple[str, str]] = (),
-               fleet: bool = False) -> str:
+               fleet: bool = False, claims: int = 0) -> str:
     rows = [[(r.row.created_at, Html(_pick(r) + link(PATHS.record(r.id), short(r.id)))),
              (r.row.created_at, when(r.row.created_at)),
              link(PATHS.lane(r.lane), r.lane) if r.lane else "-",
@@ -108,6 +108,9 @@ def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
             for a, b in picked) + "</ul>")))
     if lanes:
         body.append(section("lanes", Html(" · ".join(link(PATHS.lane(x), x) for x in lanes))))
+    if claims:
+        body.append(section("claims", link("claims.html", f"{claims} claims: the lab's word "
+                                                          "beside the registry's")))
     if fleet:
         body.append(section("bench queue", link("fleet.html", "backlog, workers and jobs")))
     if skipped:
@@ -426,7 +429,7 @@ def lane_page(lane: str, records: Sequence[RecordData],
              else Html("<p>no signed decode figure in this lane</p>"),
              section("records, in the order they ran", table(
                  ["id", "ran", "summary", "decode tok/s", "quality", "verdict", ""], rows,
-                 cls="sortable"))]
+                 cls="sortable", kinds=["ident", "ident", "", "", "", "", ""]))]
     if teacher_changes:
         parts.append(section("teacher changes", table(["when", "teacher", "commit"], [
             [t["at"], t["teacher"], Html(f"<code>{esc(t['commit'][:12])}</code>")]
