@@ -174,5 +174,6 @@ def _word(passed: bool) -> str:
 
 
 def _short(value: object) -> str:
-    text = "-" if value is None else str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A value whole (a digest or a version is never cut: formats/display.py); the table
+    wraps it between words."""
+    return "-" if value is None else str(value)
