@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from registry.claims.view import ClaimView, ShownFigure
+from registry.claims.view import ClaimView, ShownFigure, UnreadClaim
 from registry.formats.display import number, short_id
 from registry.report.html import Html, esc, link, page, status, table
 
 PATH = "claims.html"
 
 
-def claims_page(claims: Sequence[ClaimView], shown: Collection[str]) -> str:
-    """`shown`: the record ids the site has a page for (others are named, not linked)."""
+def claims_page(listed: Sequence[ClaimView | UnreadClaim], shown: Collection[str]) -> str:
+    """`shown`: the record ids the site has a page for (others are named, not linked); a
+    claim whose events do not verify is listed with the reason, as `claim list` does."""
+    claims = [c for c in listed if isinstance(c, ClaimView)]
+    unread = [c for c in listed if isinstance(c, UnreadClaim)]
     rows = [[Html(f'<a href="#{esc(c.id)}">{esc(c.id)}</a><br>'
                   f'<span class="muted">{esc(c.model or "model not named")}</span>'),
              Html(f"{status(c.status)}<br><span class=\"muted\" title=\"{esc(c.status_by)}\">"
@@ -25,11 +28,14 @@ def claims_page(claims: Sequence[ClaimView], shown: Collection[str]) -> str:
                   f"{status(c.evidence_level.level)}<br><span class=\"muted small\">"
                   f"{esc(c.evidence_level.reason)}</span>")]
             for c in claims]
-    body = [Html(f"<p>{len(claims)} claims: the lab's word (its status, figure and level) "
+    body = [Html(f"<p>{len(listed)} claims: the lab's word (its status, figure and level) "
                  "beside what this registry derives from signed records.</p>"),
             table(["claim, model", "status", "claimed", "verified",
                    "evidence level: the lab's, the registry's"], rows, cls="sortable wide",
                   kinds=["", "", "", "", ""])]
+    if unread:
+        body.append(Html("<h2>not shown</h2>" + table(["claim", "why"], [
+            [c.id, c.reason] for c in unread])))
     for c in claims:
         history = table(["date", "by", "event"], [
             [h.date or "-", _who(h.by), h.event] for h in c.history], kinds=["ident", "ident", ""])
