@@ -67,18 +67,18 @@ def _not_rederived(p: PublishedFigure) -> str:
 
 def print_imported(p: Predicate) -> None:
     """`registry show` of an imported record: provenance, published figures, findings."""
-    from registry.cli.output import console
+    from registry.cli.output import console, say_wrapped
     from registry.importer.findings import findings
 
     i = p.imported
     if i is None:
         return
-    console.print(f"imported from {i.capsule}" + (f", arm {i.arm}" if i.arm else "")
-                  + (f" (arms: {', '.join(i.arms)})" if len(i.arms) > 1 else "")
-                  + f"; manifest {i.manifest or 'none'}; missing from the capsule: "
-                  f"{one_line(', '.join(i.missing)) or 'none'}", highlight=False, markup=False)
+    say_wrapped(f"imported from {i.capsule}" + (f", arm {i.arm}" if i.arm else "")
+                + (f" (arms: {', '.join(i.arms)})" if len(i.arms) > 1 else "")
+                + f"; manifest {i.manifest or 'none'}; missing from the capsule: "
+                f"{one_line(', '.join(i.missing)) or 'none'}", indent=2)
     for name, source in sorted(i.declared_by.items()):
-        console.print(f"  declared {name} by {one_line(source)}", highlight=False, markup=False)
+        say_wrapped(f"declared {name} by {one_line(source)}", label="  ", indent=4)
     if p.published:
         console.print(published_table(p.published))
     for finding in findings(p):

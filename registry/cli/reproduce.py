@@ -186,5 +186,6 @@ def _said(value: object) -> str:
 
 
 def _short(value: object) -> str:
-    text = "not recorded" if value is None else str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A value whole (a digest or a version is never cut: formats/display.py); the table
+    wraps it between words; a missing fact in words."""
+    return "not recorded" if value is None else str(value)

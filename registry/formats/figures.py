@@ -113,6 +113,15 @@ class Headline(Frozen):
         return self.quality is not None and self.quality != "valid"
 
 
+def record_headline(results: Sequence[SuiteResult], imported: bool) -> Headline:
+    """A record's headline as every view states it: an imported record whose capsule
+    carried no rows to judge is `not judged` (formats/display.py), not blank."""
+    from registry.formats.display import record_quality
+
+    top = headline(results)
+    return top.model_copy(update={"quality": record_quality(top.quality, imported)})
+
+
 def headline(results: Sequence[SuiteResult]) -> Headline:
     """The first suite's decode median that has one, and the record's worst quality."""
     found = next((s for s in results if HEADLINE in s.metrics), None)

@@ -114,19 +114,6 @@ PRECISION_AXES = (
 )
 
 
-# the usual short names of the storage dtypes, for tables that must fit 80 columns; a
-# value not named here is shown as it is (--json always has the full names)
-SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16",
-                "fp8_e4m3": "fp8-e4m3", "fp8_e5m2": "fp8-e5m2", "fp8_inc": "fp8-inc"}
-ID_DIGITS = 12  # an id in a table: 12 hex digits, as git's short hashes (the full id in --json)
-
-
-def short_dtype(value: object) -> str:
-    """`bf16` for bfloat16, `fp8-e4m3` for fp8_e4m3; any other value as it is."""
-    text = "" if value is None else str(value)
-    return SHORT_DTYPES.get(text, text)
-
-
 def kind_of(name: str) -> Kind:
     return FIELDS[name][0] if name in FIELDS else Kind.environment
 

@@ -17,6 +17,7 @@ from registry.base.redaction import Redaction
 from registry.base.safeload import loads_json
 from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NotFound, VerificationFailed
+from registry.formats.display import identity
 from registry.formats.figures import SuiteResult as SuiteResult  # where its readers find it
 from registry.formats.identity import ResolvedIdentity
 from registry.formats.runfacts import Environment as HostFacts
@@ -221,15 +222,13 @@ def parse_statement(data: bytes) -> Statement:
 
 
 def summary_line(predicate: Predicate) -> str:
-    """One line naming what ran: lane, architecture, precisions, parallelism, engine."""
+    """One line naming what ran: lane, architecture, precisions, parallelism, engine (its
+    whole version or commit: identity values are never shortened, formats/display.py)."""
     v = predicate.identity.value
     lane = (predicate.recipe or {}).get("lane") or "-"
     engine = v("engine.commit") or v("engine.version")
-    def show(name: str) -> str:
-        value = v(name)
-        return "?" if value is None else str(value)
-
     unproven = UNPROVEN if mark(predicate.unproven, predicate.identity) else ""
-    return (f"{unproven}{lane}: {show('model.architecture')} weights={show('precision.weights')} "
-            f"kv={show('precision.kv_cache')} tp={show('parallel.tensor')} "
-            f"engine={str(engine)[:12] if engine else '?'}")
+    return (f"{unproven}{lane}: {identity(v('model.architecture'))} "
+            f"weights={identity(v('precision.weights'))} "
+            f"kv={identity(v('precision.kv_cache'))} tp={identity(v('parallel.tensor'))} "
+            f"engine={identity(engine)}")

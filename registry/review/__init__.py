@@ -250,10 +250,11 @@ def _physical(home: Home, rid: str, statement: Statement) -> list[Finding]:
 def _quality(home: Home, rid: str, statement: Statement) -> list[Finding]:
     """The headline figure as every view states it, with its measurement quality: a
     degraded one is never accepted silently (needs evidence: a clean re-run)."""
-    from registry.formats.figures import headline
+    from registry.formats.figures import record_headline
     from registry.measure.display import headline_text
 
-    top = headline(statement.predicate.results)
+    p = statement.predicate
+    top = record_headline(p.results, p.imported is not None)
     if top.quality is None:
         return []
     shown = f"headline {headline_text(top)} tok/s" if top.metric else "no headline figure"
