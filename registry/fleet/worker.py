@@ -7,6 +7,12 @@ back to the hardware's queue, or, once the dead worker had begun sealing, to tha
 worker's own `home:<name>` queue, since only its home can hold what it sealed. A job
 that failed or was lost `MAX_ATTEMPTS` times stops and says so. SIGTERM stops taking
 jobs; the one in hand finishes (procrastinate's graceful stop).
+
+The host policy (registry/fleet/policy.py, the lab's rules by default) decides the rest:
+a held host takes nothing; orphaned engines of a killed worker are reaped first;
+storage is admitted before each job, one job runs at a time on the host (its lane), and
+an engine fault is not retried: one bounded probe, the host held for a person, the
+worker stops taking jobs.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from registry.base.model import Frozen
 from registry.errors import RegistryError
 from registry.fleet.execute import Context, JobSpec, Outcome, run_job
 from registry.fleet.failures import Hopeless, is_hopeless, retries
+from registry.fleet.policy import HostPolicy
 from registry.fleet.queue import (
     MAX_ATTEMPTS,
     TASK,
@@ -58,6 +65,7 @@ class WorkerOptions(Frozen):
     work_dir: Path
     models_dir: Path | None = None
     remote: str | None = None
+    policy: HostPolicy = Field(default_factory=HostPolicy)
 
 
 class WorkerReport(Frozen):
@@ -68,6 +76,10 @@ class WorkerReport(Frozen):
     failed: list[int] = Field(default_factory=list)
     reclaimed: list[int] = Field(default_factory=list, description="jobs of lost workers "
                                                                    "this worker put back")
+    reaped: list[int] = Field(default_factory=list, description="pids of orphaned engines "
+                                                                "this worker stopped")
+    held: list[str] = Field(default_factory=list, description="why the host is held for a "
+                                                             "person (an engine fault)")
 
 
 def home_queue(name: str) -> str:
@@ -85,10 +97,12 @@ def serve(home: Home, opts: WorkerOptions, launcher: Launcher | None = None,
     from registry.store.writer import ready_signer
 
     ready_signer(home)  # a worker that cannot sign would fail every job: stop now
+    reaped = _prepare_host(opts.policy)
     ensure_schema(opts.url)
     opts.work_dir.mkdir(parents=True, exist_ok=True)
     report = WorkerReport(name=opts.name, hardware=opts.hardware,
-                          queues=[hardware_queue(opts.hardware), home_queue(opts.name)])
+                          queues=[hardware_queue(opts.hardware), home_queue(opts.name)],
+                          reaped=reaped)
     asyncio.run(_serve(home, opts, launcher, report, runner or run_job))
     return report
 
@@ -114,6 +128,26 @@ async def _serve(home: Home, opts: WorkerOptions, launcher: Launcher | None,
             await worker.run()  # type: ignore[no-untyped-call]
         finally:
             reclaimer.cancel()
+
+
+def _prepare_host(policy: HostPolicy) -> list[int]:
+    """Before any job: the host's stop policy set, a held host refused, and the engines
+    a killed worker left stopped (by their pid files)."""
+    from registry.executor.engine import set_stop_policy
+    from registry.executor.orphans import reap
+    from registry.fleet.policy import refuse_if_held
+
+    refuse_if_held(policy)
+    set_stop_policy(policy.stop)
+    found = reap(policy.stop.pid_dir, policy.stop.grace_s, policy.stop.kill)
+    for r in found:
+        log.warning("reaped orphaned engine %s of dead worker %s: %s", r.pid, r.owner,
+                    ", ".join(r.steps) + ("" if r.gone else " (still running)"))
+    return [r.pid for r in found]
+
+
+class EngineFault(Hopeless):
+    """An engine fault under a policy that does not retry it: the host is held."""
 
 
 class LeaseLost(RegistryError):
@@ -156,6 +190,11 @@ def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: Wo
             from procrastinate.exceptions import JobAborted
 
             raise JobAborted(str(e)) from None
+        except EngineFault as e:
+            report.failed.append(j.id)
+            report.held.append(e.message)
+            worker.stop()  # type: ignore[no-untyped-call]  # the host waits for a person
+            raise
         except BaseException:
             report.failed.append(j.id)
             raise
@@ -201,13 +240,18 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
         ctx = Context(home=home, work_dir=opts.work_dir, phase=phase,
                       models_dir=opts.models_dir, remote=opts.remote, launcher=launcher)
         try:
-            out = runner(spec, ctx)
+            out = _guarded(opts, spec, ctx, runner)
         except LeaseLost:
             raise  # the job's row is another attempt's now: leave it alone
         except Cancelled:
             note(conn, spec.id, phase="cancelled", log=_log_tail(opts.work_dir, spec))
             raise
         except Exception as e:
+            if _is_fault(e) and not opts.policy.retry_engine_faults:
+                reason = _fault(opts, spec, e)
+                note(conn, spec.id, phase="failed", log=_log_tail(opts.work_dir, spec),
+                     reason=reason)
+                raise EngineFault(reason) from e
             reason = _failure(e, spec.attempt + 1)
             note(conn, spec.id, phase="failed", log=_log_tail(opts.work_dir, spec),
                  reason=reason)
@@ -221,6 +265,39 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
                                                if out.resumed else "")
              + (f" ({out.reused} of its starts sealed by an earlier attempt, reused)"
                 if out.reused else ""))
+
+
+def _guarded(opts: WorkerOptions, spec: JobSpec, ctx: Context, runner: Runner) -> Outcome:
+    """The job under the host policy: its storage admitted, then run in the host's lane."""
+    from registry.fleet.policy import admit_storage, lane
+
+    admit_storage(opts.policy, opts.work_dir)
+    with lane(opts.policy):
+        return runner(spec, ctx)
+
+
+def _is_fault(e: Exception) -> bool:
+    from registry.errors import EngineFailed
+
+    return isinstance(e, EngineFailed)
+
+
+def _fault(opts: WorkerOptions, spec: JobSpec, e: Exception) -> str:
+    """An engine fault under the lab's rules: no retry; the evidence stays in the run
+    directory; one bounded probe, kept beside it; the host held for a person."""
+    from registry.base.files import write_model
+    from registry.fleet.policy import health_probe, hold
+
+    probe = health_probe(opts.policy)
+    evidence = opts.work_dir / f"job-{spec.id}-probe.json"
+    write_model(evidence, probe)
+    why = str(e) if isinstance(e, RegistryError) else f"{type(e).__name__}: {e}"
+    verdict = "passed" if probe.passed else f"FAILED (exit {probe.exit_code})"
+    reason = (f"engine fault, not retried (host policy): {why}; health probe "
+              f"`{' '.join(probe.argv)}` {verdict} in {probe.seconds} s ({evidence}); "
+              f"host held for a person: {opts.policy.hold_file}")
+    hold(opts.policy, reason, spec.id, str(evidence))
+    return reason
 
 
 def _failure(e: Exception, run: int) -> str:

@@ -1,0 +1,95 @@
+"""The host policy under the lab's rules (registry/fleet/policy.py): a faulting engine
+gets one run, its evidence kept, one probe, the host held; a full disk refused before
+the start; a worker killed with -9 leaves no engine; the next worker reaps what a
+dead one left; the fleet knows B70 hardware from captured xpu-smi output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from registry.errors import Refused
+from registry.executor import orphans
+from registry.executor.storage import admit, measure
+from tests.conftest import ROOT
+
+DATA = ROOT / "tests" / "data"
+
+
+def engine_pids(folder: Path) -> list[int]:
+    return [json.loads(p.read_text())["pid"] for p in folder.glob("engine-*.json")]
+
+
+def test_the_next_worker_reaps_an_engine_whose_owner_was_killed(tmp_path) -> None:
+    """An owner that registered its engine and died with -9 (no cleanup, no parent-death
+    signal asked): `reap` stops the engine's group by its pid, never by a pattern."""
+    owner = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        "from pathlib import Path\n"
+        "from registry.executor import orphans\n"
+        "p = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        f"orphans.register(Path({str(tmp_path)!r}), p.pid, 'log')\n"
+        "print(p.pid, flush=True)\n"
+        "time.sleep(300)\n")], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert owner.stdout is not None
+    engine = int(owner.stdout.readline())
+    started = orphans.start_time(engine)
+    assert orphans.reap(tmp_path) == []  # its owner is alive: not an orphan
+    owner.kill()
+    owner.wait()
+    assert orphans.alive(engine, started)  # the kill left it running
+    [reaped] = orphans.reap(tmp_path, grace_s=5)
+    assert reaped.pid == engine and reaped.gone and reaped.steps == [f"SIGTERM group {engine}"]
+    assert not orphans.alive(engine, started) and engine_pids(tmp_path) == []
+
+
+def test_storage_is_refused_with_the_figures_on_a_full_filesystem(tmp_path) -> None:
+    """A 16 MiB tmpfs filled to 1 MiB free; where no tmpfs can be mounted, a reserve
+    larger than the free space of the test's own filesystem stands for a full disk."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
+                          capture_output=True)
+    try:
+        if done.returncode == 0:
+            (mount / "fill").write_bytes(b"\0" * (15 * 2**20))
+            planned, reserve = 2 * 2**20, 2**20
+        else:
+            free = measure(mount, 0, 0).free_bytes
+            planned, reserve = 2**20, free
+        with pytest.raises(Refused) as e:
+            admit(mount / "runs", planned, reserve)
+        free = measure(mount, 0, 0).free_bytes
+        assert f"has {free / 2**30:.3f} GiB ({free} bytes) free" in e.value.message
+        assert f"({planned} bytes)" in e.value.message and f"({reserve} bytes)" in \
+            e.value.message
+        assert not (mount / "runs").exists()  # nothing created
+        assert admit(mount, 0, 0).admitted
+    finally:
+        if done.returncode == 0:
+            subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_policy_file_is_checked(tmp_path) -> None:
+    from registry.errors import InvalidInput
+    from registry.fleet.policy import HostPolicy, load_policy
+
+    assert load_policy(None) == HostPolicy() and not HostPolicy().retry_engine_faults
+    assert HostPolicy().reserve_gib == 50.0 and HostPolicy().stop.kill
+    good = tmp_path / "p.toml"
+    good.write_text('retry_engine_faults = true\nreserve_gib = 5\n[stop]\nkill = false\n')
+    p = load_policy(good)
+    assert p.retry_engine_faults and p.reserve_gib == 5 and not p.stop.kill
+    bad = tmp_path / "bad.toml"
+    bad.write_text("reserve_gib = -1\n")
+    with pytest.raises(InvalidInput, match="reserve_gib"):
+        load_policy(bad)
+    bad.write_text("kill_everything = true\n")
+    with pytest.raises(InvalidInput, match="kill_everything"):
+        load_policy(bad)
