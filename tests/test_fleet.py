@@ -410,3 +410,20 @@ def test_the_muse_claim_queues_for_four_b70s_and_only_a_b70_worker_takes_it(
     [b70] = finish([fleet.start("b70", "", once=True, env=captured)])
     assert b70["hardware"] == "intel-arc-pro-b70x4" and b70["jobs"] == [job.id], b70
     assert jobs(fleet)[job.id].state.value == "done"
+
+
+def test_storage_is_admitted_before_the_start(fleet: Fleet) -> None:
+    """A reserve the work folder's filesystem cannot keep (the documented way to stand
+    for a full disk; tests/test_host_policy.py fills a real tmpfs): refused with the
+    figures, no engine started, not retried."""
+    job = add_one(fleet)
+    starts = fleet.root / "starts.txt"
+    [report] = finish([fleet.start("ws", "test-a", once=True,
+                                   policy=fleet.policy(reserve_gib=1e6),
+                                   env={"FLEET_TEST_ENGINE_STARTS": str(starts)})])
+    j = jobs(fleet)[job]
+    assert report["failed"] == [job] and j.state.value == "failed" and j.attempts == 1
+    assert j.reason and j.reason.startswith("not retried, no retry can fix it: storage "
+                                            "refused: "), j.reason
+    assert "GiB" in j.reason and "bytes) free" in j.reason and "1000000.000 GiB" in j.reason
+    assert not starts.exists()
