@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,22 @@ def test_a_policy_file_is_checked(tmp_path) -> None:
     bad.write_text("kill_everything = true\n")
     with pytest.raises(InvalidInput, match="kill_everything"):
         load_policy(bad)
+
+
+def test_one_lane_per_host(tmp_path) -> None:
+    """A second job on the host waits while another process holds the lane."""
+    from registry.fleet.policy import HostPolicy, lane
+
+    policy = HostPolicy(lane_lock=tmp_path / "lane.lock")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import time\nfrom pathlib import Path\n"
+        "from registry.fleet.policy import HostPolicy, lane\n"
+        f"with lane(HostPolicy(lane_lock=Path({str(policy.lane_lock)!r}))):\n"
+        "    print('held', flush=True)\n    time.sleep(1.5)\n")],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    start = time.monotonic()
+    with lane(policy):
+        waited = time.monotonic() - start
+    holder.wait()
+    assert waited > 0.8, waited

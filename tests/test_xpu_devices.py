@@ -102,3 +102,20 @@ def test_reproduce_compares_xpu_cards_as_it_compares_cuda_ones(monkeypatch) -> N
     assert drift["platform.pcie"] is False and drift["platform.accelerators"] is True
     fewer = {f.name: f.equal for f in _devices({"accelerators": three}, devices())}
     assert fewer["platform.accelerators"] is False
+
+
+def test_sycl_ls_names_the_cards_where_xpu_smi_is_absent() -> None:
+    """No lab host committed `sycl-ls` output (lab-workflow.md section 4): these lines
+    follow the layout sycl-ls prints (`[backend:type][backend:index] platform, device
+    version [driver]`), the device name as the Muse packet's SYCL table gives it."""
+    out = "\n".join([
+        "[level_zero:gpu][level_zero:0] Intel(R) oneAPI Unified Runtime over Level-Zero, "
+        "Intel Arc Pro B70 Graphics 20.2.0 [1.15.38308+1]",
+        "[level_zero:gpu][level_zero:1] Intel(R) oneAPI Unified Runtime over Level-Zero, "
+        "Intel Arc Pro B70 Graphics 20.2.0 [1.15.38308+1]",
+        "[opencl:cpu][opencl:0] Intel(R) OpenCL, AMD EPYC 9124 16-Core Processor "
+        "OpenCL 3.0 (Build 0) [2025.20.8.0.06_160000]"])
+    assert xpu.sycl_devices(out) == ["Intel Arc Pro B70 Graphics"] * 2
+    cards = accelerators({"sycl-ls": out})
+    assert [(c.index, c.name) for c in cards] == [(0, "Intel Arc Pro B70"),
+                                                  (1, "Intel Arc Pro B70")]

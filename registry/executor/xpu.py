@@ -144,9 +144,13 @@ def sycl_devices(text: str) -> list[str]:
 
 
 def accelerators(raw: dict[str, str]) -> list[Accelerator]:
-    """One per card of `xpu-smi discovery`, joined by PCI address with `lspci`'s link
-    and driver; memory where the text table gives it (the JSON does not)."""
+    """One per card of `xpu-smi discovery` (else of `sycl-ls`), joined by PCI address
+    with `lspci`'s link and driver; memory where the text table gives it (the JSON does
+    not)."""
     cards = discovery(raw.get("xpu-smi", ""))
+    if not cards:  # no xpu-smi: the SYCL runtime's Level Zero GPUs, by name alone
+        cards = [{"device_id": i, "device_name": n}
+                 for i, n in enumerate(sycl_devices(raw.get("sycl-ls", "")))]
     lspci = raw.get("lspci", "")
     link, driver = links(lspci), drivers(lspci)
     out = []
