@@ -29,7 +29,8 @@ def fleet_launcher(models: Path, gap_s: float = 0.0005):  # type: ignore[no-unty
 
     def launch(plan, out):  # type: ignore[no-untyped-def]
         argv = ["python", str(SCRIPT), "--port", str(plan.port),
-                json.dumps({"gap_s": gap_s, "log_file": str(log)})]
+                json.dumps({"gap_s": gap_s, "log_file": str(log),
+                            "ignore_term": bool(os.environ.get("FLEET_TEST_ENGINE_IGNORES_TERM"))})]
         if os.environ.get("FLEET_TEST_ENGINE_FAILS"):  # an engine that dies starting
             argv = ["python", "-c", "import sys; print('engine: out of memory'); sys.exit(3)"]
         if os.environ.get("FLEET_TEST_ENGINE_STARTS"):  # each start leaves a line there

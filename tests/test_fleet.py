@@ -427,3 +427,22 @@ def test_storage_is_admitted_before_the_start(fleet: Fleet) -> None:
                                             "refused: "), j.reason
     assert "GiB" in j.reason and "bytes) free" in j.reason and "1000000.000 GiB" in j.reason
     assert not starts.exists()
+
+
+def test_an_engine_that_needed_sigkill_holds_the_host(fleet: Fleet) -> None:
+    """The engine ignores SIGTERM: its stop's steps are recorded, SIGKILL ends it, the
+    job's results stand, and the host is held (a hard kill is a fault: the lab's rule)."""
+    first, second = add_one(fleet), add_one(fleet)
+    policy = fleet.policy(stop={"pid_dir": str(fleet.root / "host" / "engines"),
+                                "grace_s": 0.5, "group_grace_s": 0.5})
+    [report] = finish([fleet.start("wt", "test-a", policy=policy,
+                                   env={"FLEET_TEST_ENGINE_IGNORES_TERM": "1"})])
+    j = jobs(fleet)[first]
+    assert report["jobs"] == [first] and j.state.value == "done", (j.reason, report)
+    assert "ignored SIGTERM and was killed" in (j.reason or "") and report["held"]
+    assert jobs(fleet)[second].state.value == "queued"
+    status = json.loads((fleet.root / "wt" / "runs" / f"job-{first}-attempt-1" /
+                         "status.json").read_text())
+    assert [s["step"] for s in status["cleanup"]["steps"]] == [
+        "TERM server", "TERM group", "KILL group"]
+    assert json.loads((fleet.root / "host" / "host-held.json").read_text())["job"] == first

@@ -6,7 +6,8 @@
   the host takes a job until a person removes it). Retrying is opt-in
   (`retry_engine_faults`);
 - a stop is SIGTERM, a grace period, then SIGKILL only where `stop.kill` allows, each
-  step recorded in the run (registry/executor/engine.py);
+  step recorded in the run (registry/executor/engine.py); a hard kill is itself a
+  fault: the host is held (`hard_kill_is_fault`);
 - storage is admitted before a start (registry/executor/storage.py);
 - one lane per host: one job's engine at a time (an exclusive lock on `lane_lock`);
 - an engine never outlives its worker (registry/executor/orphans.py).
@@ -41,6 +42,8 @@ class HostPolicy(Frozen):
     retry_engine_faults: bool = Field(False, description="run a job again after its engine "
                                                          "faulted (opt-in; the lab: never)")
     stop: StopPolicy = Field(default_factory=StopPolicy)
+    hard_kill_is_fault: bool = Field(True, description="an engine that needed SIGKILL holds "
+                                                       "the host (the lab's rule)")
     reserve_gib: float = Field(50.0, ge=0, description="left free after the run (the lab's)")
     run_gib: float = Field(2.0, ge=0, description="a run's artifacts and caches, planned")
     probe: list[str] | None = Field(None, description="the health probe's argv; default: "

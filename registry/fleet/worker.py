@@ -179,7 +179,11 @@ def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: Wo
         spec = JobSpec(id=j.id, queue=hardware_queue(opts.hardware), kind=kind,
                        target=target, control=control, attempt=j.attempts, claim=claim)
         try:
-            _run(home, opts, launcher, spec, _Lease(j.id, j.worker_id, context), runner)
+            held = _run(home, opts, launcher, spec, _Lease(j.id, j.worker_id, context),
+                        runner)
+            if held:
+                report.held.append(held)
+                worker.stop()  # type: ignore[no-untyped-call]  # the host waits for a person
         except LeaseLost as e:
             # procrastinate would now mark the job finished, although another worker may
             # hold it: a zombie must persist nothing, so it leaves (its supervisor restarts
@@ -220,9 +224,10 @@ class _Lease:
 
 
 def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSpec,
-         lease: _Lease, runner: Runner) -> None:
+         lease: _Lease, runner: Runner) -> str | None:
     """One job: every phase noted on its row; a failure keeps its reason and log tail and
-    is raised again so that procrastinate retries it (or stops at MAX_ATTEMPTS)."""
+    is raised again so that procrastinate retries it (or stops at MAX_ATTEMPTS). Returns
+    why the host is now held, if its engine had to be killed."""
     with connect(opts.url) as conn:
         hardware = spec.queue.removeprefix("hw:")
         insert_row(conn, spec.id, spec.kind, spec.target, hardware, spec.control, spec.claim)
@@ -259,12 +264,14 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
                 raise Hopeless(reason) from e
             raise
         lease.check(conn, "done")
+        killed = _hard_kill(opts, spec)
         note(conn, spec.id, phase="done", records=out.records,
              attestations=out.attestations, pushed=out.pushed, claim_moves=out.claim_moves,
              reason=f"verdict {out.verdict}" + (" (resumed: sealed by an earlier attempt)"
                                                if out.resumed else "")
              + (f" ({out.reused} of its starts sealed by an earlier attempt, reused)"
-                if out.reused else ""))
+                if out.reused else "") + (f"; {killed}" if killed else ""))
+        return killed
 
 
 def _guarded(opts: WorkerOptions, spec: JobSpec, ctx: Context, runner: Runner) -> Outcome:
@@ -298,6 +305,33 @@ def _fault(opts: WorkerOptions, spec: JobSpec, e: Exception) -> str:
               f"host held for a person: {opts.policy.hold_file}")
     hold(opts.policy, reason, spec.id, str(evidence))
     return reason
+
+
+def _hard_kill(opts: WorkerOptions, spec: JobSpec) -> str | None:
+    """A start of this job whose engine needed SIGKILL: under the lab's rules a hard
+    kill of a busy job is itself a fault, so the host is held (the job's results stand:
+    the stop came after them)."""
+    import json
+
+    from registry.fleet.policy import hold
+
+    if not opts.policy.hard_kill_is_fault:
+        return None
+    attempt = spec.attempt + 1
+    runs = [opts.work_dir / f"job-{spec.id}-attempt-{attempt}",
+            *sorted((opts.work_dir / f"job-{spec.id}-{spec.kind}-{attempt}").glob("*/"))]
+    for run in runs:
+        try:
+            cleanup = json.loads((run / "status.json").read_text()).get("cleanup") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(cleanup, dict) and cleanup.get("stopped_by") == "KILL group":
+            reason = (f"the engine of {run.name} ignored SIGTERM and was killed (SIGKILL of "
+                      f"its group): a hard kill is a fault; host held for a person: "
+                      f"{opts.policy.hold_file}")
+            hold(opts.policy, reason, spec.id, str(run))
+            return reason
+    return None
 
 
 def _failure(e: Exception, run: int) -> str:
