@@ -113,3 +113,29 @@ def test_one_lane_per_host(tmp_path) -> None:
         waited = time.monotonic() - start
     holder.wait()
     assert waited > 0.8, waited
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_held_host_starts_no_worker(cli, store_home, tmp_path, monkeypatch) -> None:
+    hold = tmp_path / "held.json"
+    hold.write_text(json.dumps({"reason": "engine fault on job 7", "job": 7}))
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f'hold_file = "{hold}"\n[stop]\npid_dir = "{tmp_path / "pids"}"\n')
+    r = cli("worker", "--once", "--policy", policy, "--url", "postgresql://nowhere.invalid/q")
+    assert r.exit_code == 6 and "Traceback" not in r.stderr
+    assert "held for a person since an engine fault: engine fault on job 7" in r.stderr
+    assert str(hold) in r.stderr  # the hint: what to remove once the host is checked
+    bad = tmp_path / "bad.toml"
+    bad.write_text("reserve_gib = 'lots'\n")
+    r = cli("worker", "--once", "--policy", bad, "--url", "postgresql://nowhere.invalid/q")
+    assert r.exit_code == 4 and "reserve_gib" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_show_hardware_says_the_devices_were_captured(cli, monkeypatch) -> None:
+    monkeypatch.delenv("REGISTRY_FLEET_HARDWARE", raising=False)
+    monkeypatch.setenv("REGISTRY_DEVICES_CAPTURED",
+                       str(DATA / "xpu" / "minimax-current-system-20260520.md"))
+    r = cli("worker", "--show-hardware", "--json")
+    shown = json.loads(r.stdout)
+    assert shown["identity"] == "intel-arc-pro-b70x4" and shown["facts"]["accelerators"] == "4"
+    assert shown["facts"]["devices_captured_from"].endswith("current-system-20260520.md")

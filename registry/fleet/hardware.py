@@ -47,8 +47,11 @@ def detect() -> Hardware:
     """This host's identity: `<device>x<count>` of its accelerators, else `cpu-<model>`."""
     from registry.executor.environment import accelerators, cpu_model, devices
 
-    found = accelerators(devices())
+    raw = devices()
+    found = accelerators(raw)
     facts = {"cpu": cpu_model() or "unknown", "accelerators": str(len(found))}
+    if "captured-from" in raw:  # a test's capture, not this host's devices: say so
+        facts["devices_captured_from"] = raw["captured-from"]
     override = os.environ.get(ENV_OVERRIDE)
     if override:
         return Hardware(identity=check_identity(override), detected=False, facts=facts)
