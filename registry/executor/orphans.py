@@ -37,10 +37,12 @@ def default_dir() -> Path:
 
 def die_with_parent(parent: int) -> Callable[[], None]:
     """The child's first step (Popen's preexec_fn): SIGTERM when the parent dies; a
-    parent already gone by then means no engine at all."""
+    parent already gone by then means no engine at all. libc is looked up here, in the
+    parent: the child, forked from a threaded process, only calls it."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
     def arm() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
         if os.getppid() != parent:
             os._exit(1)
 
