@@ -119,3 +119,18 @@ def test_sycl_ls_names_the_cards_where_xpu_smi_is_absent() -> None:
     cards = accelerators({"sycl-ls": out})
     assert [(c.index, c.name) for c in cards] == [(0, "Intel Arc Pro B70"),
                                                   (1, "Intel Arc Pro B70")]
+
+
+def test_a_record_s_hardware_is_what_its_evidence_names_or_refused() -> None:
+    from registry.fleet.hardware import sealed_hardware
+
+    sealed = {"accelerators": [a.model_dump() for a in accelerators(captured_devices(SYSTEM))],
+              "cpu": "AMD EPYC"}
+    assert sealed_hardware(sealed) == "intel-arc-pro-b70x4"
+    assert sealed_hardware({"accelerators": [], "cpu": "AMD EPYC 9124"}) == "cpu-amd-epyc-9124"
+    # imported from a lab's packet: no host facts, the engine log's devices
+    assert sealed_hardware({}, "Intel(R) Arc(TM) Pro B70 Graphics", 4) == "intel-arc-pro-b70x4"
+    assert sealed_hardware({}, "NVIDIA H200", None) == "nvidia-h200x1"
+    for device in (None, "", "cpu"):
+        with pytest.raises(InvalidInput, match="names no hardware"):
+            sealed_hardware({}, device, 4)
