@@ -139,3 +139,16 @@ def test_show_hardware_says_the_devices_were_captured(cli, monkeypatch) -> None:
     shown = json.loads(r.stdout)
     assert shown["identity"] == "intel-arc-pro-b70x4" and shown["facts"]["accelerators"] == "4"
     assert shown["facts"]["devices_captured_from"].endswith("current-system-20260520.md")
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_queue_add_refuses_a_claim_whose_evidence_names_no_hardware(
+        cli, store_home, monkeypatch) -> None:
+    """The contributor's vLLM harness log resolves no device: nothing to target (the
+    queue is not even reached)."""
+    monkeypatch.setenv("REGISTRY_QUEUE_URL", "postgresql://nowhere.invalid/q")
+    r = cli("claim", "import", DATA / "lab-claims" / "dominick253-qwen36-27b-fp8-tp2")
+    assert r.exit_code == 0, r.stderr
+    r = cli("queue", "add", "dominick253-qwen36-27b-fp8-tp2")
+    assert r.exit_code == 4 and "names no hardware" in r.stderr, r.stderr
+    assert "--hardware" in r.stderr and "Traceback" not in r.stderr
