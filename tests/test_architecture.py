@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from registry import LAYERS
+from registry import ENGINE_FOLDERS, LAYERS, layer_unit
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "registry"
@@ -28,9 +28,9 @@ def modules() -> dict[str, Path]:
 
 
 def unit(module: str) -> str:
-    """registry.store.ledger -> store; registry.errors -> errors."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else parts[0]
+    """registry.store.ledger -> store; registry.errors -> errors; a module of an engine's
+    folder -> engines.*."""
+    return layer_unit(module)
 
 
 def imports(path: Path, known: dict[str, Path]) -> set[str]:
@@ -113,7 +113,8 @@ def test_every_package_has_a_layer() -> None:
     units = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
              if (p.suffix == ".py" and p.name not in ("__init__.py", "__main__.py"))
              or (p / "__init__.py").exists()}
-    assert units == set(RANK) - {"__main__"}, "registry.LAYERS and registry/'s folders differ"
+    assert units | {ENGINE_FOLDERS} == set(RANK) - {"__main__"}, \
+        "registry.LAYERS and registry/'s folders differ"
 
 
 def test_nothing_loose_at_the_package_root() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from registry.engines.vllm_server import VLLM
+from registry.engines.vllm.server import VLLM
 from registry.errors import InvalidInput
 from registry.executor.client import Stream, check, request_body, run_suites
 from registry.executor.suite import Prompt, Suite, load_suite, parse_prompts

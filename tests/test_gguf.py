@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from registry.checkpoint.gguf import read_gguf
-from registry.checkpoint.kvgguf import predict
 from registry.engines.llamacpp.ggml import BLOCKS
+from registry.engines.llamacpp.gguf import read_gguf
+from registry.engines.llamacpp.kvgguf import predict
 from registry.errors import InvalidInput
 
 gguf = pytest.importorskip("gguf")
@@ -87,7 +87,7 @@ def test_not_a_gguf_is_one_clear_error(tmp_path: Path) -> None:
 
 def test_a_draft_gguf_named_in_the_log_is_read_for_the_draft_weights(tmp_path: Path) -> None:
     """The log loads a second model (a draft): its GGUF's header is the draft's evidence."""
-    from registry.resolve.llamacpp import resolve_llamacpp
+    from registry.engines.llamacpp.resolve import resolve_llamacpp
 
     target, draft = write_gguf(tmp_path / "t.gguf"), write_gguf(tmp_path / "d.gguf")
     log = tmp_path / "server.log"

@@ -1,4 +1,5 @@
-"""The engine's `non-default args: {...}` line as typed values (registry/logs/nondefault.py),
+"""The engine's `non-default args: {...}` line as typed values
+(registry/engines/vllm/logs/nondefault.py),
 on the lab's real logs and on hostile text."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from registry.logs.nondefault import MAX_TEXT, find_nondefault_args, parse_args_text
+from registry.engines.vllm.logs.nondefault import MAX_TEXT, find_nondefault_args, parse_args_text
 from tests.conftest import FIXTURES
 
 LOGS = {

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from registry.logs import scan_log
-from registry.logs import vllm as parser
-from registry.logs.messages import Kind
+from registry.engines.vllm.logs import scan as parser
+from registry.engines.vllm.logs import scan_log
+from registry.engines.vllm.logs.messages import Kind
 from tests.conftest import FIXTURES
 
 LAGUNA = FIXTURES / "laguna-b70-record/evidence/record-run/server.log"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from registry.logs import scan_log
-from registry.logs import vllm as parser
-from registry.logs.messages import Kind
+from registry.engines.vllm.logs import scan as parser
+from registry.engines.vllm.logs import scan_log
+from registry.engines.vllm.logs.messages import Kind
 
 HEAD = "(EngineCore_DP0 pid=7) INFO 07-26 17:47:13 [kv_cache_utils.py:2178] "
 ERR = "(EngineCore_DP0 pid=7) ERROR 07-26 17:47:14 [core.py:708] "

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from registry.logs import scan_log
-from registry.logs.messages import Kind
+from registry.engines.vllm.logs import scan_log
+from registry.engines.vllm.logs.messages import Kind
 
 CONFIG = ("Initializing a V1 LLM engine (v0.22.0) with config: model='/m', "
           "tensor_parallel_size=2, dtype=torch.float16")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from registry.logs import scan_log
-from registry.logs import vllm as parser
+from registry.engines.vllm.logs import scan as parser
+from registry.engines.vllm.logs import scan_log
 from tests.test_logs import LAGUNA, MARKERS
 
 

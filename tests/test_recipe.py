@@ -157,7 +157,7 @@ def test_typed_engine_args_pass_as_the_engine_types_them(tmp_path) -> None:
             'speculative_config = \'{"method": "ngram"}\'\nserved_model_name = ["a", "b"]\n')
     recipe = load_recipe(_write(tmp_path, MINIMAL + args))
     assert recipe.engine.args["enable_prefix_caching"] is False
-    from registry.engines.vllm import render_argv
+    from registry.engines.vllm.args import render_argv
 
     argv = render_argv(recipe.engine.args)
     assert "--no-enable-prefix-caching" in argv and "--enable-prefix-caching" not in argv

@@ -8,7 +8,12 @@ import math
 import pytest
 
 from registry.checkpoint.models import AttentionLayer, AttentionShape
-from registry.resolve.capacity import Layout, NotModelled, check_capacity, layer_windows
+from registry.engines.vllm.resolve.capacity import (
+    Layout,
+    NotModelled,
+    check_capacity,
+    layer_windows,
+)
 
 GIB = 1 << 30
 
@@ -69,7 +74,7 @@ def test_what_is_not_modelled_says_why() -> None:
     ("0.32.0", False, 2048), ("0.1.dev1267+g6ae34833d", True, 4096)])
 def test_in_flight_tokens_follow_the_engine_versions_allocator(version, asynchronous,
                                                                held) -> None:
-    from registry.resolve.precision import in_flight_tokens
+    from registry.engines.vllm.resolve.precision import in_flight_tokens
 
     assert in_flight_tokens(version, 2048, asynchronous) == held
 

@@ -12,10 +12,10 @@ from types import ModuleType
 import pytest
 
 from registry.engines.llamacpp.ggml import file_type_name, kv_bytes
+from registry.engines.llamacpp.logs import ModelBlock
+from registry.engines.llamacpp.logs.lines import plain
+from registry.engines.llamacpp.resolve.weights import decide_weights
 from registry.logs.facts import Fact
-from registry.logs.llamacpp import ModelBlock
-from registry.logs.llamacpp.lines import plain
-from registry.resolve.llamacpp.weights import decide_weights
 from tests.conftest import SHARED, corpus_scorer
 
 CORPUS = SHARED / "llamacpp-logs"

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from registry.engines import vllm
+from registry.engines.vllm import args as vllm
+from registry.engines.vllm import recipe as vllm_recipe
 from registry.errors import ExitCode, InvalidRecipe, RegistryWarning
-from registry.recipe import load_recipe, loader
+from registry.recipe import load_recipe
 from tests.conftest import ROOT
 from tests.recipe_factory import MINIMAL
 
-TABLES = ROOT / "registry" / "engines"
+TABLES = ROOT / "registry" / "engines" / "vllm"
 
 
 def recipe(tmp_path: Path, version: str | None, args: str) -> Path:
@@ -33,7 +34,7 @@ def recipe(tmp_path: Path, version: str | None, args: str) -> Path:
 
 def load_quietly(path: Path) -> list[str]:
     """Load the recipe; the RegistryWarnings it gave."""
-    loader._WARNED.clear()
+    vllm_recipe._WARNED.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         load_recipe(path)
@@ -94,7 +95,7 @@ def test_the_table_is_the_nearest_lower_release(tmp_path, version, used, why) ->
 
 
 def test_the_cli_says_the_table_it_used_once(cli, tmp_path) -> None:
-    loader._WARNED.clear()
+    vllm_recipe._WARNED.clear()
     r = cli("recipe", "validate", recipe(tmp_path, "0.27.2", "calculate_kv_scales = true"))
     assert r.exit_code == ExitCode.OK, r.stderr
     assert r.stderr.count("warning: engine.version 0.27.2: no vLLM 0.27 argument table") == 1

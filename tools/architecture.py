@@ -23,7 +23,7 @@ API = "### The public functions and models\n"
 END = "\n## "
 sys.path.insert(0, str(ROOT))
 
-from registry import LAYERS  # noqa: E402
+from registry import ENGINE_FOLDERS, LAYERS  # noqa: E402
 
 
 def docstring(path: Path) -> str:
@@ -41,19 +41,33 @@ def module_map() -> str:
     for number, layer in enumerate(LAYERS):
         out.append(f"\n### Layer {number}: {', '.join(layer)}\n")
         for unit in layer:
+            if unit == ENGINE_FOLDERS:  # one table a folder: each engine is one
+                for folder in sorted(p for p in (PACKAGE / "engines").iterdir()
+                                     if (p / "__init__.py").is_file()):
+                    out += _folder(folder, sorted(folder.rglob("*.py")))
+                continue
             folder = PACKAGE / unit
             if not folder.is_dir():
                 line = first_sentence(docstring(PACKAGE / f"{unit}.py"))
                 out.append(f"\n`registry/{unit}.py`: {line}.\n")
                 continue
-            head = " ".join(docstring(folder / "__init__.py").split("\n\n", 1)[0].split())
-            out.append(f"\n**`registry/{unit}/`**: {head}\n\n| module | job |\n| --- | --- |\n")
-            for path in sorted(folder.rglob("*.py")):
-                if path.name == "__init__.py" and path.parent == folder:
-                    continue
-                rel = path.relative_to(ROOT).as_posix()
-                out.append(f"| `{rel}` | {first_sentence(docstring(path))} |\n")
+            # the engines' interface is the folder's own files; each engine's is its layer's
+            paths = folder.glob("*.py") if unit == "engines" else folder.rglob("*.py")
+            out += _folder(folder, sorted(paths))
     return "".join(out)
+
+
+def _folder(folder: Path, paths: list[Path]) -> list[str]:
+    """A package's heading line and the table of its modules."""
+    head = " ".join(docstring(folder / "__init__.py").split("\n\n", 1)[0].split())
+    rel = folder.relative_to(ROOT).as_posix()
+    out = [f"\n**`{rel}/`**: {head}\n\n| module | job |\n| --- | --- |\n"]
+    for path in paths:
+        if path.name == "__init__.py" and path.parent == folder:
+            continue
+        line = first_sentence(docstring(path))
+        out.append(f"| `{path.relative_to(ROOT).as_posix()}` | {line} |\n")
+    return out
 
 
 def api_names() -> dict[str, set[str]]:

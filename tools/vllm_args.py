@@ -1,7 +1,7 @@
 """Write the shipped vLLM argument table of one engine release, read from that vLLM's
 own parser (run once per release, by an interpreter that imports that vLLM):
 
-    python tools/vllm_args.py registry/engines/            # writes vllm_args_<X.Y>.json
+    python tools/vllm_args.py registry/engines/vllm/       # writes vllm_args_<X.Y>.json
 
 Each argument the `vllm serve` parser defines (but `--help` and the positional model)
 gets its `option` (the long name), its `kind` (`bool`: `--x/--no-x`; `flag`: a switch
@@ -9,7 +9,7 @@ that takes no value; `list`: one or more values; `value`), its value `type` wher
 parser converts the value (int, float, str, json, size: a human-readable int such as
 32k, size-or-auto), and its `choices` where it restricts it. A recipe is then checked
 against the table of its engine release without importing vLLM
-(registry/engines/vllm.py).
+(registry/engines/vllm/args.py).
 
 A release older than 0.32 has its parser in `vllm.entrypoints.openai.cli_args`. Its
 parser is built with the platform the host has; a CUDA build on a host without a GPU

@@ -1,17 +1,25 @@
 """What an engine must provide to the registry, one interface for every engine: its start
 command and argv, the streaming request and how to read its chunks, its log's signature,
-and the bytes a KV value takes (docs/engines.md lists what a new engine adds)."""
+the bytes a KV value takes, its recipe arguments checked, what a recipe declares and how
+its log resolves (docs/engines.md lists what a new engine adds)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import Field
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput
-from registry.recipe.schema import BenchmarkSpec
+
+if TYPE_CHECKING:  # the types only: the engines' own modules sit above these layers
+    from registry.formats.identity import ResolvedIdentity
+    from registry.logs import LogScan
+    from registry.recipe.schema import BenchmarkSpec, Recipe
+    from registry.resolve.inputs import Checkpoints
 
 
 class Chunk(Frozen):
@@ -25,12 +33,27 @@ class Chunk(Frozen):
     error: str | None = None
 
 
+@dataclass
+class Given:
+    """What the caller of `resolve` already has: the checkpoints named on the command line,
+    the log already scanned, a record's sealed checkpoint evidence."""
+
+    checkpoint: Path | None = None
+    draft_checkpoint: Path | None = None
+    scan: LogScan | None = None  # this log, scanned (seal reads it too)
+    checkpoints: Checkpoints | None = None  # a record's sealed evidence, filled in place
+
+
 class EnginePlugin(Protocol):
     name: str
     log_signature: str  # a regular expression only this engine's log lines match
+    # the engine that reads a log no signature claims (one engine says so)
+    reads_unsigned_logs: bool
     keep_alive: bool  # may the client reuse a connection for the next request?
 
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]: ...
+
+    def container_command(self, version: str | None = None) -> list[str]: ...
 
     def render_argv(self, args: dict[str, Any], version: str | None = None) -> list[str]: ...
 
@@ -45,6 +68,24 @@ class EnginePlugin(Protocol):
 
     def kv_bytes(self, cache_type: str, values: int) -> int: ...
 
+    def normalize_args(self, recipe: Recipe, path: Path) -> dict[str, Any]:
+        """The recipe's `engine.args` checked against the engine's own argument table and
+        completed from the structured tables (raises InvalidRecipe)."""
+        ...
+
+    def declared(self, recipe: Recipe) -> dict[str, Any]:
+        """What the recipe declares, under the identity field names."""
+        ...
+
+    def scan_log(self, log: Path, markers: dict[str, str]) -> LogScan:
+        """The log's failure evidence (errors, tracebacks, ready) and `[[expect]]` counts."""
+        ...
+
+    def resolve(self, run_dir: Path, log: Path, name: str, recipe: Recipe | None,
+                given: Given) -> ResolvedIdentity:
+        """The run's identity from its log `name` (at `log`), each field with evidence."""
+        ...
+
 
 def owned_keys_clash(bench: BenchmarkSpec, owned: set[str]) -> None:
     """The client sets these request keys itself: the recipe may not."""
@@ -52,3 +93,4 @@ def owned_keys_clash(bench: BenchmarkSpec, owned: set[str]) -> None:
     if clash:
         raise InvalidInput(f"benchmark.request_extra.{clash[0]}: the client sets this key",
                            hint="declare it in [benchmark] (max_tokens, temperature, top_p, seed)")
+

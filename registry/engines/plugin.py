@@ -1,18 +1,34 @@
-"""The engine plug-ins by `engine.name`: one module each (registry/engines/vllm_server.py,
-registry/engines/llamacpp/server.py); a third engine is one more module listed here."""
+"""The engine plug-ins by `engine.name`, found by discovery: every sub-package of
+registry/engines/ is an engine and names its plug-in `PLUGIN` in its `__init__.py`, so a
+third engine is one more folder and no list changes."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+from functools import cache
+
+import registry.engines
 from registry.engines.base import EnginePlugin
-from registry.engines.llamacpp.server import LLAMACPP
-from registry.engines.vllm_server import VLLM
 from registry.errors import InvalidInput
 
-PLUGINS: dict[str, EnginePlugin] = {p.name: p for p in (VLLM, LLAMACPP)}
+
+@cache
+def plugins() -> dict[str, EnginePlugin]:
+    """Every engine folder's plug-in, imported on first use (by name, not by a static
+    import: the engines' own modules sit above the layers that dispatch to them)."""
+    found: dict[str, EnginePlugin] = {}
+    for info in sorted(pkgutil.iter_modules(registry.engines.__path__), key=lambda i: i.name):
+        if info.ispkg:
+            plugin: EnginePlugin = importlib.import_module(
+                f"{registry.engines.__name__}.{info.name}").PLUGIN
+            found[plugin.name] = plugin
+    return found
 
 
 def engine_for(name: str) -> EnginePlugin:
-    if name not in PLUGINS:
+    known = plugins()
+    if name not in known:
         raise InvalidInput(f"engine.name {name!r}: no such engine",
-                           hint=f"engines: {', '.join(sorted(PLUGINS))}")
-    return PLUGINS[name]
+                           hint=f"engines: {', '.join(sorted(known))}")
+    return known[name]

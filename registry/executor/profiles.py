@@ -2,7 +2,7 @@
 
 One explicit table; the plan reads it and nothing else knows platform details. The
 start command is the same on every platform: the interpreter's module entry point for
-the recipe's engine release (registry/engines/vllm.py `server_command`).
+the recipe's engine release (registry/engines/vllm/args.py `server_command`).
 """
 
 from __future__ import annotations

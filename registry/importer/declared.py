@@ -16,8 +16,8 @@ from typing import Any
 
 from registry.base.model import Frozen
 from registry.engines.llamacpp.declared import declared_fields
+from registry.engines.vllm.logs.nondefault import find_nondefault_args
 from registry.importer.walk import load_json
-from registry.logs.nondefault import find_nondefault_args
 
 # engine argument (snake_case) -> (identity field, type)
 ARGS: dict[str, tuple[str, type]] = {

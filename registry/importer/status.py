@@ -14,9 +14,9 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from registry.engines.vllm.logs import scan_log
+from registry.engines.vllm.logs.messages import Kind
 from registry.importer.walk import load_json
-from registry.logs import scan_log
-from registry.logs.messages import Kind
 
 FAILED_WORDS = {"failed", "fail", "unqualified", "refuted", "error", "crashed", "rejected"}
 

@@ -1,6 +1,6 @@
-"""Engine log parsing: `vllm.scan_log` streams a server log into facts with evidence."""
+"""What every engine's log reader returns (facts with evidence), and the Prometheus
+`/metrics` text format; each engine's own reader is in registry/engines/<name>/logs/."""
 
 from registry.logs.facts import Fact, LogScan, MarkerScan, SpecLogTotals, SpecPhase
-from registry.logs.vllm import scan_log
 
-__all__ = ["Fact", "LogScan", "MarkerScan", "SpecLogTotals", "SpecPhase", "scan_log"]
+__all__ = ["Fact", "LogScan", "MarkerScan", "SpecLogTotals", "SpecPhase"]

@@ -1,6 +1,6 @@
 """Recipes: declarative TOML describing one serving run and how to measure it."""
 
-from registry.recipe.loader import kv_cache_arg, load_recipe
+from registry.recipe.loader import load_recipe
 from registry.recipe.schema import SCHEMA, Recipe
 
-__all__ = ["SCHEMA", "Recipe", "kv_cache_arg", "load_recipe"]
+__all__ = ["SCHEMA", "Recipe", "load_recipe"]

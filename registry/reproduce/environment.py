@@ -156,7 +156,7 @@ def _checkpoints(predicate: Predicate, recipe: Recipe, launch: LaunchPlan) -> li
 
 def _manifest(name: str, predicate: Predicate, folder: Path | None) -> Fact:
     from registry.checkpoint.manifest import build_manifest
-    from registry.resolve.content import describe
+    from registry.engines.vllm.resolve.content import describe
 
     sealed = predicate.identity.value(name)
     if folder is None or not folder.is_dir():

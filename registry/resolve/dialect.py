@@ -1,21 +1,24 @@
 """Which engine wrote a run's log: the recipe's `engine.name`, else the first engine
-plug-in whose log signature the log's head matches (vLLM when none does)."""
+plug-in whose log signature the log's head matches, else the engine that reads a log no
+signature claims."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from registry.engines.plugin import PLUGINS
+from registry.engines.base import EnginePlugin
+from registry.engines.plugin import engine_for, plugins
 from registry.recipe import Recipe
 
 HEAD_BYTES = 256 * 1024
 
 
-def engine_of(recipe: Recipe | None, log: Path) -> str:
+def engine_of(recipe: Recipe | None, log: Path) -> EnginePlugin:
     if recipe is not None:
-        return recipe.engine.name
+        return engine_for(recipe.engine.name)
     with log.open("rb") as f:
         head = f.read(HEAD_BYTES).decode("utf-8", "replace").replace("\x00", "")
-    others = [p for name, p in PLUGINS.items() if name != "vllm"]
-    return next((p.name for p in others if re.search(p.log_signature, head)), "vllm")
+    signed = [p for p in plugins().values() if not p.reads_unsigned_logs]
+    found = next((p for p in signed if re.search(p.log_signature, head)), None)
+    return found or next(p for p in plugins().values() if p.reads_unsigned_logs)

@@ -56,8 +56,8 @@ def identity(rid: str) -> dict[str, Any]:
 
 def test_the_q8_lane_says_q8_0_with_the_k_buffer_the_arithmetic_predicts(records,
                                                                           gguf_models) -> None:
-    from registry.checkpoint.gguf import read_gguf
-    from registry.checkpoint.kvgguf import predict
+    from registry.engines.llamacpp.gguf import read_gguf
+    from registry.engines.llamacpp.kvgguf import predict
 
     fields = identity(records["q8"][0])
     assert fields["engine.name"]["resolved"] == "llama.cpp"

@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from registry.base.hashing import cpu_count  # noqa: E402
-from registry.logs import scan_log  # noqa: E402
-from registry.logs.messages import STARTUP  # noqa: E402
+from registry.engines.vllm.logs import scan_log  # noqa: E402
+from registry.engines.vllm.logs.messages import STARTUP  # noqa: E402
 
 SOURCE = ROOT / "tests/data/lab/laguna-b70-record/evidence/record-run/server.log"
 MARKERS = {
@@ -37,7 +37,7 @@ MARKERS = {
     "topology": r"Captured audited breakable cudagraph .*graphs=(?P<graphs>\d+), "
                 r"eager_breaks=(?P<eager_breaks>\d+)",
 }
-# What the parser searches for once the server is ready (registry/logs/messages.py).
+# What the parser searches for once the server is ready (registry/engines/vllm/logs/messages.py).
 SAME_JOB = (r"KV cache usage: |SpecDecoding metrics: |ERROR [0-9]|ERROR:    "
             r"|Traceback \(most recent call last\)|Initializing a V1 LLM engine \(")
 GIB = 1 << 30
@@ -45,7 +45,7 @@ RSS_PROBE = """
 import re, resource, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from registry.logs import scan_log  # noqa: E402
+from registry.engines.vllm.logs import scan_log  # noqa: E402
 scan_log(Path(sys.argv[1]))
 # VmHWM: this process's own peak (ru_maxrss would keep the spawning benchmark's across
 # exec); the part scanners are forked from it, so their ru_maxrss is theirs alone.

@@ -1,2 +1,7 @@
-"""llama.cpp's `llama-server`: its ggml types and file types, its argument table and its
-start command, as data (nothing here runs or imports llama.cpp)."""
+"""llama.cpp: its `llama-server` plug-in, ggml types and argument table, its log reader
+(`logs/`), its resolver rules (`resolve/`), the GGUF checkpoint format and its KV
+arithmetic (nothing here runs or imports llama.cpp)."""
+
+from registry.engines.llamacpp.server import LLAMACPP as PLUGIN
+
+__all__ = ["PLUGIN"]

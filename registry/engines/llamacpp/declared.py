@@ -9,7 +9,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from registry.engines.llamacpp.args import arg_table, canonical, kv_type_arg
+from registry.engines.llamacpp.args import arg_table, canonical, kv_type_arg, render_argv
+from registry.recipe import Recipe
 
 # option -> (identity field, type)
 FIELDS: dict[str, tuple[str, type]] = {
@@ -80,3 +81,19 @@ def declared_settings(settings: dict[str, str]) -> dict[str, Any]:
         elif (found := canonical(key)) is not None:
             argv += ["--" + found[0], value]
     return declared_fields(argv)
+
+
+def recipe_declared(recipe: Recipe) -> dict[str, Any]:
+    """A llama.cpp recipe: its [precision], and the options that name identity fields."""
+    p = recipe.precision
+    return {
+        **declared_fields(render_argv(recipe.engine.args)),
+        "engine.name": recipe.engine.name,
+        "engine.version": recipe.engine.version,
+        "model.path": recipe.model.path,
+        "spec.method": "none" if recipe.draft is None else None,
+        "precision.weights": p.weights,
+        "precision.kv_cache": p.kv_label(),
+        "precision.kv_cache_k": p.kv_cache_k.value if p.kv_cache_k else None,
+        "precision.kv_cache_v": p.kv_cache_v.value if p.kv_cache_v else None,
+    }

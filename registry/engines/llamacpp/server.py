@@ -11,11 +11,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from registry.engines.base import Chunk, owned_keys_clash
+from registry.engines.base import Chunk, Given, owned_keys_clash
 from registry.engines.llamacpp import args as table
 from registry.engines.llamacpp.ggml import kv_bytes
+from registry.engines.llamacpp.logs.messages import SIGNATURE
 from registry.errors import InvalidInput
-from registry.recipe.schema import BenchmarkSpec
+from registry.formats.identity import ResolvedIdentity
+from registry.logs import LogScan
+from registry.recipe.schema import BenchmarkSpec, Recipe
 
 SERVER_VAR = "REGISTRY_LLAMA_SERVER"
 OWNED_KEYS = {"prompt", "stream", "return_tokens", "n_predict", "temperature", "top_p",
@@ -32,13 +35,11 @@ def cached_build() -> Path:
 
 class LlamaServer:
     name = "llama.cpp"
-    log_signature = (r"llama_model_loader: |load_tensors: |llama_context: |load_model: loading "
-                     r"model '|print_timing: |llama_server: |build_info: b\d+|llama_kv_cache|"
-                     r"llama_new_context_with_model|ggml_(?:cuda|metal|sycl|vulkan)_init|"
-                     r"main: server is listening")
+    log_signature = SIGNATURE
     # cpp-httplib closes a kept-alive connection after a few requests: a request sent on
     # it then fails with "server disconnected"; each request gets its own connection
     keep_alive = False
+    reads_unsigned_logs = False
 
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]:
         """$REGISTRY_LLAMA_SERVER, else the setup script's cached build, else PATH."""
@@ -51,6 +52,10 @@ class LlamaServer:
                                                        else ""),
                            hint="run tools/llama_server.sh (builds it), or set "
                                 f"{SERVER_VAR} to one")
+
+    def container_command(self, version: str | None = None) -> list[str]:
+        """In an image the server is on the image's PATH."""
+        return ["llama-server"]
 
     def render_argv(self, args: dict[str, Any], version: str | None = None) -> list[str]:
         return table.render_argv(args)  # one build's table (b11434) for every version
@@ -92,6 +97,31 @@ class LlamaServer:
 
     def kv_bytes(self, cache_type: str, values: int) -> int:
         return kv_bytes(cache_type, values)
+
+    # The recipe and resolver halves are imported when asked for: a client never loads them.
+    def normalize_args(self, recipe: Recipe, path: Path) -> dict[str, Any]:
+        from registry.engines.llamacpp.recipe import normalize_args
+
+        return normalize_args(recipe, path)
+
+    def declared(self, recipe: Recipe) -> dict[str, Any]:
+        from registry.engines.llamacpp.declared import recipe_declared
+
+        return recipe_declared(recipe)
+
+    def scan_log(self, log: Path, markers: dict[str, str]) -> LogScan:
+        """No facts: llama-server prints no Python traceback and no ready line in vLLM's
+        terms; `resolve` reads the log with the llama.cpp reader."""
+        return LogScan(source=str(log), bytes=log.stat().st_size, lines=0, cut_off=False,
+                       facts=[], engine_restarts=0)
+
+    def resolve(self, run_dir: Path, log: Path, name: str, recipe: Recipe | None,
+                given: Given) -> ResolvedIdentity:
+        from registry.engines.llamacpp.declared import recipe_declared
+        from registry.engines.llamacpp.resolve import resolve_llamacpp
+
+        return resolve_llamacpp(log, name, recipe_declared(recipe) if recipe else {}, models=(
+            given.checkpoint, recipe.model.path if recipe else None))
 
 
 LLAMACPP = LlamaServer()
