@@ -124,3 +124,16 @@ def test_a_claims_activation_half_is_matched_against_the_field() -> None:
     assert _claim("int4", None, "FP8 W8A16") == "differs"
     assert _claim("int4-w4a16", "bfloat16", "INT4 W4A16") == "same"
     assert _claim("fp8", "fp8", "fp8") == "same"
+
+
+def test_an_imported_capsule_launch_decides_the_activations(cli, store_home, tmp_path) -> None:
+    """Two real files of the lab (its FP8-weights log, a launch of the same lab that sets the
+    switch) as one capsule: the importer hands the launch to the resolver."""
+    capsule = _run(tmp_path, QWEN_LOG, LAB_LAUNCH)
+    r = cli("import", str(capsule), "--json")
+    assert r.exit_code == 0, r.stderr
+    rid = json.loads(r.stdout)[0]["record"]["id"]
+    fields = json.loads(cli("show", rid, "--json").stdout)["statement"]["predicate"][
+        "identity"]["fields"]
+    assert fields["precision.weights"]["resolved"] == "fp8"
+    assert fields["precision.activations"]["resolved"] == "float16"
