@@ -34,6 +34,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fleet",),
     ("compare",),
     ("review",),
+    ("promote",),
+    ("publish",),
     ("report",),
     ("cli",),
 )

@@ -14,7 +14,7 @@ from registry.contracts.teacher import AXES, Teacher, teacher_from_lab_oracles, 
 from registry.errors import InvalidInput
 from registry.formats.rundir import BenchRow
 from registry.formats.verdict import VerdictStatus
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 
 CAPSULE = FIXTURES / "laguna-b70-record"
 TOKEN_ORACLE = CAPSULE / "teacher-token-oracle-v1.json"
@@ -189,3 +189,32 @@ def test_a_broken_oracle_file_is_one_clear_error(tmp_path: Path, content: str | 
         tokens.write_text(content)
     with pytest.raises(InvalidInput, match=problem):
         teacher_from_lab_oracles(tokens, texts, LAB_AXES, lane=LANE)
+
+
+def test_a_teacher_belongs_to_the_kernel_that_made_it(store_home, hash_cache):
+    """A record's teacher binds its attention backend and graph mode: the same rows from
+    another kernel are refused (regenerate the oracle there), never judged exact."""
+    from registry.contracts.bindings import get_teacher, set_teacher
+    from registry.contracts.bitwise import bitwise_teacher
+    from registry.contracts.sealed import load_sealed
+    from registry.contracts.teacher import KERNEL_AXES, binding_axes, kernel_axes
+    from registry.seal import seal_run
+
+    run = ROOT / "tests" / "data" / "cpu-runs" / "tiny-bf16-kv"
+    rid = seal_run(run, home=store_home, recipe_path=ROOT / "recipes" / "tiny-bf16-kv.toml").id
+    set_teacher(store_home, rid, "tiny-bf16-exact")
+    teacher = get_teacher(store_home, "tiny-bf16-exact")
+    sealed = load_sealed(store_home, rid)
+    assert teacher is not None and teacher.kernel is not None
+    assert set(teacher.kernel) == set(KERNEL_AXES)
+    assert teacher.kernel["attention.backend"] == sealed.identity.value("attention.backend")
+    axes = binding_axes(sealed.identity, teacher.axes["suite.sha256"])
+    rows = sealed.bench.rows
+    same = bitwise_teacher(rows, teacher, axes, run_kernel=kernel_axes(sealed.identity))
+    assert same.status.value == "passed"
+    other = {**kernel_axes(sealed.identity), "attention.backend": "FLASH_ATTN"}
+    refused = bitwise_teacher(rows, teacher, axes, run_kernel=other)
+    assert refused.status.value == "refused"
+    assert any("attention.backend" in r and "another kernel" in r for r in refused.reasons)
+    unbound = teacher.model_copy(update={"kernel": None})  # a lab oracle names no kernel
+    assert bitwise_teacher(rows, unbound, axes, run_kernel=other).status.value == "passed"

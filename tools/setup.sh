@@ -19,6 +19,16 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     echo "setup: install chromium and chromium-driver for the report tests" >&2
   fi
 fi
+# The container tests run llama-server in a podman container (Debian's podman with runc:
+# docs/containers.md); tools/llama_image.sh builds the image from the cached build.
+if ! command -v podman >/dev/null || [ ! -x /usr/sbin/runc ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing podman and runc (container tests)" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc >/dev/null
+  else
+    echo "setup: install podman and runc for the container tests" >&2
+  fi
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true

@@ -169,7 +169,7 @@ def _start(home: Home, i: int, side: Side, out: Path, models_dir: Path | None,
     """One full engine start of a side, sealed (or the record `sealed` names for its run
     directory); its figures from the sealed raw rows."""
     from registry.contracts.sealed import load_sealed
-    from registry.executor.engine import Engine
+    from registry.executor.container import engine_for_plan
     from registry.executor.run import run
     from registry.seal import seal_run
 
@@ -181,7 +181,7 @@ def _start(home: Home, i: int, side: Side, out: Path, models_dir: Path | None,
         recipe_file = Path(side.recipe_file) if side.recipe_file else None
         with recipe_folder(home, side) as folder:
             run(side.recipe, run_dir, recipe_dir=folder, recipe_file=recipe_file,
-                models_dir=models_dir, hooks=hooks, launcher=launcher or Engine)
+                models_dir=models_dir, hooks=hooks, launcher=launcher or engine_for_plan)
         rid = seal_run(run_dir, home=home, recipe_path=recipe_file, progress=progress).id
     rows = load_sealed(home, rid).bench.timed_rows
     return AbStart(start=i, side=side.label, run_dir=str(run_dir), record=rid,

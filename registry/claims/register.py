@@ -58,6 +58,9 @@ def advance_claim(home: Home, claim_id: str, target: State, *,
     from registry.store.writer import ready_signer
 
     current = replay(home, claim_id)
+    if not current.trusted:
+        raise Refused(f"claim {claim_id} is untrusted: {current.reason}",
+                      hint="a compromised key's claim is never advanced; register a new one")
     last = current.events[-1]
     att = _attestation_id(home, verification) if verification else None
     rid = resolve_id(home, record) if record else None

@@ -7,10 +7,11 @@ from __future__ import annotations
 from pydantic import Field
 
 from registry.base.model import Frozen
-from registry.claims.events import Replayed, claim_ids, replay
+from registry.claims.events import NotApplied, Replayed, claim_ids, replay
 from registry.claims.levels import Level, claim_level
 from registry.claims.match import AxisMatch
 from registry.claims.models import ClaimedIdentity, EventKind
+from registry.errors import RegistryError
 from registry.formats.metricwords import label
 from registry.store.home import Home
 
@@ -46,15 +47,40 @@ class ClaimView(Frozen):
     evidence: list[str]
     axes: list[AxisMatch] = Field(default_factory=list, description="of the last move")
     events: list[str] = Field(description="this ledger's event ids, in order")
-    conflicts: list[str] = Field(default_factory=list)
+    conflicts: list[NotApplied] = Field(default_factory=list,
+                                        description="signed events not applied, and why")
+    untrusted: list[NotApplied] = Field(default_factory=list,
+                                        description="events no trusted key stands behind")
+    trust: str = Field("verified", description="`untrusted` when the claim's first event "
+                                               "is (a compromised key's claim)")
+    trust_reason: str | None = None
+
+
+class UnreadClaim(Frozen):
+    """A claim `claim list` could not read; every other claim is listed as usual."""
+
+    id: str
+    status: str = "unreadable"
+    reason: str
 
 
 def show_claim(home: Home, claim_id: str) -> ClaimView:
     return view(home, replay(home, claim_id))
 
 
-def list_claims(home: Home) -> list[ClaimView]:
-    return [show_claim(home, cid) for cid in claim_ids(home)]
+def list_claims(home: Home) -> list[ClaimView | UnreadClaim]:
+    """Every claim; one whose events do not verify is listed with the reason, never
+    hiding the others (the history as a whole verifies first: order.claim_ledger)."""
+    from registry.claims.order import claim_ledger
+
+    claim_ledger(home)
+    out: list[ClaimView | UnreadClaim] = []
+    for cid in claim_ids(home):
+        try:
+            out.append(show_claim(home, cid))
+        except RegistryError as e:
+            out.append(UnreadClaim(id=cid, reason=e.message))
+    return out
 
 
 def view(home: Home, r: Replayed) -> ClaimView:
@@ -87,10 +113,12 @@ def view(home: Home, r: Replayed) -> ClaimView:
                                        verification=e.verification)
     last = next((a.decision for a in reversed(r.events[1:]) if a.decision and a.decision.axes),
                 None)
-    return ClaimView(id=body.id, model=body.model, status=r.state.value, status_by=status_by,
+    status = r.state.value if r.trusted else f"untrusted ({r.state.value} as signed)"
+    return ClaimView(id=body.id, model=body.model, status=status, status_by=status_by,
                      claimed=claimed, verification=verification, history=history,
                      evidence_level=claim_level(home, r),
                      lab_level=body.lab.raw.get("evidence_level") if body.lab else None,
                      identity=body.identity, evidence=body.evidence,
                      axes=last.axes if last else [], events=[a.id for a in r.events],
-                     conflicts=r.conflicts)
+                     conflicts=r.conflicts, untrusted=r.untrusted,
+                     trust="verified" if r.trusted else "untrusted", trust_reason=r.reason)

@@ -138,16 +138,22 @@ def list_(home: HomeOpt = None, json: Json = False) -> None:
     Example: registry claim list --json
     """
     from registry.claims.view import list_claims
-    from registry.cli.output import console, print_fitted, print_json
+    from registry.cli.output import console, print_fitted, print_json, safe
 
     claims = list_claims(find(home))
     if json:
         print_json(claims)
         return
+    from registry.claims.view import ClaimView
+
     print_fitted(["claim", "status", "claimed", "verified", "level"], [
-        [c.id, c.status, _value(c.claimed.value),
-         _value(c.verification.value), c.evidence_level.level]
-        for c in claims], keep=[False, True, True, True, False], title="claims")
+        [c.id, c.status, _value(c.claimed.value), _value(c.verification.value),
+         c.evidence_level.level] if isinstance(c, ClaimView) else
+        [c.id, c.status, "-", "-", "-"] for c in claims],
+        keep=[False, True, True, True, False], title="claims")
+    for c in claims:
+        if not isinstance(c, ClaimView):
+            console.print(f"{safe(c.id)}: {safe(c.reason)}", highlight=False, markup=False)
     console.print(f"{len(claims)} claims", highlight=False)
 
 
@@ -211,6 +217,7 @@ def _print(view: ClaimView, json: bool) -> None:
         return
     c, v = view.claimed, view.verification
     facts = [("claim", view.id), ("model", view.model),
+             ("trust", view.trust_reason and f"{view.trust}: {view.trust_reason}"),
              ("status", f"{view.status} (stated by {view.status_by})"),
              ("claimed", f"{_value(c.value)} ({c.metric}) by {c.by}, {c.date or '?'}"),
              ("verified", v.value is not None and f"{_value(v.value)} ({v.metric}), {v.date or '?'}"
@@ -231,3 +238,11 @@ def _print(view: ClaimView, json: bool) -> None:
         who = "lab" if h.by.startswith("lab (") else f"key {h.by[:12]}"
         console.print(f"  {h.date or '?':10}  [{who}] {safe(h.event)}", highlight=False,
                       markup=False)
+    for label, items in (("conflicts (signed, kept, never applied)", view.conflicts),
+                         ("untrusted events (never applied)", view.untrusted)):
+        if items:
+            console.print(label, style="bold", highlight=False)
+        for n in items:
+            who = f" [key {n.by[:12]}]" if n.by else ""
+            console.print(f"  {n.id[:16]}{who} {safe(n.reason)}", highlight=False,
+                          markup=False)

@@ -55,8 +55,8 @@ def add(
     if json:
         print_json(job)
     else:
-        console.print(f"job {job.id} queued: {job.kind.value} {job.target[:16]} on "
-                      f"{job.hardware}", highlight=False)
+        console.print(f"job {job.id} queued: {job.what(16)} on {job.hardware}",
+                      highlight=False)
 
 
 @queue_app.command("list")
@@ -87,7 +87,7 @@ def list_(
 
 
 def _print(summary: QueueSummary) -> None:
-    from registry.cli.output import console, print_fitted
+    from registry.cli.output import console, print_fitted, safe
 
     print_fitted(["job", "what", "hardware", "state", "phase", "try", "worker", "records"],
                  [_row(j) for j in summary.jobs],
@@ -97,6 +97,9 @@ def _print(summary: QueueSummary) -> None:
     for worker, doing in sorted(summary.hosts.items()):
         console.print(f"  {worker}: {doing}", highlight=False)
     for j in summary.jobs:
+        if j.malformed:
+            console.print(f"job {j.id}: {safe(j.malformed)}", highlight=False, soft_wrap=False,
+                          markup=False)
         retried = j.state.value == "queued" and j.attempts > 0
         if j.reason and (j.state.value in ("failed", "cancelled") or retried):
             console.print(f"job {j.id}: {j.reason}", highlight=False, soft_wrap=False)

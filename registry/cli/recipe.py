@@ -81,3 +81,38 @@ def show(
     ]))
     console.print(table("engine args", ["argument", "value"],
                         [[k, v] for k, v in sorted(recipe.engine.args.items())]))
+
+
+@recipe_app.command("check-packet")
+def check_packet_cmd(
+    path: Annotated[Path, typer.Argument(help="A packet folder or its compose.yaml.",
+                                         show_default=False)],
+    recipe: Annotated[Path | None, typer.Option(
+        help="The recipe the packet must agree with (image digest, memory, swap).")] = None,
+    launcher: Annotated[Path | None, typer.Option(
+        help="The launcher whose always-forwarded --env names the packet must set.")] = None,
+    json: Json = False,
+) -> None:
+    """Check a container packet as the lab's check-container-packet.py does, plus swap
+    equal to memory; with --recipe, a packet that contradicts the recipe is a mismatch.
+    Exit 1 when anything is found.
+
+    Example: registry recipe check-packet tests/data/lab-packets/qwen38-27b-fp8-tp2-b70
+    """
+    from registry.cli.output import console, print_json, safe
+    from registry.recipe import load_recipe
+    from registry.recipe.packet import check_packet, forwarded_env
+
+    wanted = forwarded_env(launcher) if launcher else set()
+    result = check_packet(path, load_recipe(recipe) if recipe else None, wanted)
+    if json:
+        print_json(result.model_dump() | {"ok": result.ok})
+    else:
+        for f in result.findings:
+            console.print(f"FAIL {safe(f.service or '-')}: [{f.rule}] {safe(f.message)}",
+                          highlight=False, markup=False)
+        if result.ok:
+            console.print(f"ok   {safe(str(path))}: {', '.join(result.services)}",
+                          highlight=False, markup=False)
+    if not result.ok:
+        raise typer.Exit(1)

@@ -122,7 +122,7 @@ def _dry_plan(recipe_path: Path, models: Path | None, port: int | None) -> Launc
     from registry.recipe import load_recipe
 
     return preview(load_recipe(recipe_path), port=port or free_port(), models_dir=models,
-                   cwd=Path.cwd())
+                   cwd=Path.cwd(), recipe_dir=recipe_path.parent)
 
 
 def print_plan(launch: LaunchPlan) -> None:

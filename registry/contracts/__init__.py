@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from registry.contracts.bitwise import bitwise_teacher
 from registry.contracts.consistency import self_consistency
 from registry.contracts.semantic import Gate, semantic_gates
-from registry.contracts.teacher import Axes, Teacher, binding_axes
+from registry.contracts.teacher import Axes, Teacher, binding_axes, kernel_axes
 from registry.errors import InvalidInput
 from registry.formats.identity import ResolvedIdentity
 from registry.formats.rundir import BenchRow, SuiteRef
@@ -33,11 +33,13 @@ class ContractInput:
     repeats: int = 2
     max_tokens: int | None = None
     teacher_rows: Sequence[BenchRow] = ()  # bitwise-teacher: rows of the suite it answered
+    run_kernel: Axes | None = None  # bitwise-teacher: the kernel the rows came from
 
 
 CONTRACTS: dict[str, Callable[[ContractInput], Verdict]] = {
     ContractName.bitwise_teacher: lambda i: bitwise_teacher(
-        i.teacher_rows, i.teacher, i.run_axes, max_tokens=i.max_tokens),
+        i.teacher_rows, i.teacher, i.run_axes, max_tokens=i.max_tokens,
+        run_kernel=i.run_kernel),
     ContractName.self_consistency: lambda i: self_consistency(
         [i.rows, *i.others], repeats=i.repeats),
     ContractName.semantic_gates: lambda i: semantic_gates(i.rows, i.gates),
@@ -72,6 +74,7 @@ def evaluate(recipe: Recipe, rows: Sequence[BenchRow], identity: ResolvedIdentit
         repeats=recipe.quality.repeats,
         max_tokens=(spec and spec.max_tokens) or recipe.benchmark.max_tokens,
         teacher_rows=[r for r in rows if r.suite == suite],
+        run_kernel=kernel_axes(identity),
     ))
 
 

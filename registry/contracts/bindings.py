@@ -22,6 +22,7 @@ from registry.contracts.teacher import (
     TeacherSource,
     binding_axes,
     declared_axes,
+    kernel_axes,
     teacher_from_lab_oracles,
     teacher_from_rows,
 )
@@ -69,7 +70,7 @@ def _record_teacher(run: SealedRun, lane: str, suite: str) -> Teacher:
     rows = [r for r in run.bench.rows if r.suite == suite]
     sha256 = next(s.sha256 for s in run.bench.suites if s.name == suite)
     return teacher_from_rows(lane, rows, binding_axes(run.identity, sha256),
-                             TeacherSource(kind="record", ref=run.id))
+                             TeacherSource(kind="record", ref=run.id), kernel_axes(run.identity))
 
 
 def import_lab_teacher(home: Home, capsule: Path, recipe_path: Path, *, lane: str | None = None,
@@ -117,7 +118,10 @@ def get_teacher(home: Home, lane: str) -> Teacher | None:
     run = load_sealed(home, teacher.source.ref)
     suite = next((s.name for s in run.bench.suites
                   if s.sha256 == teacher.axes.get(SUITE_AXIS)), None)
-    if not run.bench_intact or suite is None or _record_teacher(run, lane, suite) != teacher:
+    made = None if suite is None else _record_teacher(run, lane, suite)
+    if made is not None and teacher.kernel is None:  # set before kernels were bound
+        made = made.model_copy(update={"kernel": None})
+    if not run.bench_intact or made != teacher:
         raise VerificationFailed(f"the teacher of lane {lane} ({TEACHERS}/{lane}.json) no longer "
                                  f"matches record {run.id[:16]} it was set from",
                                  hint=f"registry verify {run.id[:16]}; then registry teacher "

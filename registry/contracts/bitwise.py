@@ -32,13 +32,15 @@ _SHORT = {"bfloat16": "BF16", "float16": "FP16", "float32": "FP32"}
 
 def bitwise_teacher(rows: Sequence[BenchRow], teacher: Teacher | None,
                     run_axes: Mapping[str, str | None], *,
-                    max_tokens: int | None = None) -> Verdict:
+                    max_tokens: int | None = None,
+                    run_kernel: Mapping[str, str | None] | None = None) -> Verdict:
     """Judge `rows` against `teacher`; `max_tokens` marks long responses (else finish_reason)."""
     if teacher is None:
         return refused(CONTRACT, ["no teacher is set for this lane: set one with "
                                   "`registry teacher set RECORD --lane LANE`"])
     reference = f"teacher of lane {teacher.lane} ({teacher.source.kind} {teacher.source.ref[:12]})"
     differences = axis_differences(teacher.axes, run_axes)
+    differences += kernel_differences(teacher.kernel, run_kernel or {})
     if differences:
         return refused(CONTRACT, differences, reference)
     by_index: dict[int, BenchRow] = {}
@@ -67,6 +69,15 @@ def axis_differences(teacher: Mapping[str, str | None], run: Mapping[str, str | 
     """One reason per binding axis whose values differ, naming both values."""
     return [f"{a} {_shown(t)} vs {_shown(r)}: {_why(a, t, r)}"
             for a in AXES if (t := teacher.get(a)) != (r := run.get(a))]
+
+
+def kernel_differences(teacher: Mapping[str, str | None] | None,
+                       run: Mapping[str, str | None]) -> list[str]:
+    """One reason per kernel axis the teacher was made on that the run did not run: the
+    oracle belongs to that kernel (an axis the teacher does not name binds nothing)."""
+    return [f"{a} {_shown(t)} vs {_shown(r)}: another kernel; regenerate the teacher on it "
+            "(an oracle belongs to the kernel that produced it)"
+            for a, t in (teacher or {}).items() if t is not None and t != (r := run.get(a))]
 
 
 def _row(expected: TeacherRow, row: BenchRow | None) -> RowVerdict:

@@ -81,3 +81,18 @@ def _recipe(rid: str, raw: dict[str, Any] | None) -> Recipe | None:
         raise InvalidInput(f"record {rid[:16]}: its recipe no longer validates "
                            f"({e.errors()[0]['msg']})",
                            hint="the recipe schema changed since sealing") from None
+
+
+def carried(home: Home, statement: Statement, name: str) -> bytes | None:
+    """The bytes of artifact `name` when the record carries it and they still hash as
+    signed; None otherwise (the caller says what is missing)."""
+    from registry.store.objects import ObjectStore
+
+    subject = statement.subject_named(name)
+    if subject is None:
+        return None
+    try:
+        data = ObjectStore(home.objects).path(subject.sha256).read_bytes()
+    except OSError:
+        return None
+    return data if hashlib.sha256(data).hexdigest() == subject.sha256 else None

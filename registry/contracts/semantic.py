@@ -19,13 +19,21 @@ answer for any period up to 99 tokens.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from registry.formats.rundir import BenchRow
 from registry.formats.verdict import Check, RowVerdict, Verdict, judged, refused, row_verdict
-from registry.recipe.schema import FragmentsGate, JsonSchemaGate, NeedleGate, RepetitionGate
+from registry.recipe.schema import (
+    CodeGate,
+    FragmentsGate,
+    JsonSchemaGate,
+    NeedleGate,
+    RepetitionGate,
+    SameAnswerGate,
+)
 
 CONTRACT = "semantic-gates"
 ALL = "*"
@@ -33,8 +41,9 @@ ALL = "*"
 # the answer: the prompt must reach 90% of `context_tokens` for the gate to count.
 CONTEXT_FILL = 0.9
 
-Gate = JsonSchemaGate | FragmentsGate | RepetitionGate | NeedleGate
+Gate = JsonSchemaGate | FragmentsGate | RepetitionGate | NeedleGate | CodeGate | SameAnswerGate
 Checks = dict[str, tuple[bool, str]]
+CODE_BLOCK = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)```", re.S)
 
 
 def semantic_gates(rows: Sequence[BenchRow], gates: Sequence[Gate]) -> Verdict:
@@ -46,7 +55,7 @@ def semantic_gates(rows: Sequence[BenchRow], gates: Sequence[Gate]) -> Verdict:
     for position, gate in enumerate(gates):
         name = f"{gate.kind}[{position}]"
         selected = [r for r in rows if ALL in gate.prompts or r.prompt_id in gate.prompts]
-        verdicts += [row_verdict(r.index, r.prompt_id, _checks(gate, r), gate=name)
+        verdicts += [row_verdict(r.index, r.prompt_id, _checks(gate, r, selected), gate=name)
                      for r in selected]
         missing = sorted(set(gate.prompts) - {ALL} - {r.prompt_id for r in rows})
         coverage.append(Check(
@@ -56,9 +65,11 @@ def semantic_gates(rows: Sequence[BenchRow], gates: Sequence[Gate]) -> Verdict:
     return judged(CONTRACT, verdicts, coverage, reference=f"{len(gates)} declared gates")
 
 
-def _checks(gate: Gate, row: BenchRow) -> Checks:
+def _checks(gate: Gate, row: BenchRow, selected: Sequence[BenchRow]) -> Checks:
     if row.error is not None:
         return {"answered": (False, f"request failed: {row.error}")}
+    if isinstance(gate, SameAnswerGate):
+        return _same_answer(row, selected)
     if row.text is None and not isinstance(gate, RepetitionGate):
         return {"answered": (False, "the row stores no output text")}
     return _JUDGES[gate.kind](gate, row)
@@ -119,6 +130,30 @@ def _needle(gate: NeedleGate, row: BenchRow) -> Checks:
     return checks
 
 
+def _code(gate: CodeGate, row: BenchRow) -> Checks:
+    """The answer's first fenced code block (else the whole answer) run in the sandbox."""
+    from registry.contracts.sandbox import run_python
+
+    text = row.text or ""
+    block = CODE_BLOCK.search(text)
+    ran = run_python(block[1] if block else text, stdin=gate.stdin, timeout_s=gate.timeout_s,
+                     memory_mib=gate.memory_mib)
+    if not ran.ran:
+        return {"code_ran": (False, ran.reason)}
+    last = ran.stderr.strip().splitlines()[-1:] if ran.stderr.strip() else []
+    got = ran.stdout.strip()
+    return {"code_ran": (ran.exit_code == 0, f"{ran.reason}" + (f": {last[0]}" if last else "")),
+            "output_expected": (got == gate.expected_stdout.strip(),
+                                f"printed {got[:80]!r}, expected "
+                                f"{gate.expected_stdout.strip()[:80]!r}")}
+
+
+def _same_answer(row: BenchRow, selected: Sequence[BenchRow]) -> Checks:
+    first = next((r for r in selected if r.error is None), row)
+    return {"same_answer": (row.token_ids == first.token_ids,
+                            f"differs from prompt {first.prompt_id!r}'s answer")}
+
+
 def _normal(text: str) -> str:
     """Case and runs of whitespace do not decide whether a needle was retrieved."""
     return " ".join(text.casefold().split())
@@ -129,4 +164,5 @@ _JUDGES: dict[str, Callable[[Any, BenchRow], Checks]] = {
     "fragments": _fragments,
     "no-repetition": _repetition,
     "needle": _needle,
+    "code": _code,
 }

@@ -1,5 +1,8 @@
 """A teacher: the reference rows of a lane's bitwise contract, bound to the axes that
-decide its numbers (weight, draft and KV precision, KV scales, model revision, suite).
+decide its numbers (weight, draft and KV precision, KV scales, model revision, suite),
+and to the kernel that produced them (attention backend, graph mode, engine version,
+container image): an oracle belongs to the kernel that produced it, so a run on another
+kernel is judged against an oracle regenerated there, never against this one.
 
 A teacher comes from a sealed record (its bench rows) or from the lab's compact
 oracle files (token ids + text sha256). Either way it is only a reference for runs
@@ -29,6 +32,10 @@ IDENTITY_AXES = (
 )
 SUITE_AXIS = "suite.sha256"
 AXES = (*IDENTITY_AXES, SUITE_AXIS)
+KERNEL_AXES = (
+    "attention.backend", "graph.compilation_mode", "graph.cudagraph_mode", "engine.version",
+    "container.image",
+)
 UNQUANTIZED_KV = ("bfloat16", "float16", "float32")
 
 Axes = dict[str, str | None]
@@ -54,6 +61,9 @@ class Teacher(Frozen):
     source: TeacherSource
     axes: Axes = Field(description="every binding axis -> value (None: the run had none)")
     rows: list[TeacherRow] = Field(min_length=1)
+    kernel: Axes | None = Field(None, description=(
+        "kernel axis -> value proven when it was made; None: a teacher that names no kernel "
+        "(a lab oracle, or one set before kernels were bound), bound to none"))
 
 
     @field_validator("axes")
@@ -80,6 +90,11 @@ def binding_axes(identity: ResolvedIdentity, suite_sha256: str | None) -> Axes:
     """A run's binding axes: the resolved (proven) values, never the declared ones; an
     unresolved field is None even when the resolver knows part of it."""
     return {**{a: _text(_proven(identity, a)) for a in IDENTITY_AXES}, SUITE_AXIS: suite_sha256}
+
+
+def kernel_axes(identity: ResolvedIdentity) -> Axes:
+    """The kernel a run's numbers came from, as proven (None where unresolved)."""
+    return {a: _text(_proven(identity, a)) for a in KERNEL_AXES}
 
 
 def _proven(identity: ResolvedIdentity, name: str) -> Any:
@@ -123,7 +138,7 @@ def row_text_sha256(row: BenchRow) -> str | None:
 
 
 def teacher_from_rows(lane: str, rows: Sequence[BenchRow], axes: Mapping[str, str | None],
-                      source: TeacherSource) -> Teacher:
+                      source: TeacherSource, kernel: Axes | None = None) -> Teacher:
     """A teacher from a record's raw rows; each row needs its token ids and text digest."""
     reference = []
     for row in rows:
@@ -136,7 +151,7 @@ def teacher_from_rows(lane: str, rows: Sequence[BenchRow], axes: Mapping[str, st
         reference.append(TeacherRow(index=row.index, prompt_id=row.prompt_id,
                                     prompt_sha256=row.prompt_sha256,
                                     token_ids=row.token_ids, text_sha256=digest))
-    return _teacher(lane=lane, source=source, axes=dict(axes), rows=reference)
+    return _teacher(lane=lane, source=source, axes=dict(axes), rows=reference, kernel=kernel)
 
 
 class _TokenRow(BaseModel):

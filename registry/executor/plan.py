@@ -17,10 +17,12 @@ from typing import Any
 
 from registry.engines.plugin import engine_for
 from registry.errors import InvalidInput
+from registry.executor.container import container_argv, launch_of
 from registry.executor.interpreter import engine_python
+from registry.executor.launcher import launcher_path
 from registry.executor.profiles import PlatformProfile, profile_for
 from registry.formats.rundir import LaunchPlan
-from registry.recipe.schema import Recipe
+from registry.recipe.schema import ContainerSpec, Recipe
 
 MODELS_VAR = "REGISTRY_MODELS"
 HOST = "127.0.0.1"
@@ -84,20 +86,56 @@ def _devices(mask: str, count: int, found: Mapping[str, str]) -> str:
 
 def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
          models_dir: Path | None, cwd: Path, cache_root: Path,
-         environ: Mapping[str, str] | None = None) -> LaunchPlan:
-    """The launch plan for a normalized recipe: argv, env, cwd, port, private caches."""
+         environ: Mapping[str, str] | None = None,
+         recipe_dir: Path | None = None) -> LaunchPlan:
+    """The launch plan for a normalized recipe: argv, env, cwd, port, private caches; a
+    launcher (relative to `recipe_dir`, default `cwd`) runs the engine's argv after its
+    own arguments; a container runs it as its command."""
     profile = platform or profile_for(recipe.hardware.platform)
     found = variables(models_dir, environ)
     args = expand(dict(recipe.engine.args), found, "engine.args")
     cache_dirs = {var: str(cache_root / var.lower()) for var in profile.cache_vars}
     engine = engine_for(recipe.engine.name)
-    command = profile.command or engine.start_command(recipe.engine.version, found)
+    container = recipe.engine.container
+    command = profile.command or (engine.container_command() if container
+                                  else engine.start_command(recipe.engine.version, found))
     argv = [*command, *engine.render_argv(args, recipe.engine.version),
             *engine.serve_args(HOST, port)]
-    return LaunchPlan(platform=profile.name.value, argv=argv,
-                      env=_env(recipe, profile, found, cache_dirs), cwd=str(cwd), host=HOST,
-                      port=port, cache_dirs=cache_dirs, engine=engine.name,
-                      python=_python(recipe, argv, found))
+    env = _env(recipe, profile, found, cache_dirs)
+    python = _python(recipe, argv, found)
+    launch = LaunchPlan(platform=profile.name.value, argv=argv, env=env, cwd=str(cwd),
+                        host=HOST, port=port, cache_dirs=cache_dirs, engine=engine.name,
+                        python=python)
+    if recipe.engine.launcher:
+        path = launcher_path(expand(recipe.engine.launcher, found, "engine.launcher"),
+                             recipe_dir or cwd)
+        launcher_argv = [str(path), *expand(recipe.engine.launcher_args, found,
+                                            "engine.launcher_args")]
+        if python:  # the launcher gets the engine's interpreter by its path
+            argv = [python, *argv[1:]]
+        return launch.model_copy(update={"argv": [*launcher_argv, "--", *argv],
+                                         "launcher": str(path),
+                                         "python": None})
+    if container:
+        return _in_container(launch, container, found, cache_root)
+    return launch
+
+
+def _in_container(launch: LaunchPlan, spec: ContainerSpec, found: Mapping[str, str],
+                  cache_root: Path) -> LaunchPlan:
+    """The plan's argv as a container's command; the container's env joins the plan's."""
+    env = {**launch.env, **expand(spec.env, found, "engine.container.env")}
+    model = model_path(launch)
+    engine_argv = list(launch.argv)
+    if model:  # the container has no working directory of ours: the model by its full path
+        model = str(Path(launch.cwd) / model)
+        engine_argv[engine_argv.index("--model") + 1] = model
+    name = "registry-" + re.sub(r"[^A-Za-z0-9_.-]", "-", f"{launch.port}-{cache_root.name}")
+    argv = container_argv(spec, engine_argv, name=name, port=launch.port, env=env, model=model,
+                          mounts=expand(spec.mounts, found, "engine.container.mounts"),
+                          platform=launch.platform)
+    return launch.model_copy(update={"argv": argv, "env": env,
+                                     "container": launch_of(spec, name)})
 
 
 def _python(recipe: Recipe, argv: list[str], found: Mapping[str, str]) -> str | None:
@@ -109,10 +147,12 @@ def _python(recipe: Recipe, argv: list[str], found: Mapping[str, str]) -> str | 
     return engine_python(declared, found)[0]
 
 
-def preview(recipe: Recipe, *, port: int, models_dir: Path | None, cwd: Path) -> LaunchPlan:
+def preview(recipe: Recipe, *, port: int, models_dir: Path | None, cwd: Path,
+            recipe_dir: Path | None = None) -> LaunchPlan:
     """The plan a dry run prints: a run makes its own fresh cache root when it starts."""
     cache_root = Path(tempfile.gettempdir()) / "registry-run-cache-XXXXXXXX"
-    return plan(recipe, port=port, models_dir=models_dir, cwd=cwd, cache_root=cache_root)
+    return plan(recipe, port=port, models_dir=models_dir, cwd=cwd, cache_root=cache_root,
+                recipe_dir=recipe_dir)
 
 
 def model_path(launch: LaunchPlan) -> str | None:

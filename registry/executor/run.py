@@ -26,9 +26,9 @@ from registry.base.model import Frozen
 from registry.errors import EngineFailed, InvalidInput, RegistryError, VerificationFailed
 from registry.executor import probe
 from registry.executor.client import run_suites
+from registry.executor.container import check_digest, engine_for_plan, inspect_image
 from registry.executor.engine import (
     Cleanup,
-    Engine,
     EngineProcess,
     Launcher,
     base_env,
@@ -38,6 +38,7 @@ from registry.executor.engine import (
 from registry.executor.environment import gather
 from registry.executor.gpu import Sampler
 from registry.executor.interpreter import probe as probe_python
+from registry.executor.launcher import launcher_facts
 from registry.executor.plan import model_path, plan, variables
 from registry.executor.profiles import PlatformProfile
 from registry.executor.suite import Suite, load_suites
@@ -90,7 +91,7 @@ def run_recipe(recipe_path: Path, out_dir: Path, *, models_dir: Path | None = No
 def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | None = None,
         models_dir: Path | None = None, timeout: float = 600.0, request_timeout: float = 600.0,
         port: int | None = None, cwd: Path | None = None, hooks: Hooks | None = None,
-        platform: PlatformProfile | None = None, launcher: Launcher = Engine,
+        platform: PlatformProfile | None = None, launcher: Launcher = engine_for_plan,
         starts: int = 1) -> RunResult:
     """Run a normalized recipe (suite paths relative to `recipe_dir`); `platform`
     overrides the recipe's profile; `launcher` makes the engine (the plan's process);
@@ -103,8 +104,12 @@ def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | 
     cache_root = Path(tempfile.mkdtemp(prefix="registry-run-cache-"))
     try:  # planned before anything is written: bad input leaves no run directory
         launch = plan(recipe, platform, port=port or free_port(), models_dir=models_dir,
-                      cwd=(cwd or Path.cwd()).resolve(), cache_root=cache_root)
+                      cwd=(cwd or Path.cwd()).resolve(), cache_root=cache_root,
+                      recipe_dir=recipe_dir)
+        container = _container_facts(launch)
         _new_run_dir(out_dir)
+        if container is not None:
+            write_model(out_dir / rundir.CONTAINER, container)
         write_bytes(out_dir / rundir.RECIPE_JSON, canonical_bytes(recipe))
         if recipe_file is not None:
             write_bytes(out_dir / rundir.RECIPE_TOML, recipe_file.read_bytes())
@@ -121,7 +126,7 @@ def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | 
         folder = out_dir / rundir.STARTS / str(k)
         folder.mkdir(parents=True)
         try:
-            _one_start(recipe, suites, folder, platform, models_dir, cwd, timeout,
+            _one_start(recipe, suites, folder, platform, models_dir, cwd, recipe_dir, timeout,
                        request_timeout, Hooks(waiting=(hooks or Hooks()).waiting), launcher)
         except Exception as e:  # the record's run fails with its start
             _fail(out_dir, f"start {k} of {starts}: {e}")
@@ -135,13 +140,15 @@ def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | 
 
 def _one_start(recipe: Recipe, suites: list[Suite], out_dir: Path,
                platform: PlatformProfile | None, models_dir: Path | None,
-               cwd: Path | None, timeout: float, request_timeout: float, hooks: Hooks,
+               cwd: Path | None, recipe_dir: Path, timeout: float, request_timeout: float,
+               hooks: Hooks,
                launcher: Launcher) -> RunResult:
     """One engine start, planned afresh (its own port and cold caches) into `out_dir`."""
     cache_root = Path(tempfile.mkdtemp(prefix="registry-run-cache-"))
     try:
         launch = plan(recipe, platform, port=free_port(), models_dir=models_dir,
-                      cwd=(cwd or Path.cwd()).resolve(), cache_root=cache_root)
+                      cwd=(cwd or Path.cwd()).resolve(), cache_root=cache_root,
+                      recipe_dir=recipe_dir)
         write_model(out_dir / rundir.LAUNCH, launch)
         return _execute(recipe, launch, suites, out_dir, timeout, request_timeout, hooks,
                         launcher)
@@ -163,6 +170,16 @@ def _fail(out_dir: Path, reason: str) -> None:
     status = rundir.read_model(out_dir / rundir.STATUS, RunStatus)
     write_model(out_dir / rundir.STATUS, status.model_copy(update={
         "state": RunState.failed, "reason": reason}))
+
+
+def _container_facts(launch: LaunchPlan) -> rundir.ContainerFacts | None:
+    """The image's identity, asked of the runtime before anything is written: an image it
+    lacks, or not the pinned one, is refused here."""
+    if launch.container is None:
+        return None
+    facts = inspect_image(launch.container)
+    check_digest(facts)
+    return facts
 
 
 def _new_run_dir(out_dir: Path) -> None:
@@ -249,6 +266,9 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
         raise
     finally:
         cleanup = engine.stop()
+        if launch.launcher:
+            write_model(out_dir / rundir.LAUNCHER,
+                        launcher_facts(launch, out_dir / rundir.SERVER_LOG, cleanup.exit_code))
         if reason is None and not cleanup.clean:
             reason = f"teardown left the port open or processes {cleanup.leftover_pids}"
         state = RunState.complete if reason is None else RunState.failed

@@ -22,6 +22,9 @@ from registry.recipe.schema import Recipe, SuiteSpec
 class Prompt(Frozen):
     id: str
     prompt: str
+    prompt_class: str | None = Field(
+        None, description="the task class (prose, code, ...): the lab's final gate weighs "
+                          "each class the same")
 
     @property
     def sha256(self) -> str:
@@ -70,7 +73,8 @@ def _max_tokens(spec: SuiteSpec, recipe: Recipe) -> int:
 
 
 def parse_prompts(data: bytes, path: Path) -> list[Prompt]:
-    """One `{"id": str, "prompt": str}` object per line; ids unique; no blank lines."""
+    """One `{"id": str, "prompt": str}` object per line (`"prompt_class": str` optional);
+    ids unique; no blank lines."""
     try:
         lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
@@ -81,7 +85,8 @@ def parse_prompts(data: bytes, path: Path) -> list[Prompt]:
             prompts.append(Prompt.model_validate(loads_json(line)))
         except ValueError:  # bad JSON or a ValidationError
             raise InvalidInput(f"{path}:{number}: expected a JSON object with string "
-                               '"id" and "prompt" (and nothing else)') from None
+                               '"id" and "prompt" (and an optional "prompt_class"; nothing '
+                               "else)") from None
     ids = [p.id for p in prompts]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)

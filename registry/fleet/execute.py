@@ -86,18 +86,28 @@ def run_job(job: JobSpec, ctx: Context) -> Outcome:
     remote = get_remote(ctx.home, ctx.remote) if ctx.remote is not None else None
     if remote is not None:
         pull(ctx.home, remote)  # the target record, and what other hosts sealed
-    moves = [claimjobs.start(ctx.home, job.claim)] if job.claim else []
+    check_job(ctx.home, job)  # before anything runs: only what the ledger holds
     outcome = _reproduce(job, ctx) if job.kind == "reproduce" else _starts(job, ctx)
     ctx.phase("sealed")
-    if job.claim:
-        moves.append(claimjobs.finish(ctx.home, job.claim, next(iter(outcome.attestations),
-                                                                 None),
-                                      outcome.verdict == "passed"))
+    if job.claim:  # only after the run, and only the claim resting on this record
+        moves = [claimjobs.start(ctx.home, job.claim),
+                 claimjobs.finish(ctx.home, job.claim, next(iter(outcome.attestations), None),
+                                  outcome.verdict == "passed")]
         outcome = outcome.model_copy(update={"claim_moves": moves})
     if remote is not None:
         ctx.phase("pushing")
         push(ctx.home, remote)
     return outcome.model_copy(update={"pushed": remote is not None})
+
+
+def check_job(home: Home, job: JobSpec) -> None:
+    """The job's arguments read again as a job's (jobcheck.py), then checked against
+    this home's verified ledger: NotFound or InvalidInput, which no retry fixes."""
+    from registry.fleet.jobcheck import TASK, check_in_ledger, parse_args
+
+    asked = parse_args(TASK, {"kind": job.kind, "target": job.target,
+                              "control": job.control, "claim": job.claim})
+    check_in_ledger(home, asked)
 
 
 def _reproduce(job: JobSpec, ctx: Context) -> Outcome:

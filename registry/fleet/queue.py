@@ -20,6 +20,7 @@ from pydantic import Field
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound, Refused, UsageError
+from registry.fleet.jobcheck import TASK, Kind, parse_args
 
 if TYPE_CHECKING:
     import psycopg
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 ENV_QUEUE = "REGISTRY_QUEUE_URL"
 ENV_DATABASE = "REGISTRY_DATABASE_URL"
-TASK = "registry.fleet.job"
 MAX_ATTEMPTS = 3
 """Runs of one job before it stops retrying (a failure or a lost lease counts)."""
 
@@ -55,11 +55,16 @@ CREATE TABLE IF NOT EXISTS registry_fleet_jobs (
 )
 """
 
-
-class Kind(StrEnum):
-    reproduce = "reproduce"
-    controlled = "controlled"  # `registry reproduce TARGET --control CONTROL`
-    ab = "ab"  # `registry ab CONTROL TARGET`
+ARGS_GUARD = """
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'registry_job_args_object') THEN
+    ALTER TABLE procrastinate_jobs ADD CONSTRAINT registry_job_args_object
+      CHECK (jsonb_typeof(args) = 'object') NOT VALID;
+  END IF;
+END $$
+"""
+"""procrastinate's worker fails in its own code, and holds the job for good, on a row
+whose arguments are not a JSON object: PostgreSQL refuses such a row (new rows only)."""
 
 
 class State(StrEnum):
@@ -77,7 +82,9 @@ _STATES = {"todo": State.queued, "doing": State.running, "succeeded": State.done
 
 class Job(Frozen):
     id: int
-    kind: Kind
+    kind: Kind | None = Field(description="None when the row is not a job (`malformed`)")
+    malformed: str | None = Field(None, description="why the queue row is not a job a "
+                                                    "worker runs (jobcheck.py)")
     target: str = Field(description="the record reproduced (or side B of an A/B)")
     control: str | None = Field(None, description="the control record of a controlled "
                                                   "reproduction, side A of an A/B")
@@ -99,14 +106,16 @@ class Job(Frozen):
                                    description="what the job did to the claim, in order")
     reason: str | None = None
     log: str | None = None
-    added_at: datetime
+    added_at: datetime | None = Field(None, description="None before its row is written")
     started_at: datetime | None = None
-    updated_at: datetime
+    updated_at: datetime | None = None
 
     def what(self, width: int = 12) -> str:
         """The job in the words of the command it runs, each record id cut to `width`
         (`queue list` and the report's fleet page say it alike)."""
         target, control = self.target[:width], (self.control or "")[:width]
+        if self.malformed or self.kind is None:
+            return "malformed job"
         if self.kind is Kind.ab:
             return f"ab {control} vs {target}"
         if self.kind is Kind.controlled:
@@ -182,6 +191,7 @@ def ensure_schema(url: str) -> None:
                 with App(connector=SyncPsycopgConnector(conninfo=url)).open() as sync:
                     sync.schema_manager.apply_schema()
             conn.execute(TABLE)
+            conn.execute(ARGS_GUARD)
         finally:
             conn.execute("SELECT pg_advisory_unlock(727027)")
     _ENSURED.add(url)
@@ -216,21 +226,56 @@ def insert_row(conn: psycopg.Connection[dict[str, Any]], job_id: int, kind: str,
 
 
 SELECT = """
-SELECT f.*, j.status::text AS status, j.attempts, j.queue_name
-  FROM registry_fleet_jobs f JOIN procrastinate_jobs j ON j.id = f.job_id
+SELECT f.*, j.id AS id, j.status::text AS status, j.attempts, j.queue_name, j.task_name,
+       j.args AS args
+  FROM procrastinate_jobs j LEFT JOIN registry_fleet_jobs f ON f.job_id = j.id
 """
+"""Every queue row, with its fleet row when there is one: a row a database writer put
+in procrastinate's table alone is listed too (malformed, when it is not a job)."""
 
 
 def _job(row: dict[str, Any]) -> Job:
-    return Job(id=row["job_id"], kind=Kind(row["kind"]), target=row["target"],
-               control=row["control"], hardware=row["hardware"],
-               state=_STATES.get(row["status"], State.queued), phase=row["phase"],
-               attempts=row["attempts"], queue=row["queue_name"], worker=row["worker"],
-               host=row["host"], records=row["records"], attestations=row["attestations"],
-               pushed=row["pushed"], claim=row["claim"], claim_moves=row["claim_moves"],
-               reason=row["reason"], log=row["log"],
-               added_at=row["added_at"], started_at=row["started_at"],
-               updated_at=row["updated_at"])
+    """A queue row as a job. Its kind and records are read from the arguments the worker
+    acts on (never from the fleet row beside them); a row that is not a job, or whose
+    fleet row does not read, is a malformed job with the reason, never an error."""
+    from pydantic import ValidationError
+
+    try:
+        args = parse_args(row["task_name"], row["args"])
+    except InvalidInput as e:
+        return _malformed(row, e.message)
+    try:
+        return Job(id=row["id"], kind=args.kind, target=args.target, control=args.control,
+                   claim=args.claim, hardware=row["hardware"] or _hardware(row),
+                   state=_state(row), phase=row["phase"] or "queued",
+                   attempts=row["attempts"], queue=row["queue_name"], worker=row["worker"],
+                   host=row["host"], records=row["records"] or [],
+                   attestations=row["attestations"] or [], pushed=bool(row["pushed"]),
+                   claim_moves=row["claim_moves"] or [], reason=row["reason"],
+                   log=row["log"], added_at=row["added_at"], started_at=row["started_at"],
+                   updated_at=row["updated_at"])
+    except ValidationError as e:
+        return _malformed(row, f"its fleet row does not read ({e.errors()[0]['loc']})")
+
+
+def _malformed(row: dict[str, Any], why: str) -> Job:
+    """A row that is not a job: only what is surely text is kept from it."""
+    def text(name: str) -> str | None:
+        value = row.get(name)
+        return value if isinstance(value, str) else None
+
+    return Job(id=row["id"], kind=None, malformed=why, target="", hardware=_hardware(row),
+               state=_state(row), phase=text("phase") or "queued", attempts=row["attempts"],
+               queue=row["queue_name"], worker=text("worker"), host=text("host"),
+               reason=text("reason"), log=text("log"))
+
+
+def _hardware(row: dict[str, Any]) -> str:
+    return str(row["queue_name"]).removeprefix("hw:")
+
+
+def _state(row: dict[str, Any]) -> State:
+    return _STATES.get(row["status"], State.queued)
 
 
 def get_job(url: str, job_id: int, conn: psycopg.Connection[dict[str, Any]] | None = None
@@ -238,7 +283,7 @@ def get_job(url: str, job_id: int, conn: psycopg.Connection[dict[str, Any]] | No
     if conn is None:
         with connect(url) as c:
             return get_job(url, job_id, c)
-    row = conn.execute(SELECT + " WHERE f.job_id = %s", (job_id,)).fetchone()
+    row = conn.execute(SELECT + " WHERE j.id = %s", (job_id,)).fetchone()
     if row is None:
         raise NotFound(f"no queued job {job_id}", hint="registry queue list")
     return _job(row)
@@ -248,14 +293,14 @@ def list_jobs(url: str, states: list[State] | None = None) -> QueueSummary:
     """Every job, oldest first, with the backlog per hardware and each worker's job."""
     ensure_schema(url)
     with connect(url) as conn:
-        jobs = [_job(r) for r in conn.execute(SELECT + " ORDER BY f.job_id").fetchall()]
+        jobs = [_job(r) for r in conn.execute(SELECT + " ORDER BY j.id").fetchall()]
     backlog: dict[str, int] = {}
     hosts: dict[str, str] = {}
     for j in jobs:
         if j.state is State.queued:
             backlog[j.hardware] = backlog.get(j.hardware, 0) + 1
         if j.state is State.running and j.worker:
-            hosts[j.worker] = f"job {j.id} {j.phase} ({j.kind.value} {j.target[:12]})"
+            hosts[j.worker] = f"job {j.id} {j.phase} ({j.what()})"
     shown = [j for j in jobs if not states or j.state in states]
     return QueueSummary(jobs=shown, backlog=backlog, hosts=hosts)
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from registry.errors import InvalidInput, UsageError
 from registry.fleet.hardware import check_identity, sealed_hardware
-from registry.fleet.queue import Job, Kind, add_job, queue_url
+from registry.fleet.jobcheck import Kind
+from registry.fleet.queue import Job, add_job, queue_url
 
 if TYPE_CHECKING:
     from registry.store.home import Home

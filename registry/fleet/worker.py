@@ -25,9 +25,9 @@ from registry.base.model import Frozen
 from registry.errors import RegistryError
 from registry.fleet.execute import Context, JobSpec, Outcome, run_job
 from registry.fleet.failures import Hopeless, is_hopeless, retries
+from registry.fleet.jobcheck import TASK
 from registry.fleet.queue import (
     MAX_ATTEMPTS,
-    TASK,
     connect,
     ensure_schema,
     hardware_queue,
@@ -134,16 +134,14 @@ Runner = Callable[[JobSpec, Context], Outcome]
 
 def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: WorkerReport,
           worker: Worker, limit: int | None, runner: Runner) -> Callable[..., None]:
-    def job(context: JobContext, kind: str, target: str, control: str | None,
-            claim: str | None = None) -> None:
+    def job(context: JobContext, **args: object) -> None:
         j = context.job
         assert j.id is not None
         report.jobs.append(j.id)
         if limit is not None and len(report.jobs) >= limit:
             # this job is the last one: finish it, take no other
             worker.stop()  # type: ignore[no-untyped-call]
-        spec = JobSpec(id=j.id, queue=hardware_queue(opts.hardware), kind=kind,
-                       target=target, control=control, attempt=j.attempts, claim=claim)
+        spec = _job_spec(opts, j.id, j.task_name, args, j.attempts, report)
         try:
             _run(home, opts, launcher, spec, _Lease(j.id, j.worker_id, context), runner)
         except LeaseLost as e:
@@ -161,6 +159,29 @@ def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: Wo
             raise
 
     return job
+
+
+def _job_spec(opts: WorkerOptions, job_id: int, task: str, args: dict[str, object],
+              attempts: int, report: WorkerReport) -> JobSpec:
+    """The job a queue row asks for, or, when the row is not a job (any row a database
+    writer inserts: jobcheck.py), the row failed at once with the reason: nothing runs,
+    nothing is retried."""
+    from registry.errors import InvalidInput
+    from registry.fleet.jobcheck import parse_args
+
+    try:
+        asked = parse_args(task, args)
+    except InvalidInput as e:
+        reason = _failure(e, attempts + 1)
+        with connect(opts.url) as conn:
+            insert_row(conn, job_id, "malformed", "", opts.hardware, None, None)
+            note(conn, job_id, phase="failed", worker=opts.name, host=platform.node(),
+                 reason=reason)
+        report.failed.append(job_id)
+        raise Hopeless(reason) from None
+    return JobSpec(id=job_id, queue=hardware_queue(opts.hardware), kind=asked.kind.value,
+                   target=asked.target, control=asked.control, attempt=attempts,
+                   claim=asked.claim)
 
 
 class _Lease:

@@ -70,6 +70,13 @@ FIELDS: dict[str, tuple[Kind, str]] = {
     "kv.max_concurrency": (Kind.performance, "maximum concurrency at max_model_len"),
     "kv.memory_gib": (Kind.performance, "KV cache memory (per rank)"),
     "env.unknown_vllm_vars": (Kind.environment, "VLLM_* variables the engine did not recognise"),
+    # a containerized engine (docs/containers.md): the image is the software that ran
+    "container.image_digest": (Kind.identity, "the image's manifest digest"),
+    "container.image_id": (Kind.identity, "the image id (its config digest)"),
+    "container.image_created": (Kind.environment, "the image's created time"),
+    "container.runtime": (Kind.environment, "podman or docker"),
+    "container.runtime_version": (Kind.environment, "the container runtime's version"),
+    "launcher.sha256": (Kind.identity, "the launcher script that started the engine"),
     # llama.cpp (docs/engines.md): K and V are separate types, per cache
     "precision.kv_cache_k": (Kind.identity, "K cache type of the target's (full) cache"),
     "precision.kv_cache_v": (Kind.identity, "V cache type of the target's (full) cache"),

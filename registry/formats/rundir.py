@@ -14,9 +14,11 @@ from registry.base.model import Frozen, empty_list
 from registry.errors import InvalidInput
 from registry.formats.runfacts import (
     BENCH,
+    CONTAINER,
     ENVIRONMENT,
     GPU_SAMPLES,
     LAUNCH,
+    LAUNCHER,
     METRICS_AFTER,
     METRICS_BEFORE,
     OUTPUTS,
@@ -28,19 +30,56 @@ from registry.formats.runfacts import (
     STATUS,
     SUITES,
     Accelerator,
+    ContainerFacts,
     EnginePackage,
     Environment,
+    LauncherFacts,
     RunState,
 )
 
 # the run directory's public names: its own formats, and those a record keeps (in
 # registry/formats/runfacts.py, so that a record reader builds only those)
 __all__ = [
-    "BENCH", "ENVIRONMENT", "GPU_SAMPLES", "LAUNCH", "METRICS_AFTER", "METRICS_BEFORE",
-    "OUTPUTS", "PROBE", "RECIPE_JSON", "RECIPE_TOML", "SERVER_LOG", "STARTS", "STATUS",
-    "SUITES", "Accelerator", "Bench", "BenchRow", "EnginePackage", "Environment", "LaunchPlan",
-    "RunState", "RunStatus", "SuiteRef", "read_model", "require_run_dir",
+    "BENCH",
+    "CONTAINER",
+    "ENVIRONMENT",
+    "GPU_SAMPLES",
+    "LAUNCH",
+    "LAUNCHER",
+    "METRICS_AFTER",
+    "METRICS_BEFORE",
+    "OUTPUTS",
+    "PROBE",
+    "RECIPE_JSON",
+    "RECIPE_TOML",
+    "SERVER_LOG",
+    "STARTS",
+    "STATUS",
+    "SUITES",
+    "Accelerator",
+    "Bench",
+    "BenchRow",
+    "ContainerFacts",
+    "ContainerLaunch",
+    "EnginePackage",
+    "Environment",
+    "LaunchPlan",
+    "LauncherFacts",
+    "RunState",
+    "RunStatus",
+    "SuiteRef",
+    "read_model",
+    "require_run_dir",
 ]
+
+
+class ContainerLaunch(Frozen):
+    """The container a plan starts: its runtime, image and name (the argv holds the rest)."""
+
+    runtime: str = Field(description="podman | docker")
+    image: str
+    name: str = Field(description="the container's name: `<runtime> stop NAME` stops it")
+    pinned: bool = Field(description="the image is named by its digest")
 
 
 class LaunchPlan(Frozen):
@@ -56,6 +95,7 @@ class LaunchPlan(Frozen):
     cache_dirs: dict[str, str] = Field(default_factory=dict, description="private, cold caches")
     launcher: str | None = Field(None, description="launcher script, when one wraps the engine")
     engine: str = Field("vllm", description="the engine plug-in (recipe engine.name)")
+    container: ContainerLaunch | None = Field(None, description="set: argv runs a container")
     python: str | None = Field(
         None, description="the interpreter a `python` command runs under (engine.python); "
         "unset: the registry's own")

@@ -25,6 +25,8 @@ STATUS = "status.json"  # RunStatus
 SUITES = "suites"  # suites/<name>.jsonl: each prompt suite exactly as sent
 PROBE = "probe.json"  # the host speed probe before and after the suite (executor.probe)
 GPU_SAMPLES = "gpu-samples.csv"  # nvidia-smi samples through the suite, when it exists
+CONTAINER = "container.json"  # ContainerFacts: the image and runtime a container run used
+LAUNCHER = "launcher.json"  # LauncherFacts: the launcher, its printed settings, its exit
 STARTS = "starts"  # starts/<k>/: engine start k of `run --starts N` (its log, status, probe)
 
 
@@ -33,6 +35,30 @@ class RunState(StrEnum):
     complete = "complete"
     failed = "failed"
     unknown = "unknown"  # a record of a run that left no status.json
+
+
+class ContainerFacts(Frozen):
+    """The container's identity as its runtime reported it before the start."""
+
+    runtime: str = Field(description="podman | docker")
+    runtime_version: str = Field(description="`<runtime> --version`, as printed")
+    image: str = Field(description="the reference the recipe gave")
+    image_digest: str | None = Field(None, description="the manifest digest (sha256:...)")
+    image_id: str = Field(description="the image id (its config's digest)")
+    image_created: str | None = Field(None, description="the image's created time")
+    name: str = Field(description="the container's name")
+
+
+class LauncherFacts(Frozen):
+    """A launcher script: what ran, what it printed about itself, how it ended."""
+
+    path: str
+    sha256: str
+    argv: list[str] = Field(description="as run (never through a shell)")
+    settings: dict[str, str] = Field(
+        default_factory=dict, description="the `key=value` lines it printed before "
+        "`--- server ---` (its declared settings)")
+    exit_code: int | None = None
 
 
 class Accelerator(Frozen):

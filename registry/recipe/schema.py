@@ -192,6 +192,77 @@ class ParallelSpec(Frozen):
         return self.tensor * self.pipeline * self.data
 
 
+DIGEST_RE = re.compile(r"@sha256:[0-9a-f]{64}$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SIZE_RE = r"^[1-9][0-9]*[kmg]?$"
+
+
+class ContainerSpec(Frozen):
+    """The engine runs in a container (docs/containers.md): the image by digest, the
+    runtime, what it mounts and may reach, its memory."""
+
+    image: str = Field(description="`repo@sha256:<digest>` (a tag alone is refused for sealing)")
+    runtime: Literal["podman", "docker"] = "podman"
+    oci_runtime: str | None = Field(
+        None, description="the OCI runtime podman/docker is told to use (`--runtime`), "
+        "e.g. /usr/sbin/runc")
+    mounts: list[str] = Field(
+        default_factory=list, description="extra `HOST:CONTAINER[:ro]` mounts (may use ${VAR}); "
+        "the model is always mounted read-only at its own path")
+    network: Literal["host", "loopback"] = Field(
+        "host", description="`host`: the host's network, the server on 127.0.0.1; `loopback`: "
+        "its own network, the port published on 127.0.0.1 only")
+    env: dict[str, str] = Field(default_factory=dict, description="container environment")
+    devices: list[str] = Field(default_factory=list,
+                               description="devices passed in, e.g. /dev/dri (XPU)")
+    gpus: str | None = Field(None, description="NVIDIA GPUs (`all`, `device=0,1`): CUDA")
+    group_add: list[str] = Field(default_factory=list, description="e.g. render (XPU)")
+    memory: str | None = Field(None, pattern=SIZE_RE, description="memory limit, e.g. 12g")
+    memory_swap: str | None = Field(
+        None, pattern=SIZE_RE, description="memory plus swap; equal to memory: no swap")
+    ulimits: dict[str, str] = Field(
+        default_factory=dict, description="e.g. nofile = \"1024:1024\" (where the runtime's "
+        "defaults exceed the host's)")
+
+    @field_validator("image")
+    @classmethod
+    def _image_word(cls, v: str) -> str:
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$", v) or len(v) > 512:
+            raise ValueError(f"{v!r} is not an image reference (repo[:tag][@sha256:digest])")
+        if "@" in v and not DIGEST_RE.search(v):
+            raise ValueError(f"{v!r}: a digest is `@sha256:` and 64 lowercase hex digits")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = sorted(k for k in v if not ENV_NAME_RE.match(k))
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not an environment variable name")
+        return v
+
+    @field_validator("mounts")
+    @classmethod
+    def _mount_shape(cls, v: list[str]) -> list[str]:
+        for mount in v:
+            parts = mount.split(":")
+            if len(parts) not in (2, 3) or not all(parts[:2]) or \
+                    (len(parts) == 3 and parts[2] not in ("ro", "rw")):
+                raise ValueError(f"mount {mount!r}: write HOST:CONTAINER or HOST:CONTAINER:ro")
+        return v
+
+    @model_validator(mode="after")
+    def _swap_not_below_memory(self) -> ContainerSpec:
+        if (self.memory_swap is None) != (self.memory is None):
+            raise ValueError("memory and memory_swap go together (equal: no swap)")
+        return self
+
+    @property
+    def pinned(self) -> bool:
+        """The image is named by its digest (a tag can move; a digest cannot)."""
+        return bool(DIGEST_RE.search(self.image))
+
+
 class EngineSpec(Frozen):
     name: Literal["vllm", "llama.cpp"] = "vllm"
     version: str | None = Field(None, description="engine release the recipe was written for")
@@ -208,6 +279,21 @@ class EngineSpec(Frozen):
     )
     env: dict[str, str] = Field(default_factory=dict, description="engine environment")
     identity: str | None = None
+    launcher: str | None = Field(
+        None, description="a launcher script that starts the engine (relative to the recipe's "
+        "folder, or ${VAR}); run as an argv with the engine's arguments after its own")
+    launcher_args: list[str] = Field(
+        default_factory=list, description="the launcher's own arguments, before the engine's")
+    container: ContainerSpec | None = Field(None, description="run the engine in a container")
+
+    @model_validator(mode="after")
+    def _launcher_or_container(self) -> EngineSpec:
+        if self.launcher_args and not self.launcher:
+            raise ValueError("launcher_args without a launcher")
+        if self.launcher and self.container:
+            raise ValueError("a launcher and a container: choose one (a launcher that runs "
+                             "its own container is named as a launcher)")
+        return self
 
     @field_validator("commit")
     @classmethod
@@ -294,8 +380,29 @@ class NeedleGate(Frozen):
     context_tokens: int | None = None
 
 
+class CodeGate(Frozen):
+    """The lab's code canary: the code in the answer, run in a sandbox
+    (registry/contracts/sandbox.py), prints what is expected."""
+
+    kind: Literal["code"]
+    prompts: list[str] = Field(min_length=1)
+    expected_stdout: str = Field(description="compared with the output, ends stripped")
+    stdin: str = ""
+    timeout_s: float = Field(5.0, gt=0, le=60, description="wall and CPU time")
+    memory_mib: int = Field(256, ge=16, le=4096, description="address space")
+
+
+class SameAnswerGate(Frozen):
+    """The lab's determinism canary: one prompt sent several times (under several ids)
+    gives one answer, token for token."""
+
+    kind: Literal["same-answer"]
+    prompts: list[str] = Field(min_length=2)
+
+
 Gate = Annotated[
-    JsonSchemaGate | FragmentsGate | RepetitionGate | NeedleGate, Field(discriminator="kind")
+    JsonSchemaGate | FragmentsGate | RepetitionGate | NeedleGate | CodeGate | SameAnswerGate,
+    Field(discriminator="kind")
 ]
 
 

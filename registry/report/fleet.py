@@ -36,7 +36,7 @@ def _row(j: Job, shown: Collection[str]) -> list[Html | str]:
     return [str(j.id), j.what(), j.hardware, status_word(j.state.value), j.phase,
             str(j.attempts), j.worker or "", _records(j.records, shown),
             " ".join(short(a) for a in j.attestations), "; ".join(j.claim_moves),
-            j.reason or ""]
+            "; ".join(filter(None, (j.malformed, j.reason)))]
 
 
 def status_word(state: str) -> Html:

@@ -83,7 +83,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     except those `sealed` (run directory name -> record) holds: an earlier attempt
     sealed them, and they are taken as they are (the fleet's retried jobs)."""
     from registry.contracts.sealed import load_sealed, sealed_run
-    from registry.executor.engine import Engine
+    from registry.executor.container import engine_for_plan
     from registry.executor.run import Hooks as RunHooks
     from registry.executor.run import run
     from registry.store.query import sealed_statement
@@ -95,7 +95,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     rid, statement = sealed_statement(home, prefix)
     original = sealed_run(home, rid, statement)
     recipe = _recipe(original.id, statement, recipe_path)
-    launch = _plan(recipe, models_dir)
+    launch = _plan(recipe, models_dir, recipe_path)
     env = check_environment(statement.predicate, recipe, launch, allow_env_drift)
     checked = Reproduction(original=original.id, recipe=str(recipe_path or "record"),
                            plan=launch, environment=env, dry_run=dry_run,
@@ -127,7 +127,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     with suite_folder(suites, recipe_path) as recipe_dir:
         run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
             models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more),
-            launcher=launcher or Engine)
+            launcher=launcher or engine_for_plan)
     new = load_sealed(home, _seal(home, run_dir, recipe_path, original.id, env, progress).id)
     performance = performance_verdict(original, new, formula, window, min_performance,
                                       max_rounds)
@@ -175,7 +175,7 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
                            hint="a control runs the same suites, pinned to the same digests")
     c_recipe = _recipe(control.id, _statement(home, control.id), None)
     c_env = check_environment(_statement(home, control.id).predicate, c_recipe,
-                              _plan(c_recipe, models_dir), allow_env_drift)
+                              _plan(c_recipe, models_dir, None), allow_env_drift)
     if c_env.refused and not checked.dry_run:
         raise Refused(f"environment drift since control {control.id[:16]}: "
                       + "; ".join(_drift_text(c_env)),
@@ -213,7 +213,7 @@ def _control_start(home: Home, i: int, side: str,
     """One fresh engine start of the record's or the control's recipe, sealed with the
     record it re-runs as parent (or the record `sealed` names for its run directory)."""
     from registry.contracts.sealed import load_sealed
-    from registry.executor.engine import Engine
+    from registry.executor.container import engine_for_plan
     from registry.executor.run import run
     from registry.reproduce.control import ControlStart, run_dir_of, start_figures
 
@@ -224,7 +224,7 @@ def _control_start(home: Home, i: int, side: str,
         suites = stored_suites(home, recipe) if recipe_path is None else []
         with suite_folder(suites, recipe_path) as recipe_dir:
             run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
-                models_dir=models_dir, hooks=hooks, launcher=launcher or Engine)
+                models_dir=models_dir, hooks=hooks, launcher=launcher or engine_for_plan)
         rid = _seal(home, run_dir, recipe_path, parent, env, progress).id
     rows = load_sealed(home, rid).bench.timed_rows
     return ControlStart(start=i, side=side, record=rid, run_dir=str(run_dir),
@@ -311,11 +311,17 @@ def suite_folder(suites: list[tuple[str, Path]], recipe_path: Path | None) -> It
         yield Path(tmp)
 
 
-def _plan(recipe: Recipe, models_dir: Path | None) -> LaunchPlan:
+def _plan(recipe: Recipe, models_dir: Path | None, recipe_path: Path | None) -> LaunchPlan:
     from registry.executor.engine import free_port
     from registry.executor.plan import preview
 
-    return preview(recipe, port=free_port(), models_dir=models_dir, cwd=Path.cwd())
+    if recipe.engine.launcher and recipe_path is None:
+        # the record binds the launcher by its digest (launcher.sha256), not its location
+        raise InvalidInput(f"the record's recipe starts its engine through the launcher "
+                           f"{recipe.engine.launcher}: reproduce needs --recipe, the launcher "
+                           "is found beside it", hint="pass --recipe RECIPE.toml")
+    return preview(recipe, port=free_port(), models_dir=models_dir, cwd=Path.cwd(),
+                   recipe_dir=recipe_path.parent if recipe_path else None)
 
 
 def _drift_text(env: EnvironmentCheck) -> list[str]:

@@ -150,12 +150,18 @@ def _bitwise(home: Home, original: SealedRun, new: SealedRun, recipe: Recipe) ->
     """The new rows against the original's, suite by suite; then the lane's teacher."""
     from registry.contracts import teacher_lane
     from registry.contracts.bindings import get_teacher
-    from registry.contracts.teacher import TeacherSource, binding_axes, teacher_from_rows
+    from registry.contracts.teacher import (
+        TeacherSource,
+        binding_axes,
+        kernel_axes,
+        teacher_from_rows,
+    )
 
     lane = teacher_lane(recipe)
     source = TeacherSource(kind="record", ref=original.id)
     references = [teacher_from_rows(lane, [r for r in original.bench.rows if r.suite == s.name],
-                                    binding_axes(original.identity, s.sha256), source)
+                                    binding_axes(original.identity, s.sha256), source,
+                                    kernel_axes(original.identity))
                   for s in original.bench.suites]
     teacher = get_teacher(home, lane)
     if teacher is not None and teacher.source.ref != original.id:

@@ -15,6 +15,7 @@ from registry.engines.base import Given
 from registry.formats.identity import ResolvedIdentity
 from registry.logs import LogScan
 from registry.recipe import Recipe
+from registry.resolve.container import container_fields
 from registry.resolve.dialect import engine_of
 from registry.resolve.inputs import Checkpoints, find_log, load_run_recipe
 
@@ -25,6 +26,23 @@ def resolve_run(run_dir: Path, *, recipe: Recipe | None = None, recipe_path: Pat
                 checkpoint: Path | None = None, draft_checkpoint: Path | None = None,
                 log_path: Path | None = None, scan: LogScan | None = None,
                 checkpoints: Checkpoints | None = None) -> ResolvedIdentity:
+    """The run's identity (`_resolve_run` below: engine log, checkpoints, metrics) with the
+    container's and launcher's fields (registry/resolve/container.py)."""
+    run_dir = Path(run_dir)
+    identity = _resolve_run(run_dir, recipe=recipe, recipe_path=recipe_path,
+                            checkpoint=checkpoint, draft_checkpoint=draft_checkpoint,
+                            log_path=log_path, scan=scan, checkpoints=checkpoints)
+    extra = container_fields(run_dir, load_run_recipe(run_dir, recipe, recipe_path))
+    if not extra:
+        return identity
+    return identity.model_copy(update={"fields": {**identity.fields, **extra}})
+
+
+def _resolve_run(run_dir: Path, *, recipe: Recipe | None = None,
+                 recipe_path: Path | None = None, checkpoint: Path | None = None,
+                 draft_checkpoint: Path | None = None, log_path: Path | None = None,
+                 scan: LogScan | None = None,
+                 checkpoints: Checkpoints | None = None) -> ResolvedIdentity:
     """`log_path`: the engine log, relative to `run_dir` or absolute (default: found);
     `scan`: that log already scanned with `scan_run_log` (seal reads it too);
     `checkpoints`: what the checkpoints say, given (a record's sealed evidence) instead

@@ -50,6 +50,7 @@ from registry.store.writer import Artifact, SealedRecord, Signer, write_record
 ROLES = {name: name for name in (
     rundir.SERVER_LOG, rundir.RECIPE_JSON, rundir.RECIPE_TOML, rundir.LAUNCH, rundir.ENVIRONMENT,
     rundir.METRICS_BEFORE, rundir.METRICS_AFTER, rundir.BENCH, rundir.OUTPUTS, rundir.STATUS,
+    rundir.CONTAINER, rundir.LAUNCHER,
 )}
 
 
@@ -77,6 +78,7 @@ def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
             return found
     run = run_info(run_dir)
     recipe = load_run_recipe(run_dir, None, recipe_path)
+    _require_pinned_image(run_dir, recipe)
     scan = scan_run_log(run_dir, recipe)
     checkpoints = Checkpoints()
     identity = resolve_run(run_dir, recipe=recipe, recipe_path=recipe_path, scan=scan,
@@ -165,6 +167,19 @@ def allowed_overrides(identity: ResolvedIdentity, allow: dict[str, str]) -> list
                            f"--allow-mismatch {refused[0]} --reason TEXT")
     return [Override(field=m, reason=allow[m], declared=identity.fields[m].declared,
                      resolved=identity.fields[m].resolved) for m in mismatches]
+
+
+def _require_pinned_image(run_dir: Path, recipe: Recipe | None) -> None:
+    """A tag can be moved to other bytes: a container run seals only with its image named
+    by digest (in the recipe or the run's plan)."""
+    plan = _launch_plan(run_dir)
+    image = (plan.container.image if plan and plan.container else
+             recipe.engine.container.image if recipe and recipe.engine.container else None)
+    if image is not None and "@sha256:" not in image:
+        raise Refused(f"engine.container.image {image!r} is a tag, not a digest: a sealed run "
+                      "names its image by digest",
+                      hint="pin it: IMAGE@sha256:<digest> (`podman image inspect IMAGE "
+                           "--format '{{.Digest}}'`)")
 
 
 def _mismatch_text(identity: ResolvedIdentity, name: str) -> str:

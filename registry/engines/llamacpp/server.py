@@ -53,6 +53,10 @@ class LlamaServer:
                            hint="run tools/llama_server.sh (builds it), or set "
                                 f"{SERVER_VAR} to one")
 
+    def container_command(self, version: str | None = None) -> list[str]:
+        """In an image the server is on the image's PATH."""
+        return ["llama-server"]
+
     def render_argv(self, args: dict[str, Any], version: str | None = None) -> list[str]:
         return table.render_argv(args)  # one build's table (b11434) for every version
 

@@ -31,6 +31,10 @@ class VLLMServer:
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]:
         return vllm.server_command(version)
 
+    def container_command(self, version: str | None = None) -> list[str]:
+        """In an image the interpreter is the image's own `python3`."""
+        return ["python3", *vllm.server_command(version)[1:]]
+
     def render_argv(self, args: dict[str, Any], version: str | None = None) -> list[str]:
         return vllm.render_argv(args, version=version)
 

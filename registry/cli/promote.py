@@ -1,0 +1,111 @@
+"""`registry promote RECORD`: a record judged against a promotion policy, signed as one
+verification; `registry promote --lab FILE`: a lab's own promotion attestation judged
+the way the lab's checker judges it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from registry.cli.options import HomeOpt, Json, find
+
+if TYPE_CHECKING:
+    from registry.promote import Promotion
+    from registry.promote.labattestation import LabAttestationJudgement
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(promote)
+
+
+def promote(
+    record: Annotated[str | None, typer.Argument(
+        show_default=False, help="Record id or prefix (omit with --lab).")] = None,
+    policy: Annotated[Path | None, typer.Option(
+        "--policy", help="Promotion policy TOML (default: the lab's, shipped).")] = None,
+    lab: Annotated[Path | None, typer.Option(
+        "--lab", help="Judge this lab promotion-attestation.json instead of a record.")] = None,
+    root: Annotated[Path | None, typer.Option(
+        "--root", help="With --lab: the lab repository its paths are inside "
+                       "(default: the current directory).")] = None,
+    performance: Annotated[Path | None, typer.Option(
+        "--performance", help="With --lab: the performance file submitted with it.")] = None,
+    no_seal: Annotated[bool, typer.Option(
+        "--no-seal", help="Do not sign and commit the result as a verification.")] = False,
+    home: HomeOpt = None,
+    json: Json = False,
+) -> None:
+    """Promote a record: every gate of the policy (the lab's realistic final gate and its
+    six attestation gates by default) judged from the record's own rows, suite, contract
+    and verifications, each failing closed with its reason. Exit 0 promoted, 1 not.
+    The result is signed as a verification (`registry show` lists it) unless --no-seal.
+
+    Example: registry promote 3f2a9c
+    Example: registry promote --lab repro/x/promotion-attestation.json --root lab-checkout
+    """
+    from registry.cli.exits import leave, with_code
+    from registry.cli.output import print_json
+    from registry.errors import ExitCode, InvalidInput
+
+    if (record is None) == (lab is None):
+        raise InvalidInput("give a record, or --lab FILE, not both",
+                           hint="registry promote --help")
+    if lab is not None:
+        from registry.promote.labattestation import judge_lab_attestation
+
+        judged = judge_lab_attestation(lab, root or Path.cwd(), performance)
+        code = ExitCode.OK if judged.passed else ExitCode.FAILED
+        if json:
+            print_json(with_code(judged, code))
+        else:
+            _print_lab(judged)
+        leave(code)
+        return
+    from registry.promote import promote_record
+
+    assert record is not None
+    done = promote_record(find(home), record, policy, seal=not no_seal)
+    code = ExitCode.OK if done.promoted else ExitCode.FAILED
+    if json:
+        print_json(with_code(done, code))
+    else:
+        _print_promotion(done)
+    leave(code)
+
+
+def _print_promotion(done: Promotion) -> None:
+    from rich.text import Text
+
+    from registry.cli.output import console, table
+
+    console.print(table(f"promotion of {done.id[:16]} under {done.policy}",
+                        ["gate", "result", "detail"],
+                        [[g.gate.value, Text("passed" if g.passed else "failed",
+                                             style="green" if g.passed else "bold red"),
+                          g.detail] for g in done.gates]))
+    console.print(done.final_gate.prefill_text, highlight=False)
+    console.print("promoted" if done.promoted else "not promoted", highlight=False,
+                  style="green" if done.promoted else "bold red")
+    if done.verification:
+        console.print(f"verification {done.verification[:16]} signed and committed",
+                      highlight=False)
+    elif done.not_sealed:
+        console.print(f"not sealed: {done.not_sealed}", highlight=False, style="yellow")
+
+
+def _print_lab(judged: LabAttestationJudgement) -> None:
+    from registry.cli.output import console, table
+
+    console.print(table(f"lab promotion attestation {judged.path}",
+                        ["gate", "stated", "bound evidence"],
+                        [[g.name, str(g.stated).lower() if isinstance(g.stated, bool)
+                          else repr(g.stated), ", ".join(g.supported_by) or "none"]
+                         for g in judged.gates]))
+    if judged.passed:
+        console.print("passed: every gate true and bound to evidence that re-hashes",
+                      highlight=False, style="green")
+    else:
+        console.print("failed: " + ", ".join(judged.failures), highlight=False,
+                      style="bold red")
