@@ -187,7 +187,11 @@ def _render(record: ShownRecord) -> None:
              ("identity", ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))),
              ("check", ", ".join(flagged)),
              ("FAILED", "; ".join(f"{n}: {note}" for n, note in sorted(failed.items()))),
-             ("overrides", ", ".join(f"{o.field} ({o.reason})" for o in p.overrides))]
+             ("overrides", ", ".join(f"{o.field} ({o.reason})" for o in p.overrides)),
+             ("redacted", p.redactions and f"{len(p.redactions)} secrets, before hashing: "
+                          + ", ".join(f"{r.file}:{r.line} ({r.why})" if r.line else
+                                      f"{r.file} ({r.why})" for r in p.redactions[:5])
+                          + (", ..." if len(p.redactions) > 5 else ""))]
     for name, value in facts:
         if value:
             say((f"{name:9}", "bold"), f" {one_line(str(value))}")

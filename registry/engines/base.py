@@ -42,6 +42,7 @@ class Given:
     draft_checkpoint: Path | None = None
     scan: LogScan | None = None  # this log, scanned (seal reads it too)
     checkpoints: Checkpoints | None = None  # a record's sealed evidence, filled in place
+    confined: bool = False  # read no checkpoint the log or recipe names (an import)
 
 
 class EnginePlugin(Protocol):

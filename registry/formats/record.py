@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError
 
 from registry.base.canonical import canonical_bytes, sha256_hex
 from registry.base.model import Frozen, empty_list
+from registry.base.redaction import Redaction
 from registry.base.safeload import loads_json
 from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NotFound, VerificationFailed
@@ -180,6 +181,9 @@ class Predicate(Frozen):
     artifacts: dict[str, str] = Field(default_factory=dict, description="role -> subject name")
     published: list[PublishedFigure] = Field(default_factory=empty_list,
                                              description="the lab's own figures (imports)")
+    redactions: list[Redaction] | None = Field(
+        None, description="secrets taken out before anything was hashed: where and why "
+        "(registry/base/secrets.py); absent when there were none")
 
 
 class Statement(Frozen):

@@ -120,8 +120,10 @@ class LlamaServer:
         from registry.engines.llamacpp.declared import recipe_declared
         from registry.engines.llamacpp.resolve import resolve_llamacpp
 
-        return resolve_llamacpp(log, name, recipe_declared(recipe) if recipe else {}, models=(
-            given.checkpoint, recipe.model.path if recipe else None))
+        return resolve_llamacpp(
+            log, name, recipe_declared(recipe) if recipe else {}, checkpoint=given.checkpoint,
+            models=() if given.confined or not recipe else (recipe.model.path,),
+            log_models=not given.confined)
 
 
 LLAMACPP = LlamaServer()

@@ -26,7 +26,7 @@ from registry.formats.rundir import METRICS_AFTER, METRICS_BEFORE
 from registry.logs import Fact, LogScan
 from registry.logs.prometheus import Scrape
 from registry.recipe import Recipe
-from registry.resolve.inputs import Checkpoints, locate_checkpoints, read_metrics
+from registry.resolve.inputs import Checkpoints, locate_checkpoints, not_read, read_metrics
 from registry.resolve.markers import expect_results
 
 __all__ = ["resolve_vllm", "scan_vllm_log"]
@@ -41,12 +41,14 @@ def resolve_vllm(run_dir: Path, path: Path, name: str, recipe: Recipe | None,
     log = EngineLog(scan, name)
     before, after = read_metrics(run_dir, METRICS_BEFORE), read_metrics(run_dir, METRICS_AFTER)
     if checkpoints is None or not checkpoints.given:
+        named = (log.setting("model")[0], log.speculative.get("model"))
         found = locate_checkpoints(
             given.checkpoint, given.draft_checkpoint,
             (recipe.model.path, recipe.draft.path if recipe.draft else None) if recipe
-            else (None, None),
-            (log.setting("model")[0], log.speculative.get("model")),
-        )
+            and not given.confined else (None, None),
+            (None, None) if given.confined else named)
+        if given.confined:
+            found.notes += not_read(named, (given.checkpoint, given.draft_checkpoint))
         if checkpoints is None:
             checkpoints = found
         else:
