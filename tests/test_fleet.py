@@ -246,6 +246,12 @@ def test_cancel_and_the_commands(fleet: Fleet, cli, monkeypatch) -> None:
     assert bad.exit_code == 4 and "Traceback" not in bad.stderr
     assert cli("queue", "add", "ffffffffff").exit_code == 5
     assert cli("queue", "cancel", "999").exit_code == 5
+    drift = cli("queue", "add", fleet.record[:12], "--hardware", "test-b", "--allow-env-drift")
+    assert drift.exit_code == 0 and "(environment drift allowed)" in drift.stdout
+    assert json.loads(cli("queue", "list", "--json").stdout)["jobs"][-1]["allow_env_drift"]
+    mixed = cli("queue", "add", fleet.record[:12], "--ab", fleet.record[:12],
+                "--allow-env-drift")
+    assert mixed.exit_code == 2 and "--allow-env-drift is for reproductions" in mixed.stderr
     monkeypatch.delenv("REGISTRY_QUEUE_URL")
     monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
     none = cli("queue", "list")
@@ -308,6 +314,8 @@ def test_a_hopeless_failure_is_not_retried(fleet: Fleet, cli, monkeypatch) -> No
         assert j.reason and j.reason.startswith("not retried, no retry can fix it: "), \
             j.reason
     assert "no-such-claim" in (done[bad_claim].reason or "")
+    logged = (fleet.root / "wh.log").read_text()
+    assert "Traceback" not in logged and "no-such-claim" in logged  # one line, no traceback
     assert done[bad_claim].records == []  # refused before anything ran
     assert started_count(fleet) == {unknown: 1, bad_claim: 1}
     monkeypatch.setenv("REGISTRY_QUEUE_URL", fleet.url)

@@ -129,7 +129,9 @@ def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 
     result = AbResult(a=a, b=b, records={k: s.record for k, s in sides.items()},
                       comparability=verdict, order=alternating(starts), starts_per_side=starts,
                       level=level, noise_pct=noise_pct, dry_run=dry_run,
-                      plans={k: _plan(s, models_dir) for k, s in sides.items()},
+                      # sides that cannot be compared are said so before models are asked for
+                      plans={k: _plan(s, models_dir, dry_run) for k, s in sides.items()}
+                      if verdict.comparable else {},
                       verdict="planned" if verdict.comparable else "not comparable")
     if dry_run:
         return result
@@ -156,10 +158,16 @@ def _refused(verdict: Comparability) -> NotComparable:
     return NotComparable(refused.message, hint=refused.hint)
 
 
-def _plan(side: Side, models_dir: Path | None) -> LaunchPlan:
-    from registry.executor.engine import free_port
-    from registry.executor.plan import preview
+def _plan(side: Side, models_dir: Path | None, dry_run: bool = False) -> LaunchPlan:
+    """A side's launch plan; a dry run without models shows `${REGISTRY_MODELS}` as it
+    is (nothing is read from it), where a run needs --models."""
+    import os
 
+    from registry.executor.engine import free_port
+    from registry.executor.plan import MODELS_VAR, preview
+
+    if dry_run and models_dir is None and MODELS_VAR not in os.environ:
+        models_dir = Path(f"${{{MODELS_VAR}}}")
     return preview(side.recipe, port=free_port(), models_dir=models_dir, cwd=Path.cwd())
 
 

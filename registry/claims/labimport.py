@@ -24,6 +24,7 @@ from registry.base.hashing import sha256_file
 from registry.base.model import Frozen
 from registry.base.safeload import loads_json
 from registry.claims.models import (
+    REDERIVED,
     ClaimBody,
     ClaimedFigure,
     ClaimedIdentity,
@@ -153,7 +154,10 @@ def _one(home: Home, file: Path, folder: Path | None, only: str | None, label: s
     level = _status_level(folder) if only is None else None
     ids, why = _records(home, folder) if with_records and folder and only is None else (
         [], "no record: the packet is one file of a larger folder" if only else None)
-    extra = {**body.lab.raw, **({"evidence_level": level} if level else {})}
+    # kept with the claim so every view can show the figure re-derived beside the lab's
+    again = [r.model_dump(mode="json") for r in packet.rederived]
+    extra = {**body.lab.raw, **({"evidence_level": level} if level else {}),
+             **({REDERIVED: again} if again else {})}
     body = body.model_copy(update={"records": ids, "lab": body.lab.model_copy(
         update={"raw": extra})})
     view, added = import_claim(home, body)

@@ -50,11 +50,19 @@ def print_records(records: list[ImportedRecord]) -> None:
 def published_table(figures: list[PublishedFigure]) -> Grid:
     from registry.cli.output import table
 
+    # where it is published (file and key) tells apart two figures of one value
     return table("published by the lab / re-derived from the rows",
-                 ["figure", "published", "re-derived", "agrees"],
-                 [[f"{p.metric} {p.aggregation}", f"{p.value:.10g}",
-                   "-" if p.rederived is None else f"{p.rederived:.10g}",
-                   {True: "yes", False: "NO", None: "-"}[p.agrees]] for p in figures])
+                 ["figure", "where", "published", "re-derived", "agrees"],
+                 [[f"{p.metric} {p.aggregation}", f"{p.source} {p.key}", f"{p.value:.10g}",
+                   _not_rederived(p) if p.rederived is None else f"{p.rederived:.10g}",
+                   {True: "yes", False: "NO", None: "-"}[p.agrees]] for p in figures],
+                 keep=[True, True, True, False, True])
+
+
+def _not_rederived(p: PublishedFigure) -> str:
+    """Why a published figure has no re-derived value, in words."""
+    why = (p.note or "").split("not re-derived: ", 1)
+    return f"not re-derived: {why[1]}" if len(why) == 2 else "not re-derived: no rows"
 
 
 def print_imported(p: Predicate) -> None:

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 def submit(home: Home, what: str, *, control: str | None = None, ab: str | None = None,
-           hardware: str | None = None, url: str | None = None) -> Job:
+           hardware: str | None = None, url: str | None = None,
+           allow_env_drift: bool = False) -> Job:
     """Queue a reproduction of record (or claim) `what`; with `control`, a controlled
     reproduction against that record (`registry reproduce --control`); with `ab`, an
     A/B of that record (side A) against `what` (side B)."""
@@ -27,6 +28,9 @@ def submit(home: Home, what: str, *, control: str | None = None, ab: str | None 
     if control and ab:
         raise UsageError("--control and --ab exclude each other: a job is a controlled "
                          "reproduction or an A/B")
+    if ab and allow_env_drift:
+        raise UsageError("--allow-env-drift is for reproductions: an A/B judges two records "
+                         "side by side, each on this host's environment")
     found = queue_url(url)  # no queue: say so before reading anything
     claim = what if is_claim(home, what) else None
     rid, statement = sealed_statement(home, claim_record(home, what) if claim else what)
@@ -39,4 +43,5 @@ def submit(home: Home, what: str, *, control: str | None = None, ab: str | None 
     wanted = check_identity(hardware) if hardware else \
         sealed_hardware(statement.predicate.environment.host_facts())
     kind = Kind.controlled if control else Kind.ab if ab else Kind.reproduce
-    return add_job(found, kind, rid, wanted, control=other_id, claim=claim)
+    return add_job(found, kind, rid, wanted, control=other_id, claim=claim,
+                   allow_env_drift=allow_env_drift)

@@ -85,6 +85,11 @@ def serve(home: Home, opts: WorkerOptions, launcher: Launcher | None = None,
     from registry.store.writer import ready_signer
 
     ready_signer(home)  # a worker that cannot sign would fail every job: stop now
+    if opts.remote is not None:  # nor can one whose remote is not there push any
+        from registry.team.remotes import get_remote
+
+        get_remote(home, opts.remote)
+    _one_line_refusals()
     ensure_schema(opts.url)
     opts.work_dir.mkdir(parents=True, exist_ok=True)
     report = WorkerReport(name=opts.name, hardware=opts.hardware,
@@ -114,6 +119,34 @@ async def _serve(home: Home, opts: WorkerOptions, launcher: Launcher | None,
             await worker.run()  # type: ignore[no-untyped-call]
         finally:
             reclaimer.cancel()
+
+
+class _OneLine(logging.Filter):
+    """procrastinate logs a failed job with its traceback; a refusal of the registry's own
+    (its reason already on the job's row) is one line: the message, no traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, RegistryError):
+            record.msg, record.args = f"{record.getMessage()}: {error}", ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def _one_line_refusals() -> None:
+    """procrastinate's job outcomes to stderr, a refusal as one line (once per process)."""
+    logger = logging.getLogger("procrastinate")
+    if any(isinstance(h, _Refusals) for h in logger.handlers):
+        return
+    handler = _Refusals()
+    handler.addFilter(_OneLine())
+    handler.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
+class _Refusals(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler _one_line_refusals installs (named, so that it is installed once)."""
 
 
 class LeaseLost(RegistryError):
@@ -181,7 +214,7 @@ def _job_spec(opts: WorkerOptions, job_id: int, task: str, args: dict[str, objec
         raise Hopeless(reason) from None
     return JobSpec(id=job_id, queue=hardware_queue(opts.hardware), kind=asked.kind.value,
                    target=asked.target, control=asked.control, attempt=attempts,
-                   claim=asked.claim)
+                   claim=asked.claim, allow_env_drift=asked.allow_env_drift)
 
 
 class _Lease:
@@ -207,7 +240,8 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
     is raised again so that procrastinate retries it (or stops at MAX_ATTEMPTS)."""
     with connect(opts.url) as conn:
         hardware = spec.queue.removeprefix("hw:")
-        insert_row(conn, spec.id, spec.kind, spec.target, hardware, spec.control, spec.claim)
+        insert_row(conn, spec.id, spec.kind, spec.target, hardware, spec.control, spec.claim,
+                   spec.allow_env_drift)
         note(conn, spec.id, phase="taken", worker=opts.name, host=platform.node(),
              home_queue=home_queue(opts.name), reason=None)
         conn.execute("UPDATE registry_fleet_jobs SET started_at = now() WHERE job_id = %s",

@@ -31,6 +31,7 @@ class Result(StrEnum):
     passed = "PASSED"
     failed = "FAILED"
     inconclusive = "INCONCLUSIVE"  # the check ran but could not decide (needs evidence)
+    not_judged = "NOT JUDGED"  # nothing to judge (no rows, no fields, contract none)
 
 
 class Verifier(Frozen):
@@ -94,12 +95,14 @@ class VerificationStatement(Frozen):
 
 
 def overall(checks: list[Check]) -> Result:
-    """FAILED if any check failed, else INCONCLUSIVE if any could not decide, else PASSED."""
+    """FAILED if any check failed, else INCONCLUSIVE if any could not decide, else PASSED
+    if any check passed (the checks not judged stay NOT JUDGED in the list), else NOT
+    JUDGED: nothing judged never passes."""
     results = {c.result for c in checks}
-    for worst in (Result.failed, Result.inconclusive):
+    for worst in (Result.failed, Result.inconclusive, Result.passed):
         if worst in results:
             return worst
-    return Result.passed
+    return Result.not_judged
 
 
 def verification(records: dict[str, str], checks: list[Check], *, policy: Policy,

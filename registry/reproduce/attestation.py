@@ -16,6 +16,7 @@ from registry.formats.verification import (
     Verifier,
     verification,
 )
+from registry.reproduce.judge import NOT_JUDGED
 
 if TYPE_CHECKING:
     from registry.formats.record import Statement
@@ -30,11 +31,13 @@ def reproduction_statement(done: Reproduction, new: Statement, keyid: str
     """The attestation of a judged reproduction (`done.record` set)."""
     assert done.record and done.identity and done.contract and done.performance
     i, c, p = done.identity, done.contract, done.performance
-    identity = Check(name="identity", result=_result(i.passed),
+    identity = Check(name="identity", result=_result(i.passed, i.judged),
                      detail=f"{i.compared} fields compared"
                             + "".join(f"; {d.name}: {d.original!r} -> {d.new!r}"
-                                      for d in i.differences))
-    contract = Check(name="contract", result=_result(c.passed),
+                                      for d in i.differences)
+                            + "".join(f"; {d.name} newly known: {d.new!r}"
+                                      for d in i.newly_known))
+    contract = Check(name="contract", result=_result(c.passed, c.judged),
                      detail=c.contract + "".join(
                          f"; {v.status.value} vs {v.reference}: {v.rows_passed}/{v.rows_total} "
                          "rows" for v in c.verdicts) + "".join(f"; {x}" for x in c.problems))
@@ -49,13 +52,17 @@ def reproduction_statement(done: Reproduction, new: Statement, keyid: str
                         verifier=Verifier.registry("reproduce", keyid))
 
 
-def _result(passed: bool) -> Result:
+def _result(passed: bool, judged: bool) -> Result:
+    if not judged:  # nothing to judge is signed as such, never PASSED
+        return Result.not_judged
     return Result.passed if passed else Result.failed
 
 
 def _performance(p: PerformanceVerdict) -> Result:
     if p.passed:
         return Result.passed
+    if p.status == NOT_JUDGED:
+        return Result.not_judged
     return Result.failed if p.status == "failed" else Result.inconclusive
 
 

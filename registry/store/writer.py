@@ -34,7 +34,7 @@ from registry.formats.record import (
     statement_bytes,
     summary_line,
 )
-from registry.measure.display import quality_lines
+from registry.measure.display import degraded_meaning, quality_lines
 from registry.signing import dsse
 from registry.signing.keyring import Role
 from registry.signing.keys import Signer as Signer
@@ -102,7 +102,8 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
                 index.mark_committed(rid, commit)
     return SealedRecord(id=rid, ledger_commit=commit, summary=summary, signer=keyid,
                         artifacts=len(subjects), bytes=size,
-                        measurement=quality_lines(predicate.results))
+                        measurement=quality_lines(predicate.results)
+                        + [m for m in [degraded_meaning(predicate.results)] if m])
 
 
 def without_secrets(artifacts: list[Artifact], predicate: Predicate
