@@ -129,7 +129,9 @@ def test_a_claims_activation_half_is_matched_against_the_field() -> None:
 def test_an_imported_capsule_launch_decides_the_activations(cli, store_home, tmp_path) -> None:
     """Two real files of the lab (its FP8-weights log, a launch of the same lab that sets the
     switch) as one capsule: the importer hands the launch to the resolver."""
-    capsule = _run(tmp_path, QWEN_LOG, LAB_LAUNCH)
+    capsule = tmp_path / "capsule"  # beside the home's keys, never holding them
+    capsule.mkdir()
+    _run(capsule, QWEN_LOG, LAB_LAUNCH)
     r = cli("import", str(capsule), "--json")
     assert r.exit_code == 0, r.stderr
     rid = json.loads(r.stdout)[0]["record"]["id"]
