@@ -226,12 +226,15 @@ def _records(home: Home, folder: Path) -> tuple[list[str], str | None]:
     `reported/` is never the lab's evidence."""
     from registry.claims.packet import VALIDATION
     from registry.importer.capsule import Options, import_capsule
+    from registry.importer.layout import detect
 
     if (folder / "STATUS.md").is_file():
         folder = folder / VALIDATION
         if not folder.is_dir() or folder.is_symlink():
             return [], "no record: a community entry without the lab's validation/"
     try:
+        if detect(folder).claims_only():  # the claim itself is never its own evidence
+            return [], "no record: the packet holds no run evidence (log, rows, launch)"
         done = import_capsule(folder, home=home, options=Options())
     except RegistryError as e:
         if "no run evidence found" in e.message:

@@ -44,6 +44,8 @@ FIELDS: dict[str, tuple[Kind, str]] = {
     "spec.num_tokens": (Kind.identity, "speculative tokens per draft cycle"),
     "precision.dtype": (Kind.identity, "model / activation dtype"),
     "precision.weights": (Kind.identity, "target weight quantization method and scheme"),
+    "precision.activations": (Kind.identity, "what the target's quantized matmuls take as input: "
+                              "fp8 / int8 when activations are quantized, else the model dtype"),
     "precision.draft_weights": (Kind.identity, "draft weight format"),
     "precision.kv_cache": (Kind.identity, "effective target KV-cache storage format"),
     "precision.kv_scales": (Kind.identity, "KV scale source"),
@@ -109,7 +111,7 @@ FIELDS: dict[str, tuple[Kind, str]] = {
 
 # Always shown side by side in a diff, even when equal.
 PRECISION_AXES = (
-    "precision.weights", "precision.draft_weights", "precision.dtype",
+    "precision.weights", "precision.activations", "precision.draft_weights", "precision.dtype",
     "precision.kv_cache", "precision.kv_scales", "precision.draft_kv_cache",
 )
 

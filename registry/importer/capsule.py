@@ -215,6 +215,9 @@ def _identity(capsule: Path, arm: Arm, recipe: Recipe | None, options: Options,
             source = arm.first(role)
             if source is not None:  # capsule_files refused every link: these are its own files
                 (staged / name).symlink_to((capsule / source).resolve())
+        launch = arm.first(Role.launch)
+        if launch is not None and launch.endswith(".json"):  # its env (the XPU W8A16 switch)
+            (staged / "launch.json").symlink_to((capsule / launch).resolve())
         if arm.first(Role.log) is None:
             (staged / "server.log").write_bytes(b"")
         identity = resolve_run(staged, recipe=recipe, recipe_path=options.recipe_path,

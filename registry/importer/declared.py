@@ -41,6 +41,9 @@ ARGS: dict[str, tuple[str, type]] = {
     "num_speculative_tokens": ("spec.num_tokens", int),
     "vllm_commit": ("engine.commit", str),
 }
+# the lab's shell env files name the arguments in capitals, some shortened (`TP=4`)
+ENV_NAMES = {"TP": "tensor_parallel_size", "MAX_BATCHED_TOKENS": "max_num_batched_tokens",
+             "EXTRA_ARGS": "vllm_extra_args", "COMPILATION_CONFIG_JSON": "compilation_config"}
 KV_NAMES = {"fp8": "fp8_e4m3"}  # vLLM's `fp8` KV cache is e4m3
 
 
@@ -99,7 +102,7 @@ def _from_identity(capsule: Path, name: str) -> Declared:
     if name.endswith(".json"):
         data = load_json(capsule / name)
         return _typed(_flatten(data), name) if isinstance(data, dict) else EMPTY
-    pairs = key_values(capsule / name)
+    pairs = {_env_name(k): v for k, v in key_values(capsule / name).items()}
     if pairs.get("enable_mtp") == "0":  # the lab's files keep the MTP width of an arm with MTP off
         pairs.pop("num_speculative_tokens", None)
     args: dict[str, Any] = dict(pairs)
@@ -109,6 +112,11 @@ def _from_identity(capsule: Path, name: str) -> Declared:
     if isinstance(config := _loads(pairs.get("compilation_config")), dict):
         args |= _graph(config)
     return _typed(args, name)
+
+
+def _env_name(key: str) -> str:
+    """`TP` -> tensor_parallel_size, `MAX_MODEL_LEN` -> max_model_len (capitals only)."""
+    return ENV_NAMES.get(key, key.lower()) if key.isupper() else key
 
 
 def argv_args(argv: list[str]) -> dict[str, Any]:

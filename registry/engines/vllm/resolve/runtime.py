@@ -184,8 +184,9 @@ def env_fields(f: Fields) -> None:
 
 
 # quantization methods whose name alone fixes the weight format, with or without a
-# quantized checkpoint (vLLM's fp8 method: fp8 weights, fp8 activations)
-METHOD_FORMATS = {"fp8": "fp8-w8a8"}
+# quantized checkpoint (vLLM's fp8 method: fp8 weights; whether activations are fp8 too
+# is precision.activations, decided by other evidence: activations.py)
+METHOD_FORMATS = {"fp8": "fp8"}
 
 
 def weight_fields(f: Fields, checkpoints: Checkpoints) -> None:
