@@ -43,17 +43,28 @@ class Fleet:
         pull(home, get_remote(home, "origin"))
         return home.root
 
+    def policy(self, **changes: object) -> dict[str, object]:
+        """The lab's host policy with a test-sized storage reserve, its pid files, lane
+        and hold in this fleet's own folder (one "host" for all its workers)."""
+        host = self.root / "host"
+        return {"reserve_gib": 0.01, "run_gib": 0.01, "lane_lock": str(host / "lane.lock"),
+                "hold_file": str(host / "host-held.json"),
+                "stop": {"pid_dir": str(host / "engines"), "grace_s": 10.0}, **changes}
+
     def start(self, name: str, hardware: str, **options: object) -> subprocess.Popen[str]:
-        """A worker process named `name` on `hardware`, its home created on first use."""
+        """A worker process named `name` on `hardware` (empty: the one its devices give),
+        its home created on first use."""
         home = self.root / name / ".registry"
         if not home.exists():
             self.home(name)
         opts = {"url": self.url, "name": name, "hardware": hardware,
                 "work_dir": str(self.root / name / "runs"),
-                "remote": "origin", "heartbeat_s": 1.0, "stalled_s": STALLED_S, **options}
+                "remote": "origin", "heartbeat_s": 1.0, "stalled_s": STALLED_S,
+                "policy": self.policy(), **options}
         extra = opts.pop("env", {})
-        env = {**self.env, "REGISTRY_HOME": str(home), "REGISTRY_FLEET_HARDWARE": hardware,
-               **extra}  # type: ignore[dict-item]
+        env = {**self.env, "REGISTRY_HOME": str(home), **extra}  # type: ignore[dict-item]
+        if hardware:
+            env["REGISTRY_FLEET_HARDWARE"] = hardware
         log = (self.root / f"{name}.log").open("a")
         return subprocess.Popen([sys.executable, "-m", "tests.fleet_worker", json.dumps(opts)],
                                 cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log,

@@ -29,9 +29,13 @@ def fleet_launcher(models: Path, gap_s: float = 0.0005):  # type: ignore[no-unty
 
     def launch(plan, out):  # type: ignore[no-untyped-def]
         argv = ["python", str(SCRIPT), "--port", str(plan.port),
-                json.dumps({"gap_s": gap_s, "log_file": str(log)})]
+                json.dumps({"gap_s": gap_s, "log_file": str(log),
+                            "ignore_term": bool(os.environ.get("FLEET_TEST_ENGINE_IGNORES_TERM"))})]
         if os.environ.get("FLEET_TEST_ENGINE_FAILS"):  # an engine that dies starting
             argv = ["python", "-c", "import sys; print('engine: out of memory'); sys.exit(3)"]
+        if os.environ.get("FLEET_TEST_ENGINE_STARTS"):  # each start leaves a line there
+            with open(os.environ["FLEET_TEST_ENGINE_STARTS"], "a") as starts:
+                starts.write(f"{out}\n")
         return Engine(plan.model_copy(update={"argv": argv}), out)
 
     return launch
@@ -49,6 +53,10 @@ def main() -> None:
     from registry.store.home import find_home
 
     opts = WorkerOptions.model_validate_json(sys.argv[1])
+    if not opts.hardware:  # as `registry worker` does: the host's devices say
+        from registry.fleet.hardware import detect
+
+        opts = opts.model_copy(update={"hardware": detect().identity})
     models = os.environ.get("REGISTRY_MODELS")
     report = serve(find_home(None), opts,
                    launcher=fleet_launcher(Path(models)) if models else None,

@@ -75,6 +75,10 @@ class Handler(BaseHTTPRequestHandler):
 if __name__ == "__main__":
     port = int(sys.argv[sys.argv.index("--port") + 1])
     SCENARIO.update(json.loads(sys.argv[-1]))
+    if SCENARIO.get("ignore_term"):  # a server that will not stop when asked
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if SCENARIO.get("log_file"):
         with open(SCENARIO["log_file"], encoding="utf-8", errors="replace") as log:
             sys.stdout.write(log.read())

@@ -279,6 +279,20 @@ def test_ab_refuses_before_anything_runs(store_home, tmp_path, cli) -> None:
     assert cli("ab", a, a, "--starts", "1").exit_code == 4
 
 
+@SQLITE
+def test_a_dry_run_needs_no_models(store_home, tmp_path, cli, monkeypatch) -> None:
+    """Comparability is said before models are asked for; a comparable dry run shows the
+    plan with `${REGISTRY_MODELS}` unexpanded (docs/cli.md's example runs as printed)."""
+    monkeypatch.delenv("REGISTRY_MODELS", raising=False)
+    a, b, _ = recipe_pair(tmp_path, "0.002")
+    refused = cli("ab", a, b, "--dry-run", "--json")
+    assert refused.exit_code == 4 and "is not set" not in refused.stderr
+    assert json.loads(refused.stdout)["comparability"]["refused_axes"] == ["runtime-base"]
+    dry = cli("ab", a, b, "--dry-run", "--delta", "engine.env", "--json")
+    assert dry.exit_code == 0, dry.stderr
+    assert "${REGISTRY_MODELS}" in " ".join(json.loads(dry.stdout)["plans"]["A"]["argv"])
+
+
 # ---- the host probe, GPU samples, run --starts and controlled reproductions ----
 
 def test_the_probe_times_a_fixed_loop() -> None:

@@ -1,8 +1,10 @@
 """The folder tree is the architecture (registry.LAYERS): a package imports only its own
 layer and those below it, no two modules import each other (directly or around a loop),
-nothing is loose at the package root but the base files, and docs/architecture.md maps
-every module. Imports inside functions count (they are still a dependency at run time);
-imports under `if TYPE_CHECKING:` do not (they only name types for the checker)."""
+nothing is loose at the package root but the base files, no code outside
+registry/engines/ names an engine (it asks the engine's plug-in), and
+docs/architecture.md maps every module. Imports inside functions count (they are still
+a dependency at run time); imports under `if TYPE_CHECKING:` do not (they only name
+types for the checker)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from registry import ENGINE_FOLDERS, LAYERS, layer_unit
+from registry.engines.plugin import plugins
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "registry"
@@ -33,11 +36,13 @@ def unit(module: str) -> str:
     return layer_unit(module)
 
 
-def imports(path: Path, known: dict[str, Path]) -> set[str]:
+def imports(path: Path, known: dict[str, Path], types: bool = False) -> set[str]:
     """The registry modules `path` imports at run time (`from registry.x import y`
-    names the module registry.x.y when y is one)."""
+    names the module registry.x.y when y is one); `types`: those it names only for the
+    type checker too."""
     out: set[str] = set()
-    for node in _runtime_nodes(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree) if types else _runtime_nodes(tree):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.startswith("registry")}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
@@ -63,11 +68,11 @@ def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
     return out
 
 
-def module_graph() -> dict[str, set[str]]:
+def module_graph(types: bool = False) -> dict[str, set[str]]:
     """Module -> the modules it imports; a submodule's import of its own package's
     `__init__` is the package being loaded, not a dependency."""
     known = modules()
-    return {name: {t for t in imports(path, known) if t in known and t != name
+    return {name: {t for t in imports(path, known, types) if t in known and t != name
                    and not name.startswith(t + ".")}
             for name, path in known.items()}
 
@@ -126,10 +131,57 @@ def test_lower_layers_never_import_higher_ones() -> None:
     assert layer_violations(module_graph()) == []
 
 
+# The one loop left through names for the type checker: the engine interface names the
+# recipe's types, and the recipe's schema asks the engines (name, precision) through it.
+# Breaking it moves that check to the loader (every Recipe.model_validate then asks).
+TYPE_LOOPS = [["registry.engines.base", "registry.engines.plugin", "registry.recipe",
+               "registry.recipe.loader", "registry.recipe.schema", "registry.resolve.inputs"]]
+
+
 def test_no_import_cycle_between_modules() -> None:
     graph = module_graph()
     assert "registry.store.ledger" in graph["registry.store.writer"]  # the walk saw the tree
     assert cycles(graph) == []
+
+
+def test_no_import_cycle_through_type_names() -> None:
+    """A module that names another's types under TYPE_CHECKING still depends on it: two
+    modules that do so both ways are one (formats.figures and .record were; ab.runner
+    and .attestation were)."""
+    graph = module_graph(types=True)
+    assert "registry.formats.record" in graph["registry.formats.figures"] or \
+        "registry.formats.figures" in graph["registry.formats.record"]
+    assert cycles(graph) == TYPE_LOOPS
+
+
+def engine_names(source: str, names: set[str]) -> list[int]:
+    """The lines where `source` holds an engine's name as a value (a comparison, a default,
+    a table), docstrings aside: what an engine is and does is its plug-in's to say."""
+    tree = ast.parse(source)
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+    return sorted(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                  and node.value in names and id(node) not in docs)
+
+
+def test_only_the_engines_folder_names_an_engine() -> None:
+    names = set(plugins())
+    assert {"vllm", "llama.cpp"} <= names  # discovery found both folders
+    found = [f"{path.relative_to(ROOT)}:{line}" for module, path in sorted(modules().items())
+             if layer_unit(module) not in ("engines", ENGINE_FOLDERS)
+             for line in engine_names(path.read_text(), names)]
+    assert found == [], "an engine's name outside registry/engines/: ask its plug-in"
+
+
+@pytest.mark.parametrize(("source", "lines"), [
+    ('if recipe.engine.name == "llama.cpp":\n    pass\n', [1]),
+    ('def f(engine: str = "vllm") -> None:\n    """Talks to "vllm"."""\n', [1]),
+    ('"""vllm"""\nx = ("vllm", "vllm-cpu")\ny = "vllm serve"\n', [2]),
+])
+def test_the_engine_name_rule_finds_one(source: str, lines: list[int]) -> None:
+    assert engine_names(source, {"vllm", "llama.cpp"}) == lines
 
 
 def test_every_module_says_what_it_holds() -> None:

@@ -101,3 +101,37 @@ def test_more_rounds_run_on_the_same_engine_and_stay_out_of_the_first_pass(tmp_p
     assert [r.round for r in bench.rows] == [0, 0, 0]
     assert [r.round for r in bench.more_rounds] == [1, 1, 1, 2, 2, 2]
     assert result.metrics["s"]["ttft_ms.p50"].count == 9  # speed figures: every pass
+
+
+@pytest.mark.parametrize("kill", [True, False], ids=["kill-allowed", "kill-forbidden"])
+def test_a_stop_is_term_a_grace_then_kill_only_where_the_policy_allows(
+        tmp_path, monkeypatch, kill: bool) -> None:
+    """A server that ignores SIGTERM: each step is recorded in status.json; without
+    SIGKILL it is left running and reported (the run fails), its pid file kept for the
+    next worker's reaping."""
+    from registry.executor import engine, orphans
+
+    pids = tmp_path / "pids"
+    monkeypatch.setattr(engine, "HOST", engine.StopPolicy(
+        grace_s=0.5, group_grace_s=0.5, kill=kill, pid_dir=pids))
+    if kill:
+        go(tmp_path, {"gap_s": 0.001, "ignore_term": True}, prompts=1, tokens=4)
+    else:
+        with pytest.raises(EngineFailed, match="teardown left the port open or processes"):
+            go(tmp_path, {"gap_s": 0.001, "ignore_term": True}, prompts=1, tokens=4)
+    cleanup = status(tmp_path).cleanup
+    steps = [s["step"] for s in cleanup["steps"]]
+    if kill:
+        assert steps == ["TERM server", "TERM group", "KILL group"], cleanup
+        assert cleanup["stopped_by"] == "KILL group" and cleanup["leftover_pids"] == []
+        assert [s["gone"] for s in cleanup["steps"]] == [False, False, True]
+        assert not list(pids.glob("engine-*.json"))
+    else:
+        assert steps == ["TERM server", "TERM group"] and cleanup["stopped_by"] == "left running"
+        assert cleanup["leftover_pids"] == [cleanup["pid"]]
+        assert list(pids.glob("engine-*.json"))  # kept: a person, or a reaper, decides
+        assert orphans.reap(pids, grace_s=1) == []  # its owner (this process) is alive
+        import os
+        import signal
+
+        os.killpg(cleanup["pid"], signal.SIGKILL)  # this test's own engine, by its pid

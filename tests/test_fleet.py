@@ -5,13 +5,17 @@ leases taken over, a worker never taking another hardware's job."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
+from registry.executor import orphans
+from tests.conftest import ROOT
 from tests.fleet_team import STALLED_S, Fleet, build_fleet
 
 pytestmark = pytest.mark.postgres
@@ -200,8 +204,11 @@ def test_a_worker_killed_at_each_step_loses_nothing_and_seals_once(fleet: Fleet)
 
 
 def test_a_job_that_keeps_failing_stops_after_three_runs_with_its_log(fleet: Fleet) -> None:
+    """Under a host policy that opts in to retrying engine faults (the lab's never does:
+    tests/test_host_policy.py)."""
     [job] = add(fleet, 1, "test-a")
-    proc = fleet.start("wf", "test-a", env={"FLEET_TEST_ENGINE_FAILS": "1"})
+    proc = fleet.start("wf", "test-a", env={"FLEET_TEST_ENGINE_FAILS": "1"},
+                       policy=fleet.policy(retry_engine_faults=True))
     wait_for(lambda: jobs(fleet)[job].state.value == "failed", 200, "three failures")
     proc.send_signal(signal.SIGTERM)
     finish([proc], timeout=60)
@@ -246,6 +253,12 @@ def test_cancel_and_the_commands(fleet: Fleet, cli, monkeypatch) -> None:
     assert bad.exit_code == 4 and "Traceback" not in bad.stderr
     assert cli("queue", "add", "ffffffffff").exit_code == 5
     assert cli("queue", "cancel", "999").exit_code == 5
+    drift = cli("queue", "add", fleet.record[:12], "--hardware", "test-b", "--allow-env-drift")
+    assert drift.exit_code == 0 and "(environment drift allowed)" in drift.stdout
+    assert json.loads(cli("queue", "list", "--json").stdout)["jobs"][-1]["allow_env_drift"]
+    mixed = cli("queue", "add", fleet.record[:12], "--ab", fleet.record[:12],
+                "--allow-env-drift")
+    assert mixed.exit_code == 2 and "--allow-env-drift is for reproductions" in mixed.stderr
     monkeypatch.delenv("REGISTRY_QUEUE_URL")
     monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
     none = cli("queue", "list")
@@ -308,9 +321,136 @@ def test_a_hopeless_failure_is_not_retried(fleet: Fleet, cli, monkeypatch) -> No
         assert j.reason and j.reason.startswith("not retried, no retry can fix it: "), \
             j.reason
     assert "no-such-claim" in (done[bad_claim].reason or "")
+    logged = (fleet.root / "wh.log").read_text()
+    assert "Traceback" not in logged and "no-such-claim" in logged  # one line, no traceback
     assert done[bad_claim].records == []  # refused before anything ran
     assert started_count(fleet) == {unknown: 1, bad_claim: 1}
     monkeypatch.setenv("REGISTRY_QUEUE_URL", fleet.url)
     table = cli("queue", "list")
     assert table.exit_code == 0
     assert f"job {unknown}: not retried, no retry can fix it" in table.stdout, table.stdout
+
+
+# --- the host policy (registry/fleet/policy.py): the lab's rules by default -------------
+
+DATA = ROOT / "tests" / "data"
+
+
+def engine_pids(folder: Path) -> list[int]:
+    """The engines a host's pid files name (registry/executor/orphans.py)."""
+    return [json.loads(p.read_text())["pid"] for p in folder.glob("engine-*.json")]
+
+
+def add_one(fleet: Fleet, hardware: str = "test-a") -> int:
+    from registry.fleet.queue import Kind, add_job
+
+    return add_job(fleet.url, Kind.reproduce, fleet.record, hardware).id
+
+
+def test_a_crashing_engine_gets_one_run_one_probe_and_the_host_is_held(fleet: Fleet) -> None:
+    """The engine process is killed with -9 mid-run: the job fails once with the reason,
+    the run directory keeps the evidence, one probe ran, the host is held, the worker
+    takes nothing more (the second job stays queued), and no worker starts on the host
+    until a person removes the hold."""
+    first, second = add_one(fleet), add_one(fleet)
+    starts = fleet.root / "starts.txt"
+    proc = fleet.start("wq", "test-a", env={"REGISTRY_FLEET_PAUSE_AT": "suite:6",
+                                            "FLEET_TEST_ENGINE_STARTS": str(starts)})
+    wait_for(lambda: jobs(fleet)[first].phase == "suite", 200, "the suite")
+    [engine] = engine_pids(fleet.root / "host" / "engines")
+    os.kill(engine, signal.SIGKILL)
+    [report] = finish([proc], timeout=120)
+    j = jobs(fleet)[first]
+    assert report["failed"] == [first] and report["jobs"] == [first], report
+    assert j.state.value == "failed" and j.attempts == 1 and started_count(fleet) == {first: 1}
+    assert j.reason and j.reason.startswith(
+        "engine fault, not retried (host policy): the engine exited (code -9) during the "
+        "suite"), j.reason
+    assert "health probe `true` passed" in j.reason and "host held for a person" in j.reason
+    assert len(starts.read_text().splitlines()) == 1  # no second start
+    assert jobs(fleet)[second].state.value == "queued"
+    run_dir = fleet.root / "wq" / "runs" / f"job-{first}-attempt-1"
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["state"] == "failed" and (run_dir / "server.log").stat().st_size > 0
+    probe = json.loads((fleet.root / "wq" / "runs" / f"job-{first}-probe.json").read_text())
+    assert probe["passed"] and probe["argv"] == ["true"]
+    hold = json.loads((fleet.root / "host" / "host-held.json").read_text())
+    assert hold["job"] == first and hold["reason"] == j.reason
+    again = fleet.start("wq2", "test-a", once=True)
+    again.communicate(timeout=120)
+    assert again.returncode != 0 and jobs(fleet)[second].state.value == "queued"
+    assert "held for a person" in (fleet.root / "wq2.log").read_text()
+
+
+def test_a_worker_killed_mid_run_leaves_no_engine(fleet: Fleet) -> None:
+    job = add_one(fleet)
+    pids = fleet.root / "host" / "engines"
+    victim = fleet.start("wk", "test-a", env={"REGISTRY_FLEET_PAUSE_AT": "suite:120"})
+    wait_for(lambda: jobs(fleet)[job].phase == "suite", 200, "the suite")
+    [engine] = engine_pids(pids)
+    started = orphans.start_time(engine)
+    assert orphans.alive(engine, started)
+    victim.kill()
+    victim.wait()
+    wait_for(lambda: not orphans.alive(engine, started), 30, "the engine to go with its worker")
+    from registry.executor.engine import session_pids
+
+    assert session_pids(engine) == []
+    assert orphans.reap(pids) == [] and engine_pids(pids) == []  # the next worker's sweep
+
+
+def test_the_muse_claim_queues_for_four_b70s_and_only_a_b70_worker_takes_it(
+        fleet: Fleet, cli, monkeypatch) -> None:
+    from registry.fleet.submit import submit
+    from registry.store.home import home_at
+
+    monkeypatch.setenv("REGISTRY_HOME", str(fleet.lead))
+    r = cli("claim", "import", DATA / "lab-claims" / "lab-muse-glimmer-30b-q8-dflash-tp4",
+            "--json")
+    assert r.exit_code == 0, r.stderr
+    job = submit(home_at(fleet.lead), "lab-muse-glimmer-30b-q8-dflash-tp4", url=fleet.url)
+    assert job.hardware == "intel-arc-pro-b70x4", job
+    noop = {"FLEET_NOOP_JOBS": "1"}
+    [cpu] = finish([fleet.start("cpu", "", once=True, env=noop)])
+    assert cpu["hardware"].startswith("cpu-") and cpu["jobs"] == []
+    captured = {**noop, "REGISTRY_DEVICES_CAPTURED": str(
+        DATA / "xpu" / "minimax-current-system-20260520.md")}
+    [b70] = finish([fleet.start("b70", "", once=True, env=captured)])
+    assert b70["hardware"] == "intel-arc-pro-b70x4" and b70["jobs"] == [job.id], b70
+    assert jobs(fleet)[job.id].state.value == "done"
+
+
+def test_storage_is_admitted_before_the_start(fleet: Fleet) -> None:
+    """A reserve the work folder's filesystem cannot keep (the documented way to stand
+    for a full disk; tests/test_host_policy.py fills a real tmpfs): refused with the
+    figures, no engine started, not retried."""
+    job = add_one(fleet)
+    starts = fleet.root / "starts.txt"
+    [report] = finish([fleet.start("ws", "test-a", once=True,
+                                   policy=fleet.policy(reserve_gib=1e6),
+                                   env={"FLEET_TEST_ENGINE_STARTS": str(starts)})])
+    j = jobs(fleet)[job]
+    assert report["failed"] == [job] and j.state.value == "failed" and j.attempts == 1
+    assert j.reason and j.reason.startswith("not retried, no retry can fix it: storage "
+                                            "refused: "), j.reason
+    assert "GiB" in j.reason and "bytes) free" in j.reason and "1000000.000 GiB" in j.reason
+    assert not starts.exists()
+
+
+def test_an_engine_that_needed_sigkill_holds_the_host(fleet: Fleet) -> None:
+    """The engine ignores SIGTERM: its stop's steps are recorded, SIGKILL ends it, the
+    job's results stand, and the host is held (a hard kill is a fault: the lab's rule)."""
+    first, second = add_one(fleet), add_one(fleet)
+    policy = fleet.policy(stop={"pid_dir": str(fleet.root / "host" / "engines"),
+                                "grace_s": 0.5, "group_grace_s": 0.5})
+    [report] = finish([fleet.start("wt", "test-a", policy=policy,
+                                   env={"FLEET_TEST_ENGINE_IGNORES_TERM": "1"})])
+    j = jobs(fleet)[first]
+    assert report["jobs"] == [first] and j.state.value == "done", (j.reason, report)
+    assert "ignored SIGTERM and was killed" in (j.reason or "") and report["held"]
+    assert jobs(fleet)[second].state.value == "queued"
+    status = json.loads((fleet.root / "wt" / "runs" / f"job-{first}-attempt-1" /
+                         "status.json").read_text())
+    assert [s["step"] for s in status["cleanup"]["steps"]] == [
+        "TERM server", "TERM group", "KILL group"]
+    assert json.loads((fleet.root / "host" / "host-held.json").read_text())["job"] == first

@@ -176,10 +176,9 @@ def test_remote_checks_fetch_every_asset_and_upstream_again(cli, record, tmp_pat
     assert "asset_unreachable" in codes
 
 
-def test_a_profile_holds_measured_points_only(store_home, tmp_path, hash_cache):
+def test_a_profile_holds_measured_points_only(store_home, make_run, hash_cache):
     """Three records of one lane at concurrency 1, 2 and 4: the valid ones become points in
     ascending order with their records as evidence; a degraded one is withheld, named."""
-    from registry.formats.rundir import Bench, BenchRow, SuiteRef
     from registry.publish.profile import XMetric, profile_of
     from registry.recipe import load_recipe
     from registry.seal import seal_resolved
@@ -188,21 +187,10 @@ def test_a_profile_holds_measured_points_only(store_home, tmp_path, hash_cache):
     base = load_recipe(RECIPE)
 
     def sealed(concurrency: int, steps: list[float]) -> str:
-        run = tmp_path / f"c{concurrency}"
-        run.mkdir()
-        (run / "server.log").write_text("INFO engine started\n")
-        rows = [BenchRow(suite="tiny-cold", index=i, prompt_id=f"p{i}", prompt_sha256="0" * 64,
-                         cached_tokens=0, token_ids=list(range(120)),
-                         token_times_s=[0.05 + k * step for k in range(120)])
-                for i, step in enumerate(steps)]
-        bench = Bench(api="completions", model="tiny", params={"max_tokens": 120},
-                      suites=[SuiteRef(name="tiny-cold", prompts=len(rows))], rows=rows)
-        (run / "bench.json").write_text(bench.model_dump_json(by_alias=True))
-        (run / "status.json").write_text('{"state": "complete"}')
         recipe = base.model_copy(update={"benchmark": base.benchmark.model_copy(
             update={"concurrency": concurrency})})
-        return seal_resolved(run, home=store_home, identity=resolved_identity(),
-                             recipe=recipe).id
+        return seal_resolved(make_run(f"c{concurrency}", steps=tuple(steps)), home=store_home,
+                             identity=resolved_identity(), recipe=recipe).id
 
     steady = [0.01 + i * 0.0005 for i in range(8)]
     ids = [sealed(4, [s * 2 for s in steady]), sealed(1, steady), sealed(2, steady[:3])]

@@ -225,11 +225,11 @@ def test_index_sorts_filters_and_links(site, env, driver) -> None:
     shown = driver.execute_script(
         "return Array.from(document.querySelectorAll('#records tbody tr'))"
         ".filter(r => !r.hidden).map(r => r.cells[0].textContent)")
-    assert shown == [env["others"][0][:16]]
+    assert shown == [env["others"][0][:12]]
     assert driver.find_element("id", "shown").text == "1"
     box.clear()
     box.send_keys(" ")  # an empty filter shows all again
-    header = driver.find_element("xpath", "//th[text()='decode tok/s']")
+    header = driver.find_element("xpath", "//th[text()='tok/s']")
     header.click()
     rates = driver.execute_script(
         "return Array.from(document.querySelectorAll('#records tbody tr'))"
@@ -248,8 +248,8 @@ def test_index_sorts_filters_and_links(site, env, driver) -> None:
         ".map(r => r.cells[7].dataset.sort).filter(x => x !== '').map(Number)")
     assert again == sorted(rates, reverse=True)
     browser.screenshot(driver, "report-index")
-    driver.find_element("link text", env["laguna"][:16]).click()
-    assert driver.title == f"record {env['laguna'][:16]}"
+    driver.find_element("link text", env["laguna"][:12]).click()
+    assert driver.title == f"record {env['laguna'][:12]}"
 
 
 def test_record_page_draws_one_mark_per_prompt_and_per_rate(site, env, driver) -> None:
@@ -280,7 +280,7 @@ def test_laguna_record_page(site, env, driver) -> None:
 
 def test_diff_page_puts_changed_axes_first(site, env, driver) -> None:
     a, b = env["bf16"][0], env["bf16"][1]
-    page = site / "diffs" / f"{a[:16]}-{b[:16]}.html"
+    page = site / "diffs" / f"{a[:12]}-{b[:12]}.html"
     logs = browser.open_page(driver, page)
     assert not browser.errors(logs), logs
     n = len(bench_rates("tiny-bf16-kv"))
@@ -352,7 +352,7 @@ def test_the_lane_page_names_each_teacher_change_as_signed(site, env) -> None:
     names its record (reading the envelope as the binding labelled it "unreadable")."""
     from registry.store.teachers import binding_history
 
-    teacher = f"record {env['bf16'][0][:16]}"
+    teacher = f"record {env['bf16'][0][:12]}"
     [change] = binding_history(env["home"], "tiny-bf16-exact")
     assert (change.teacher, change.problem) == (teacher, None)
     page = (site / "lanes" / "tiny-bf16-exact.html").read_text(encoding="utf-8")
@@ -370,3 +370,53 @@ def test_a_binding_no_trusted_key_signed_is_not_shown(env) -> None:
                         "axes": {}, "rows": []}).encode()  # the binding, but unsigned
     change = _change("c" * 40, "2026-12-01T00:00:00Z", plain, keyring)
     assert change.teacher is None and change.problem and "invalid" in change.problem
+
+
+def test_index_at_800px_compares_chosen_records_side_by_side(site, env, driver) -> None:
+    """At 800 px every figure, quality and verdict is on screen (the seal time and model
+    give way, a line says so); ticked records are laid out side by side from the page's
+    own data, with the figure and quality every other view states; blanks sort last in
+    both directions; a contract that cannot apply reads `not applicable`, not `refused`."""
+    driver.set_window_size(800, 1000)
+    logs = browser.open_page(driver, site / "index.html")
+    assert not browser.errors(logs), logs
+    width = driver.execute_script("return document.documentElement.clientWidth")
+    right = driver.execute_script(
+        "return Math.max(...Array.from(document.querySelectorAll('#records th'))"
+        ".filter(h => h.offsetParent).map(h => h.getBoundingClientRect().right))")
+    assert right <= width, (right, width)
+    assert driver.find_element("css selector", ".narrow-note").is_displayed()
+    words = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#records tbody tr'))"
+        ".map(r => r.cells[9].textContent)")
+    assert "refused" not in words and "not applicable" in words
+    header = driver.find_element("xpath", "//th[text()='tok/s']")
+    for _ in range(2):  # ascending, then descending: the records without a figure last
+        header.click()
+        keys = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#records tbody tr'))"
+            ".map(r => r.cells[7].dataset.sort)")
+        blank = [k in ("", "-") for k in keys]
+        assert blank == sorted(blank), keys
+    boxes = driver.find_elements("css selector", "input.pick")
+    picked = [env["laguna"], env["others"][0]]
+    for box in boxes:
+        if box.get_attribute("value") in picked:
+            box.click()
+    driver.find_element("id", "compare-picked").click()
+    table = driver.find_element("id", "side-by-side")
+    heads = [th.text for th in table.find_elements("css selector", "thead th")][1:]
+    assert sorted(heads) == sorted(x[:12] for x in picked)
+    rows = {r[0]: r[1:] for r in driver.execute_script(
+        "return Array.from(document.querySelectorAll('#side-by-side tbody tr'))"
+        ".map(r => Array.from(r.cells).map(c => c.textContent))")}
+    from registry.store.query import find_records
+
+    listed = {r.id: r for r in find_records(env["home"])}
+    for n, short in enumerate(heads):
+        rid = next(x for x in picked if x.startswith(short))
+        row = listed[rid]
+        assert rows["precision.kv_cache"][n] == (row.kv_cache or "?")
+        assert rows["quality"][n] == row.quality
+    assert any(k.startswith("published: ") for k in rows)  # the lab's figures, imported
+    browser.screenshot(driver, "report-index-side-by-side")

@@ -254,7 +254,9 @@ def test_dry_run_prints_the_plan_and_the_drift(cli, sealed_capture, models, hash
     facts = {f["name"]: f for f in done["environment"]["facts"]}
     manifest = facts["model.manifest_sha256"]
     assert "sealed" not in manifest and len(manifest["now"]) == 64 and not manifest["equal"]
-    assert "model.manifest_sha256" in done["environment"]["drift"]
+    # unknown when sealed, known now: newly known, shown, never drift
+    assert manifest["state"] == "newly known"
+    assert "model.manifest_sha256" not in done["environment"]["drift"]
     assert {"platform.machine", "platform.os", "engine.distribution", "engine.tree"} <= set(facts)
     text = cli("reproduce", sealed_capture[:12], "--dry-run", "--models", models,
                "--recipe", recipe)
@@ -262,11 +264,15 @@ def test_dry_run_prints_the_plan_and_the_drift(cli, sealed_capture, models, hash
 
 
 def test_drift_is_refused_before_anything_runs(cli, sealed_capture, models, tmp_path,
-                                               hash_cache) -> None:
+                                               hash_cache, monkeypatch) -> None:
+    from registry.executor import environment
+
+    monkeypatch.setattr(environment, "cpu_model", lambda: "Another CPU")
     started = len(engine.STARTED)
     r = cli("reproduce", sealed_capture, "--models", models, "--out", tmp_path / "again")
     assert r.exit_code == 6 and "environment drift since record" in r.stderr
-    assert "model.manifest_sha256 was None" in r.stderr and "--allow-env-drift" in r.stderr
+    assert "is 'Another CPU'" in r.stderr and "--allow-env-drift" in r.stderr
+    assert "model.manifest_sha256" not in r.stderr  # newly known is not drift
     assert "Traceback" not in r.stderr
     assert len(engine.STARTED) == started and not (tmp_path / "again").exists()
 
@@ -279,6 +285,17 @@ def test_a_record_without_its_prompts_needs_the_recipe(cli, sealed_capture, mode
     assert "--recipe FILE" in r.stderr and not (tmp_path / "again").exists()
     dry = cli("reproduce", sealed_capture, "--models", models, "--dry-run")
     assert dry.exit_code == 4 and "the record does not carry its prompts" in dry.stderr
+
+
+def test_a_capture_sealed_with_its_recipe_carries_its_prompts(store_home, tmp_path, cli, models,
+                                                              hash_cache) -> None:
+    from registry.seal import seal_run
+
+    run = shutil.copytree(CAPTURED / "tiny-bf16-kv", tmp_path / "captured")
+    rid = seal_run(run, home=store_home, recipe_path=ROOT / "recipes" / "tiny-bf16-kv.toml").id
+    dry = cli("reproduce", rid, "--models", models, "--dry-run", "--allow-env-drift")
+    assert dry.exit_code == 0, dry.stderr
+    assert "does not carry its prompts" not in dry.stderr and "None" not in dry.stdout
 
 
 def test_unknown_record_and_bad_threshold(cli, sealed_capture) -> None:

@@ -141,7 +141,7 @@ def test_qwen_fp8_weights_never_make_an_fp8_cache(tmp_path: Path) -> None:
     kv = r.fields["precision.kv_cache"]
     assert kv.resolved is None and kv.status is Status.unresolved
     assert "auto" in (kv.rule or "")
-    assert r.value("precision.weights") == "fp8-w8a8" and r.value("precision.dtype") == "float16"
+    assert r.value("precision.weights") == "fp8" and r.value("precision.dtype") == "float16"
     assert r.fields["precision.kv_scales"].status is Status.unresolved
     assert (r.value("parallel.tensor"), r.value("parallel.expert")) == (2, 1)
     assert (r.value("kv.capacity_tokens"), r.value("kv.memory_gib")) == (59904, 2.0)

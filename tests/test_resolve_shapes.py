@@ -119,10 +119,50 @@ def test_v0_capacity_is_blocks_times_block_size_when_the_concurrency_agrees(
     assert r.value("kv.capacity_tokens") is None
 
 
-@pytest.mark.parametrize(("quantization", "kv"), [("None", "bfloat16"), ("awq", None)])
+def test_v0_cpu_capacity_is_its_cpu_blocks_times_block_size(tmp_path: Path) -> None:
+    """The V0 CPU backend prints `# cpu blocks: N` on its own line, no concurrency line."""
+    head = "INFO 11-18 17:10:46 cpu_executor.py:186] "
+    lines = ["INFO 11-18 17:10:40 api_server.py:586] args: Namespace(model='m', block_size=16)",
+             "INFO 11-18 17:10:54 llm_engine.py:249] Initializing an LLM engine (v0.6.4.post1) "
+             "with config: model='m', dtype=torch.bfloat16, max_seq_len=4096, device_config=cpu, "
+             "tensor_parallel_size=1, quantization=None, kv_cache_dtype=auto",
+             head + "# cpu blocks: 9362"]
+    r = resolve(tmp_path, *lines)
+    assert r.value("kv.capacity_tokens") == 9362 * 16
+    assert "cpu blocks" in (r.fields["kv.capacity_tokens"].rule or "")
+    r = resolve(tmp_path, *lines, head + "Maximum concurrency for 4096 tokens per request: 9.00x")
+    assert r.value("kv.capacity_tokens") is None  # 149,792 / 4096 is 36.57: not agreeing
+
+
+@pytest.mark.parametrize("width", [100, 150])
+def test_a_config_line_hard_wrapped_by_a_terminal_is_rejoined(tmp_path: Path, width: int
+                                                              ) -> None:
+    """A terminal copy cut at a fixed width (`...tensor_parallel_si` / `ze=2, ...`): the
+    pieces after the first carry no log prefix; rejoined, the config line reads whole."""
+    line = ("INFO 11-18 17:10:54 llm_engine.py:249] Initializing an LLM engine (v0.6.4.post1) "
+            "with config: model='m', speculative_config=None, tokenizer='m', "
+            "skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, "
+            "dtype=torch.bfloat16, max_seq_len=4096, download_dir=None, "
+            "load_format=LoadFormat.AUTO, tensor_parallel_size=2, pipeline_parallel_size=1, "
+            "quantization=None, kv_cache_dtype=auto, device_config=cuda, seed=0")
+    pieces = [line[i:i + width] for i in range(0, len(line), width)]
+    assert not any("tensor_parallel_size" in p for p in pieces)  # the name itself is cut
+    r = resolve(tmp_path, "INFO 11-18 17:10:40 api_server.py:586] vLLM API server version "
+                "0.6.4.post1", *pieces, "INFO 11-18 17:11:01 selector.py:135] Using Flash "
+                "Attention backend.")
+    assert (r.value("parallel.tensor"), r.value("runtime.max_model_len"),
+            r.value("precision.kv_cache")) == (2, 4096, "bfloat16")
+
+
+@pytest.mark.parametrize(("quantization", "kv"), [
+    ("None", "bfloat16"), ("awq", "bfloat16"), ("awq_marlin", "bfloat16"),
+    ("bitsandbytes", "bfloat16"), ("mxfp4", "bfloat16"), ("gptq_marlin", "bfloat16"),
+    ("compressed-tensors", None), ("fp8", None), ("modelopt", None)])
 def test_auto_kv_without_a_checkpoint(tmp_path: Path, quantization: str, kv: str | None) -> None:
     """`quantization=None`: no quantization_config, so no KV scheme: auto is the model
-    dtype. Any quantization method may carry a scheme: without the checkpoint, unresolved."""
+    dtype. A weight-only method's config (AWQ, GPTQ, bitsandbytes, MXFP4) carries no KV
+    scheme either; compressed-tensors, fp8 or modelopt may: without the checkpoint,
+    unresolved."""
     r = resolve(tmp_path, config(quantization=quantization), READY)
     assert r.value("precision.kv_cache") == kv
 

@@ -142,6 +142,21 @@ def test_sources_dirty_tree_diff_is_sealed(cli, store_home, lab_run, recipe_repo
     assert b"untracked scratch" not in diff  # tracked files only: never `git add -A`
 
 
+def test_a_clean_filter_planted_in_the_recipe_tree_never_runs(cli, store_home, lab_run,
+                                                              recipe_repo, tmp_path) -> None:
+    """Issue 34, weakness 1, as reported: plain git config in the recipe's tree."""
+    repo, mark = git.Repo(recipe_repo), tmp_path / "MARK"
+    repo.git.config("filter.lfs.clean", f"sh -c 'touch {mark}; cat'")
+    (recipe_repo / ".gitattributes").write_text("*.toml filter=lfs\n")
+    commit_all(repo, "attributes")
+    mark.unlink(missing_ok=True)  # the commit above ran it, as any git would
+    recipe = recipe_repo / RECIPE
+    recipe.write_text(recipe.read_text() + "# touched\n")
+    r = cli("seal", lab_run, "--recipe", recipe, "--again")
+    assert r.exit_code == 0, r.stderr
+    assert not mark.exists()
+
+
 def test_a_mismatch_is_refused(cli, store_home, lab_run, recipe_repo) -> None:
     recipe = recipe_repo / RECIPE
     recipe.write_text(recipe.read_text().replace('kv_cache = "bfloat16"', 'kv_cache = "fp8_e4m3"'))

@@ -29,7 +29,9 @@ READ_PATH = {  # the registry modules every record reader needs
     "registry.base.versions",  # a statement's format version, checked before it is shown
     "registry.signing.failures",  # the kind of a failed signature check
     "registry.store.lock",  # the keyring memory in trust.json is written under the lock
-    "registry.base.text"}  # record text printed with its controls escaped
+    "registry.base.text",  # record text printed with its controls escaped
+    "registry.formats.display",  # the one display policy every view writes values by
+    "registry.base.redaction"}  # the secrets a statement says were taken out
 ALLOWED = {
     "list": READ_PATH | {"registry.compare", "registry.compare.table"},  # --where terms
     "show": READ_PATH | {"registry.measure", "registry.measure.display",  # figure text

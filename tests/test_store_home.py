@@ -4,6 +4,7 @@ ledger, refused when missing."""
 from __future__ import annotations
 
 import hashlib
+import json
 import stat
 from pathlib import Path
 
@@ -112,7 +113,12 @@ def test_cli_keys_init_list_export_trust(cli, tmp_path, monkeypatch, no_env) -> 
     mine = local_keys()[0]
     assert set(trusted(home)) == {mine.keyid}
     assert not (home.ledger / "keys" / f"{mine.keyid}.pem").exists()  # private key stays out
-    assert mine.keyid[:16] in cli("keys", "list").stdout
+    assert mine.keyid in cli("keys", "list").stdout  # the full id, as --json gives it
+    listed = json.loads(cli("keys", "list", "--json").stdout)
+    assert [k["keyid"] for k in listed["keyring"]["keys"]] == [mine.keyid]  # JSON: the same
+    short = cli("init", "--home", tmp_path / "joined", "--pin", mine.keyid[:16])
+    assert short.exit_code == 4 and "full 64-digit key id" in short.stderr
+    assert not (tmp_path / "joined").exists() and "registry home:" not in short.stdout
     exported = cli("keys", "export")
     assert exported.stdout == mine.public_pem
     # a colleague's key, trusted from their exported PEM

@@ -59,7 +59,7 @@ def test_list_where_identity_fields_and_columns(cli, make_run, seal_run_dir, mon
     assert ids("--where", "precision.kv_cache=nvfp4") == []
     assert ids("--where", "imported=false", "--limit", "1") == [fp8.id]  # newest first
     table = cli("list").stdout
-    assert bf16.id[:12] in table and "fp8-e4m3" in table  # the short name in a table
+    assert bf16.id[:12] in table and "fp8_e4m3" in table  # as recorded: one spelling
 
 
 def test_list_where_errors(cli, make_run, seal_run_dir) -> None:

@@ -84,8 +84,8 @@ def test_not_a_statement(data) -> None:
 
 def test_summary_line_names_the_precisions() -> None:
     # no engine start in its identity: the summary marks it (registry/seal/proof.py)
-    assert summary_line(statement().predicate) == ("UNPROVEN -: ? weights=? kv=bfloat16 tp=? "
-                                                   "engine=?")
+    assert summary_line(statement().predicate) == (
+        "UNPROVEN -: ? weights=? kv=bfloat16 tp=? engine=?")
 
 
 def test_match_id() -> None:

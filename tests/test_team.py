@@ -537,7 +537,10 @@ def test_a_revocation_keeps_earlier_records_and_a_backdated_one_is_refused(
     assert cli("push").exit_code == 0
     act(monkeypatch, alice)
     assert cli("keys", "revoke", bob.keyid[:12], "--reason", "left the lab").exit_code == 0
-    assert cli("push").exit_code == 0
+    pushed = cli("push")
+    assert pushed.exit_code == 0
+    assert "pushed 1 commit(s)" in pushed.stdout and "up to date" not in pushed.stdout
+    assert "keyring" in pushed.stdout.split("commit(s)", 1)[1]  # says it was a keyring
     report = verify_all(cli, alice)
     assert report["code"] == 0, report
     check = {c["id"]: c for c in report["records"]}[earlier]

@@ -4,7 +4,9 @@ lab capsule imported, then `list`, `show`, `compare`, `review` and the report's 
 record and lane pages read back and compared with the figure taken here from the
 statement's own JSON (the first suite's `decode_tok_s.median`, the worst suite quality).
 
-Also: `COLUMNS=80 registry list` shows every lane, weight and KV value whole."""
+Also, every view at 80 and 200 columns: no identity value (lane, dtypes, suite, engine
+version) cut or broken over lines, one spelling for each (`fp8_e4m3`, `?` unresolved,
+12-digit ids, plain numbers), UNPROVEN and `(degraded)` wherever the record is shown."""
 
 from __future__ import annotations
 
@@ -21,8 +23,6 @@ from tests.conftest import FIXTURES, ROOT
 
 DATA = ROOT / "tests" / "data"
 RECIPES = ROOT / "recipes"
-SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "fp8_e4m3": "fp8-e4m3",
-         "fp8_e5m2": "fp8-e5m2"}
 
 
 def complete_runs() -> list[Path]:
@@ -70,12 +70,15 @@ def home(tmp_path_factory):
 
 
 def signed_headline(statement: dict) -> tuple[float | None, str | None]:
-    """The headline as the statement's JSON has it, read without the registry's helper."""
+    """The headline as the statement's JSON has it, read without the registry's helper:
+    an imported record with no rows is `not judged` (docs/import.md), a sealed one with
+    no results has no quality."""
     results = statement["predicate"]["results"]
     value = next((s["metrics"]["decode_tok_s.median"]["value"] for s in results
                   if "decode_tok_s.median" in s["metrics"]), None)
     states = {(s.get("quality") or {}).get("state", "not judged") for s in results}
-    quality = None if not results else next(
+    imported = statement["predicate"].get("imported") is not None
+    quality = ("not judged" if imported else None) if not results else next(
         (q for q in ("degraded", "not judged") if q in states), "valid")
     return value, quality
 
@@ -145,7 +148,8 @@ def test_the_reports_pages_state_the_signed_figure(home, truth) -> None:
                                                                          row, re.S)]
         [rid] = [r for r in truth if r.startswith(cells[0])]
         value, quality = truth[rid]
-        assert cells[7] == text(value, quality) and cells[8] == (quality or ""), (rid, cells)
+        assert cells[7] == text(value, quality), (rid, cells)
+        assert cells[8].removesuffix(" UNPROVEN").strip() == (quality or ""), (rid, cells)
     for rid, (value, quality) in truth.items():
         page = unescape(re.sub(r"<[^>]+>", " ", (site / "records" / f"{rid}.html").read_text(
             encoding="utf-8")))
@@ -171,19 +175,80 @@ def test_list_at_80_columns_shows_every_identity_value_whole(cli, home, monkeypa
     lines = out.splitlines()
     assert all(len(line) <= 80 for line in lines) and "…" not in out
     header = lines[0]
-    starts = [header.index(h) for h in ("lane", "weights", "kv cache", "tok/s")]
-    rows: list[list[str]] = []
-    for line in lines[1:]:
-        if line.endswith(" records") or not line.strip():
-            break
-        pieces = [line[a:b].strip() for a, b in pairwise(starts)]
-        if not line.startswith(" "):
-            rows.append(pieces)
-        else:  # a wrapped value continues under its column
-            rows[-1] = [x + y for x, y in zip(rows[-1], pieces, strict=True)]
-    assert len(rows) == len(listed)
+    names = [h for h in ("lane", "weights", "kv cache", "tok/s") if h in header]
+    starts = [header.index(h) for h in names]
+    rows = [dict(zip(names, [line[a:b].strip() for a, b in pairwise(starts)], strict=False))
+            for line in lines[1:len(listed) + 1]]
+    assert not any(line.startswith(" ") for line in lines[1:len(listed) + 1])  # no wrapping
     for row, record in zip(rows, listed, strict=True):
-        weights, kv = record.get("weights") or "?", record.get("kv_cache") or "?"
-        assert row[0] == record.get("lane", "")
-        assert row[1] == SHORT.get(weights, weights)
-        assert row[2].rstrip("!") == SHORT.get(kv, kv)
+        assert row["lane"] == record.get("lane", "-")  # whole, on the record's one line
+        assert row["kv cache"].rstrip("!") == record.get("kv_cache") or "?"
+        if "weights" in row:
+            assert row["weights"] == record.get("weights") or "?"
+
+
+def identity_values(shown: dict) -> set[str]:
+    """What a view must never cut: the lane, the precisions, the engine version, suites."""
+    p = shown["statement"]["predicate"]
+    fields = p["identity"]["fields"]
+    names = ("precision.weights", "precision.kv_cache", "engine.version", "model.architecture")
+    values = {str(fields[n]["resolved"]) for n in names
+              if n in fields and fields[n].get("resolved") is not None}
+    values |= {s["suite"] for s in p["results"]}
+    lane = (p.get("recipe") or {}).get("lane")
+    return values | ({lane} if lane else set())
+
+
+def kinds_of(listed: list[dict]) -> dict[str, str]:
+    """One record of each kind the home holds: imported, degraded, unproven, valid."""
+    return {
+        "imported": next(r["id"] for r in listed if r["imported"] and r.get("lane") is None
+                         and not r["summary"].startswith("UNPROVEN")),
+        "unproven": next(r["id"] for r in listed if r["summary"].startswith("UNPROVEN")),
+        "degraded": next(r["id"] for r in listed if r.get("quality") == "degraded"
+                         and r.get("decode_tok_s") is not None),
+        "valid": next(r["id"] for r in listed if r.get("quality") == "valid"
+                      and not r["imported"]),
+        "laguna": next(r["id"] for r in listed if "LagunaForCausalLM" in r["summary"]),
+    }
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_every_view_keeps_identity_values_whole_and_spelled_one_way(cli, home, truth,
+                                                                    monkeypatch, width) -> None:
+    created, _ = home
+    monkeypatch.setenv("COLUMNS", str(width))
+    at = ("--home", str(created.root))
+    kinds = kinds_of(json.loads(cli("list", "--json", "--limit", "0", *at).stdout))
+    outputs = {"list": cli("list", "--limit", "0", *at).stdout,
+               "compare": cli("compare", *at).stdout,
+               "diff": cli("diff", kinds["degraded"][:12], kinds["valid"][:12], *at).stdout}
+    for kind, rid in kinds.items():
+        outputs[f"show {kind}"] = cli("show", rid[:12], *at).stdout
+        outputs[f"review {kind}"] = cli("review", rid[:12], "--no-seal", *at).stdout
+        shown = json.loads(cli("show", rid[:12], "--json", *at).stdout)
+        lines = outputs[f"show {kind}"].splitlines()
+        for value in identity_values(shown):  # each whole on one line of `show`
+            assert any(value in line for line in lines), (kind, width, value)
+    for name, out in outputs.items():
+        assert out and "…" not in out, name
+        assert "fp8-e4m3" not in out and "(unresolved)" not in out, name
+        assert not re.search(r"\d,\d{3}\b", out), (name, "one way of writing numbers")
+    # the lane and KV dtype of every listed record whole on its row, the quality beside
+    for rid, (_, quality) in truth.items():
+        rows = [x for x in outputs["list"].splitlines() if x.startswith(rid[:12])]
+        assert len(rows) == 1 and (quality is None or rows[0].rstrip().endswith(quality)), rid
+    # UNPROVEN in every view of an unproven record; (degraded) beside every degraded figure
+    bad = kinds["unproven"][:12]
+    assert f"{bad}!" in outputs["list"] and f"{bad}!" in outputs["compare"]
+    assert "UNPROVEN" in outputs["show unproven"] and "UNPROVEN" in outputs["compare"]
+    figures = [x for x in outputs["diff"].splitlines() if x.startswith("decode_tok_s.median")]
+    assert figures and "(degraded)" in figures[0], outputs["diff"]
+    # imported records without rows: `not judged` (docs/import.md), never blank
+    assert re.search(r"^quality\s+not judged", outputs["show imported"], re.M)
+    if width == 80:
+        for name, out in outputs.items():
+            if name.startswith(("list", "compare", "diff")):
+                assert all(len(x) <= 80 for x in out.splitlines()
+                           if not x.startswith("  ")), name  # formula lines wrap by words
+        assert "(sealed" in outputs["list"]  # the seal time gave way first, and said so

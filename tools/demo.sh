@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "Set up .venv with the vLLM CPU build (first run: a few minutes)"
-tools/setup.sh
+# the demo runs vLLM only: llama-server (built for the tests) is not built here
+REGISTRY_SKIP_LLAMA_CPP=1 tools/setup.sh
 PY=$PWD/.venv/bin/python
 R=$PWD/.venv/bin/registry
 DEMO=$PWD/.registry-demo

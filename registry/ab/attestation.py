@@ -9,20 +9,8 @@ without the quality class being named (then no boost is computed).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from registry.formats.verification import (
-    Check,
-    Figure,
-    Policy,
-    Result,
-    VerificationStatement,
-    Verifier,
-    verification,
-)
-
-if TYPE_CHECKING:
-    from registry.ab.runner import AbResult, SuiteBoost
+from registry.ab.result import AbResult, SuiteBoost
+from registry.formats.verification import Check, Figure, Result, VerificationStatement, attestation
 
 POLICY_URI = "docs/measurement.md"
 
@@ -44,12 +32,10 @@ def ab_statement(done: AbResult, keyid: str) -> VerificationStatement:
                    "outputs differ" + ("" if done.outcome.comparable else
                                        ": not named, no boost")))
     checks += [_boost(s, done.level) for s in done.suites]
-    policy = Policy(name="ab", uri=POLICY_URI, parameters={
+    return attestation("ab", records, checks, uri=POLICY_URI, keyid=keyid, parameters={
         "deltas": list(c.deltas), "starts_per_side": done.starts_per_side,
         "order": list(done.order), "level": done.level, "noise_pct": done.noise_pct,
-        "a": done.a, "b": done.b})
-    return verification(records, checks, policy=policy, note=f"verdict: {done.verdict}",
-                        verifier=Verifier.registry("ab", keyid))
+        "a": done.a, "b": done.b}, note=f"verdict: {done.verdict}")
 
 
 def _boost(s: SuiteBoost, level: float) -> Check:

@@ -16,18 +16,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import Field
-
 from registry.ab.comparable import Comparability, compare_fields, outcome_fields, side_fields
+from registry.ab.result import AbResult, AbStart, SuiteBoost
 from registry.ab.sides import Side, load_side, recipe_folder
-from registry.base.model import Frozen
 from registry.errors import ExitCode, InvalidInput, RegistryError
 from registry.formats.rundir import BenchRow, LaunchPlan
 from registry.measure.metrics import formula_text
 from registry.measure.starts import (
     LEVEL,
     NOISE_PCT,
-    PairedInterval,
     StartFigure,
     alternating,
     boost_verdict,
@@ -48,58 +45,6 @@ class NotComparable(RegistryError):
     """Two sides that differ on an axis nobody named: no boost between them."""
 
     exit_code = ExitCode.INVALID_INPUT
-
-
-class AbStart(Frozen):
-    start: int
-    side: str
-    run_dir: str
-    record: str = Field(description="the record this start was sealed as")
-    figures: list[StartFigure] = Field(description="one per suite")
-
-
-class SuiteBoost(Frozen):
-    """One suite's comparison: each side's figure, the paired ratio, the boost."""
-
-    suite: str
-    formula: str
-    a: float | None = Field(description="geometric mean of A's start figures, tok/s")
-    b: float | None
-    a_starts: list[float | None]
-    b_starts: list[float | None]
-    ratio: float | None = Field(description="B/A over paired starts (geometric mean)")
-    boost_pct: float | None = Field(description="100 * (B - A) / A from the paired ratio")
-    low_pct: float | None = Field(description="the boost's interval")
-    high_pct: float | None = None
-    delta_tok_s: float | None = Field(description="B - A, absolute")
-    interval: PairedInterval | None = None
-    verdict: str = Field(description="faster | slower | no difference | inconclusive")
-
-
-class AbResult(Frozen):
-    a: str = Field(description="side A as given")
-    b: str
-    records: dict[str, str | None] = Field(description="side -> the record it stands for")
-    comparability: Comparability
-    order: list[str] = Field(description="the sides in start order")
-    starts_per_side: int
-    level: float = LEVEL
-    noise_pct: float = NOISE_PCT
-    dry_run: bool = False
-    plans: dict[str, LaunchPlan] = Field(default_factory=dict)
-    starts: list[AbStart] = Field(default_factory=list)
-    outcome: Comparability | None = Field(None, description="the outputs of A and B compared "
-                                                            "(the quality-outcome axis)")
-    suites: list[SuiteBoost] = Field(default_factory=list)
-    verdict: str = Field("planned", description="the suites' verdict when they agree, else "
-                                                "inconclusive; `not comparable`; `planned`")
-    verification: str | None = Field(None, description="the signed comparison attestation")
-
-    @property
-    def comparable(self) -> bool:
-        """The sides match on every axis not named, and so do their outputs once run."""
-        return self.comparability.comparable and (self.outcome is None
-                                                  or self.outcome.comparable)
 
 
 StartHook = Callable[[int, int, str], None]  # (start, of, side) before each start
@@ -129,7 +74,9 @@ def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 
     result = AbResult(a=a, b=b, records={k: s.record for k, s in sides.items()},
                       comparability=verdict, order=alternating(starts), starts_per_side=starts,
                       level=level, noise_pct=noise_pct, dry_run=dry_run,
-                      plans={k: _plan(s, models_dir) for k, s in sides.items()},
+                      # sides that cannot be compared are said so before models are asked for
+                      plans={k: _plan(s, models_dir, dry_run) for k, s in sides.items()}
+                      if verdict.comparable else {},
                       verdict="planned" if verdict.comparable else "not comparable")
     if dry_run:
         return result
@@ -156,10 +103,16 @@ def _refused(verdict: Comparability) -> NotComparable:
     return NotComparable(refused.message, hint=refused.hint)
 
 
-def _plan(side: Side, models_dir: Path | None) -> LaunchPlan:
-    from registry.executor.engine import free_port
-    from registry.executor.plan import preview
+def _plan(side: Side, models_dir: Path | None, dry_run: bool = False) -> LaunchPlan:
+    """A side's launch plan; a dry run without models shows `${REGISTRY_MODELS}` as it
+    is (nothing is read from it), where a run needs --models."""
+    import os
 
+    from registry.executor.engine import free_port
+    from registry.executor.plan import MODELS_VAR, preview
+
+    if dry_run and models_dir is None and MODELS_VAR not in os.environ:
+        models_dir = Path(f"${{{MODELS_VAR}}}")
     return preview(side.recipe, port=free_port(), models_dir=models_dir, cwd=Path.cwd())
 
 

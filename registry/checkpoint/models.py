@@ -87,6 +87,9 @@ class Quantization(Frozen):
     method: str | None = Field(None, description="quant_method, e.g. compressed-tensors, fp8")
     weights: str = Field(description="weight format token: bfloat16, int4-w4a16, fp8-w8a8 ...")
     summary: str = Field(description="one line on the weight scheme")
+    activations: str | None = Field(
+        None, description="what the quantized matmuls take as input: fp8 / int8 when the config "
+        "quantizes activations, the model dtype when it does not; None: the config does not say")
     kv_cache_scheme: KVCacheScheme | None = None
     raw: dict[str, Any] = Field(default_factory=dict, description="quantization_config as found")
 

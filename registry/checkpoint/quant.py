@@ -23,12 +23,14 @@ def quantization(config: dict[str, Any], torch_dtype: str | None, source: object
     q = config.get("quantization_config")
     if q is None:
         weights = torch_dtype or "unknown"
-        return Quantization(weights=weights, summary=f"unquantized ({weights})")
+        return Quantization(weights=weights, summary=f"unquantized ({weights})",
+                            activations=torch_dtype)
     if not isinstance(q, dict):
         raise InvalidInput(f"{source}: quantization_config is not a JSON object")
     method = str(q.get("quant_method", "unknown"))
     weights, summary = _weight_format(method, q, torch_dtype or "unknown")
     return Quantization(method=method, weights=weights, summary=summary,
+                        activations=_activations(method, q, torch_dtype),
                         kv_cache_scheme=_kv_scheme(q, source), raw=q)
 
 
@@ -49,6 +51,31 @@ def _weight_format(method: str, q: dict[str, Any], dtype: str) -> tuple[str, str
             return kind, f"bitsandbytes 4-bit {kind} weights"
         return "int8-w8a16", "bitsandbytes int8 weights"
     return method, f"{method} (weight scheme not interpreted)"
+
+
+# methods that quantize weights only: the matmuls take activations in the model dtype
+WEIGHT_ONLY = frozenset({"gptq", "awq", "gptq_marlin", "awq_marlin", "bitsandbytes"})
+
+
+def _activations(method: str, q: dict[str, Any], dtype: str | None) -> str | None:
+    """fp8 / int8 when the config quantizes activations, the model dtype when it
+    says they are not, None when it does not say (an unknown method)."""
+    if method == "fp8":  # vLLM's fp8 config always carries an activation_scheme
+        return "fp8"
+    if method in WEIGHT_ONLY:
+        return dtype
+    if method != "compressed-tensors":
+        return None
+    kinds = set()
+    for group in (q.get("config_groups") or {}).values():
+        if not isinstance(group, dict) or not group.get("weights"):
+            continue
+        a = group.get("input_activations")
+        if not isinstance(a, dict):
+            kinds.add(dtype or "unknown")
+        else:
+            kinds.add(f"{'fp' if a.get('type') == 'float' else 'int'}{a.get('num_bits')}")
+    return "+".join(sorted(kinds)) if kinds else dtype
 
 
 def _compressed_tensors(q: dict[str, Any], dtype: str) -> tuple[str, str]:

@@ -24,6 +24,7 @@ from registry.base.hashing import sha256_file
 from registry.base.model import Frozen
 from registry.base.safeload import loads_json
 from registry.claims.models import (
+    REDERIVED,
     ClaimBody,
     ClaimedFigure,
     ClaimedIdentity,
@@ -153,7 +154,10 @@ def _one(home: Home, file: Path, folder: Path | None, only: str | None, label: s
     level = _status_level(folder) if only is None else None
     ids, why = _records(home, folder) if with_records and folder and only is None else (
         [], "no record: the packet is one file of a larger folder" if only else None)
-    extra = {**body.lab.raw, **({"evidence_level": level} if level else {})}
+    # kept with the claim so every view can show the figure re-derived beside the lab's
+    again = [r.model_dump(mode="json") for r in packet.rederived]
+    extra = {**body.lab.raw, **({"evidence_level": level} if level else {}),
+             **({REDERIVED: again} if again else {})}
     body = body.model_copy(update={"records": ids, "lab": body.lab.model_copy(
         update={"raw": extra})})
     view, added = import_claim(home, body)
@@ -222,12 +226,15 @@ def _records(home: Home, folder: Path) -> tuple[list[str], str | None]:
     `reported/` is never the lab's evidence."""
     from registry.claims.packet import VALIDATION
     from registry.importer.capsule import Options, import_capsule
+    from registry.importer.layout import detect
 
     if (folder / "STATUS.md").is_file():
         folder = folder / VALIDATION
         if not folder.is_dir() or folder.is_symlink():
             return [], "no record: a community entry without the lab's validation/"
     try:
+        if detect(folder).claims_only():  # the claim itself is never its own evidence
+            return [], "no record: the packet holds no run evidence (log, rows, launch)"
         done = import_capsule(folder, home=home, options=Options())
     except RegistryError as e:
         if "no run evidence found" in e.message:

@@ -90,7 +90,9 @@ def record_level(home: Home, rid: str, statement: Statement, signer: str | None)
                      reason="not signed by a key this home trusts as the lab's")
     host = statement.predicate.environment.host_facts()
     names = [a.get("name", "") for a in host.get("accelerators") or []]
-    device = names[0] if names else statement.predicate.identity.value("runtime.device")
+    identity = statement.predicate.identity  # an imported log names its device itself
+    device = names[0] if names else (identity.value("runtime.device")
+                                     or identity.value("platform.device"))
     label = str(device or "unknown-hardware")
     reproduced = _reproduced(rid, all_verifications(home)[0])
     if reproduced:

@@ -92,6 +92,10 @@ def _stale(claim: ClaimBody, moved: dict[str, str]) -> Decision:
         f"{k} -> {v}" for k, v in sorted(moved.items())))
 
 
+# the checks whose failure shows a claim wrong; identity only says the record moved
+REFUTING = {"contract", "performance"}
+
+
 def _refuted(claim: ClaimBody, e: Evidence) -> Decision:
     p = e.verification.predicate
     if p.policy.name != "reproduce" or p.result is not Result.failed:
@@ -101,6 +105,12 @@ def _refuted(claim: ClaimBody, e: Evidence) -> Decision:
                              contract_passed=None) if a.axis in WHAT_RAN]
     _require(claim, "refuted", axes, e.record_id)
     failed = [c.name for c in p.checks if c.result is Result.failed]
+    if not set(failed) & REFUTING:  # the record moved; the claim was not shown wrong
+        raise Refused(f"claim {claim.id}: refuted needs a failed contract or performance "
+                      f"check; verification {e.verification_id[:16]} failed only "
+                      f"{', '.join(failed) or 'no check'} (an identity drift)",
+                      hint="the claim is stale: advance it --to stale --moved AXIS=NOW, or "
+                           "reproduce on the claim's identity")
     return Decision(state=S.refuted, axes=axes,
                     reason=f"reproduction {e.verification_id[:16]} failed: {', '.join(failed)}")
 

@@ -76,10 +76,36 @@ def _model(c: ClaimedIdentity, v: Any) -> AxisMatch:
                  "the claim's model name is in the record's model path or revision")
 
 
+SCHEME = re.compile(r"w(\d+)a(\d+)")
+ACTIVATION_BITS = {"fp8": 8, "int8": 8, "fp4": 4, "int4": 4, "float16": 16, "bfloat16": 16,
+                   "half": 16, "float32": 32}
+
+
 def _quantization(c: ClaimedIdentity, v: Any) -> AxisMatch:
-    found = v("precision.weights")
-    return _axis("quantization", c.quantization, found, _contains(found, c.quantization),
-                 "the claim's quantization words are all in the record's precision.weights")
+    """The claim's words against the record's weights, and a claimed `WxAy` scheme's
+    activation half against the record's precision.activations (a record whose activations
+    are unresolved neither confirms nor refutes a claimed `A8` / `A16`)."""
+    weights, acts = v("precision.weights"), v("precision.activations")
+    claimed = SCHEME.search(str(c.quantization or "").lower())
+    shown = weights if acts is None else f"{weights} activations={acts}"
+    if claimed is None or weights is None or SCHEME.search(str(weights).lower()):
+        return _axis("quantization", c.quantization, shown, _contains(weights, c.quantization),
+                     "the claim's quantization words are all in the record's precision.weights")
+    rest = SCHEME.sub(" ", str(c.quantization).lower())
+    if acts is None:
+        return AxisMatch(axis="quantization", claimed=c.quantization, record=_text(weights),
+                         outcome="unknown" if _words_in(weights, rest) else "differs",
+                         rule=f"the claim says {claimed.group(0).upper()}; the record did not "
+                              "resolve its activation precision")
+    same = (_words_in(weights, rest)
+            and ACTIVATION_BITS.get(str(acts)) == int(claimed.group(2)))
+    return _axis("quantization", c.quantization, shown, same,
+                 "the claim's words in precision.weights, its WxAy activation bits those of "
+                 "precision.activations")
+
+
+def _words_in(whole: object, part: str) -> bool:
+    return not _tokens(part) or _contains(whole, part)
 
 
 def _runtime(c: ClaimedIdentity, record: Statement) -> AxisMatch:

@@ -69,6 +69,9 @@ class LabEntry(Frozen):
     event: str
 
 
+REDERIVED = "registry_rederived"  # in LabSource.raw: the packet's rows re-derived at import
+
+
 class LabSource(Frozen):
     """Where an imported claim came from: the lab's file, byte for byte."""
 
@@ -79,7 +82,9 @@ class LabSource(Frozen):
     status: str = Field(description="the lab's status word, verbatim")
     history: list[LabEntry] = Field(description="the lab's history, in the file's order")
     verification: LabFigure | None = None
-    raw: dict[str, Any] = Field(default_factory=dict, description="the lab's other fields")
+    raw: dict[str, Any] = Field(default_factory=dict, description="the lab's other fields; "
+                                "`registry_rederived`: the registry's re-derivation of its "
+                                "figures from the packet's rows at import (claims/packet.py)")
 
 
 class ClaimBody(Frozen):

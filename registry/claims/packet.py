@@ -34,7 +34,13 @@ TEXT = (".md", ".txt", ".log", ".env", ".sh", ".py", ".csv")
 AGGREGATE: dict[str, Callable[[Sequence[float]], float]] = {
     "median": statistics.median, "mean": statistics.fmean}
 _NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])|(?<![\w.])\d+(?![\w.])")
+_CUT = re.compile(r"[^\w.]")  # where an overlong line may be cut without splitting a number
 MAX_HITS = 5
+# Files are read as streams, and only this much is kept: a packet may be any size.
+MAX_LINE = 1 << 16  # characters of a text line looked at at once (a longer one is cut)
+MAX_JSON = 4 << 20  # bytes of a JSON file parsed whole; a larger one is searched as text
+MAX_JSON_LINE = 1 << 20  # bytes of one JSONL line parsed; a longer line is skipped
+MAX_ROWS = 200_000  # per-row values kept per file; past it the longest series is dropped
 
 
 class PacketFile(Frozen):
@@ -95,13 +101,11 @@ def read_packet(folder: Path | None, label: str | None, figures: dict[str, float
     hits: dict[str, list[FigureHit]] = {}
     series: list[RowSeries] = []
     for f in files:
-        values = list(_numbers(folder / f.path, f.kind))
-        for what, figure in figures.items():
-            found = [FigureHit(source=f.path, key=k, value=v) for k, v in values
-                     if _as_written(figure, v)]
-            hits.setdefault(what, []).extend(found[:MAX_HITS])
-        if f.kind in ("json", "jsonl"):
-            series += _series(folder / f.path, f.path, f.kind)
+        kind = "text" if f.kind == "json" and f.bytes > MAX_JSON else f.kind
+        for what, found in _hits(_numbers(folder / f.path, kind), f.path, figures).items():
+            hits.setdefault(what, []).extend(found)
+        if kind in ("json", "jsonl"):
+            series += _series(folder / f.path, f.path, kind)
     return Packet(root=label, files=files, hits={k: v for k, v in hits.items() if v},
                   series=series, rederived=_rederive(figures, aggregations, series))
 
@@ -116,14 +120,29 @@ def _file(folder: Path, name: str) -> PacketFile:
                       kind=kind, by=by)
 
 
+def _hits(numbers: Iterator[tuple[str, float]], source: str, figures: dict[str, float]
+          ) -> dict[str, list[FigureHit]]:
+    """The first MAX_HITS places in one file where each figure appears as written: the
+    numbers stream past, only the hits are kept."""
+    found: dict[str, list[FigureHit]] = {what: [] for what in figures}
+    windows = {what: _window(figure) for what, figure in figures.items()}
+    for key, value in numbers:
+        for what, (low, high) in windows.items():
+            if low <= value <= high and len(found[what]) < MAX_HITS:
+                found[what].append(FigureHit(source=source, key=key, value=value))
+        if all(len(f) >= MAX_HITS for f in found.values()):
+            break
+    return found
+
+
 def _numbers(path: Path, kind: str) -> Iterator[tuple[str, float]]:
     if kind == "json":
         yield from _leaves(load_json(path), "")
     elif kind == "jsonl":
-        for i, line in enumerate(_lines(path)):
+        for i, line in enumerate(_json_lines(path)):
             yield from _leaves(load_json_text(line), f"[{i}]")
     elif kind in ("markdown", "log", "text"):
-        for i, line in enumerate(_lines(path), 1):
+        for i, line in _lines(path):
             for m in _NUMBER.finditer(line):
                 yield f"line {i}", float(m.group())
 
@@ -137,11 +156,42 @@ def load_json_text(text: str) -> Any:
         return None
 
 
-def _lines(path: Path) -> list[str]:
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a text file, streamed; a line longer than MAX_LINE comes in
+    pieces of that line, each cut where no number is split."""
     try:
-        return path.read_text(errors="replace").splitlines()
+        with open(path, encoding="utf-8", errors="replace") as f:
+            number, carry = 1, ""
+            while chunk := f.readline(MAX_LINE):
+                text = carry + chunk
+                if text.endswith("\n"):
+                    yield number, text
+                    number, carry = number + 1, ""
+                    continue
+                cuts = [m.end() for m in _CUT.finditer(text, max(0, len(text) - 64))]
+                cut = cuts[-1] if cuts else len(text)
+                yield number, text[:cut]
+                carry = text[cut:]
+            if carry:
+                yield number, carry
     except OSError:
-        return []
+        return
+
+
+def _json_lines(path: Path) -> Iterator[str]:
+    """A JSONL file's lines, streamed; a line over MAX_JSON_LINE is skipped (an empty one
+    stands in for it, so line indexes stay the file's)."""
+    try:
+        with open(path, "rb") as f:
+            while line := f.readline(MAX_JSON_LINE + 1):
+                if len(line) <= MAX_JSON_LINE or line.endswith(b"\n"):
+                    yield line.decode(errors="replace")
+                    continue
+                while (rest := f.readline(MAX_JSON_LINE)) and not rest.endswith(b"\n"):
+                    pass
+                yield ""
+    except OSError:
+        return
 
 
 def _leaves(value: Any, where: str) -> Iterator[tuple[str, float]]:
@@ -162,14 +212,21 @@ def _number(value: Any) -> bool:
 def _series(path: Path, name: str, kind: str) -> list[RowSeries]:
     """Per-row numeric fields of every collection of row objects in the file (a JSONL
     file's lines pooled: the same collection in each line is one campaign)."""
-    docs = [load_json(path)] if kind == "json" else [load_json_text(x) for x in _lines(path)]
+    docs = iter([load_json(path)]) if kind == "json" else (
+        load_json_text(x) for x in _json_lines(path))
     pooled: dict[str, list[float]] = {}
-    for doc in docs:
+    dropped: set[str] = set()  # series past MAX_ROWS: never kept, whatever follows
+    for doc in docs:  # one JSONL line's document at a time
         for where, rows in _collections(doc, ""):
             for field in sorted({k for r in rows for k, v in r.items() if _number(v)}):
                 values = [float(r[field]) for r in rows if _number(r.get(field))]
-                if len(values) == len(rows):
-                    pooled.setdefault(f"{where}[].{field}".lstrip("."), []).extend(values)
+                key = f"{where}[].{field}".lstrip(".")
+                if len(values) == len(rows) and key not in dropped:
+                    pooled.setdefault(key, []).extend(values)
+        while sum(map(len, pooled.values())) > MAX_ROWS:
+            longest = max(pooled, key=lambda k: len(pooled[k]))
+            dropped.add(longest)
+            del pooled[longest]
     return [RowSeries(source=name, key=k, rows=len(v), values=v) for k, v in pooled.items()]
 
 
@@ -203,6 +260,13 @@ def _rederive(figures: dict[str, float], aggregations: dict[str, str | None],
 
 def _as_written(published: float, value: float) -> bool:
     """`value` rounds to `published` at the decimals `published` was written with."""
+    low, high = _window(published)
+    return low <= value <= high
+
+
+def _window(published: float) -> tuple[float, float]:
+    """The values that round to `published` as written (see `_as_written`)."""
     exponent = Decimal(repr(published)).as_tuple().exponent
     places = -exponent if isinstance(exponent, int) and exponent < 0 else 0
-    return abs(value - published) <= 0.5 * 10.0 ** -places + 1e-9 * abs(published)
+    slack = 0.5 * 10.0 ** -places + 1e-9 * abs(published)
+    return published - slack, published + slack

@@ -10,7 +10,7 @@ import typer
 from registry.cli.options import HomeOpt, Json
 
 if TYPE_CHECKING:
-    from registry.ab.runner import AbResult, SuiteBoost
+    from registry.ab.result import AbResult, SuiteBoost
 
 
 def register(app: typer.Typer) -> None:
@@ -126,5 +126,6 @@ def _num(x: float | None) -> str:
 
 
 def _short(value: object) -> str:
-    text = "-" if value is None else str(value)
-    return text if len(text) <= 24 else text[:21] + "..."
+    """A value whole (a digest or a version is never cut: formats/display.py); the table
+    wraps it between words."""
+    return "-" if value is None else str(value)

@@ -146,11 +146,12 @@ def list_(home: HomeOpt = None, json: Json = False) -> None:
         return
     from registry.claims.view import ClaimView
 
-    print_fitted(["claim", "status", "claimed", "verified", "level"], [
+    # the lab's word (its status and level) beside the level the registry derives
+    print_fitted(["claim", "status", "claimed", "verified", "lab states", "level (derived)"], [
         [c.id, c.status, _value(c.claimed.value), _value(c.verification.value),
-         c.evidence_level.level] if isinstance(c, ClaimView) else
-        [c.id, c.status, "-", "-", "-"] for c in claims],
-        keep=[False, True, True, True, False], title="claims")
+         _lab_states(c), c.evidence_level.level] if isinstance(c, ClaimView) else
+        [c.id, c.status, "-", "-", "-", "-"] for c in claims],
+        keep=[False, True, True, True, False, False], title="claims")
     for c in claims:
         if not isinstance(c, ClaimView):
             console.print(f"{safe(c.id)}: {safe(c.reason)}", highlight=False, markup=False)
@@ -209,6 +210,30 @@ def _value(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
+def _lab_states(view: ClaimView) -> str:
+    lab = view.lab
+    return "-" if lab is None else lab.status + (f", {lab.level}" if lab.level else "")
+
+
+def _lab_says(view: ClaimView) -> str:
+    """What the lab's file states, verbatim, beside what the registry derives."""
+    lab = view.lab
+    assert lab is not None
+    return (f"status {lab.status}, level {lab.level or 'not stated'}, "
+            f"figure {_value(lab.figure)} ({lab.metric or 'no metric named'}), in {lab.file}")
+
+
+def _derived(view: ClaimView) -> str:
+    d = view.derived
+    figure = (f"figure {_value(d.figure)} re-derived from record {d.record[:16]}"
+              if d.figure is not None and d.record else
+              f"figure {_value(d.figure)} re-derived from the packet's {d.series}"
+              if d.figure is not None and d.series else
+              f"figure {_value(d.figure)} re-derived" if d.figure is not None else
+              f"figure not re-derived: {d.not_rederived}")
+    return f"level {d.level.level} ({d.level.reason}); {figure}"
+
+
 def _print(view: ClaimView, json: bool) -> None:
     from registry.cli.output import console, print_fitted, print_json, safe
 
@@ -223,8 +248,8 @@ def _print(view: ClaimView, json: bool) -> None:
              ("verified", v.value is not None and f"{_value(v.value)} ({v.metric}), {v.date or '?'}"
                                 + (f", record {v.record[:16]}" if v.record else "")
                                 + (f", evidence {v.evidence}" if v.evidence else "")),
-             ("level", f"{view.evidence_level.level}: {view.evidence_level.reason}"),
-             ("lab level", view.lab_level)]
+             ("lab says", view.lab and _lab_says(view)),
+             ("derived", _derived(view))]
     for name, value in facts:
         if value:
             console.print(f"[bold]{name:9}[/] {safe(value)}", highlight=False, markup=True)

@@ -70,11 +70,28 @@ def render(result: Comparison, fmt: Format) -> None:
                   for row in result.rows]
         sys.stdout.write("\n".join(lines) + "\n")
     else:
+        marked = set(result.unproven)
         print_fitted([LABELS.get(c, c) for c in result.columns],
-                     [[_shown(c, v) for c, v in zip(result.columns, row, strict=True)]
+                     [[_shown(c, v) + ("!" if c == "id" and v in marked else "")
+                       for c, v in zip(result.columns, row, strict=True)]
                       for row in result.rows],
-                     keep=[c in ("id", "parent", "quality") for c in result.columns])
+                     keep=[c in ("id", "parent", "quality", "lane", "sealed") or c.startswith(
+                         ("precision.", "engine.", "parallel.")) for c in result.columns],
+                     drop=_droppable(result.columns))
         console.print(f"{len(result.rows)} records", highlight=False, soft_wrap=True)
+        if marked:  # as `registry list` says it
+            console.print("! UNPROVEN: its evidence proves nothing (registry show ID says why)",
+                          style="bold red", highlight=False)
+
+
+def _droppable(columns: list[str]) -> list[int]:
+    """What goes when the words do not fit (formats/display.py): the seal time first,
+    then the record's other facts (recipe, parent, imported, state), then the rest from
+    the right; never the id or the lane."""
+    first = [i for i, c in enumerate(columns) if c == "sealed"]
+    first += [i for i, c in enumerate(columns) if c in ("recipe", "parent", "imported", "state")]
+    return first + [i for i in reversed(range(len(columns)))
+                    if i not in first and columns[i] not in ("id", "lane")]
 
 
 # short headers for the usual columns, so a default table reads at 80 columns
@@ -84,20 +101,23 @@ LABELS = {"precision.weights": "weights", "precision.kv_cache": "kv cache",
 
 
 def _shown(column: str, value: Value, *, short: bool = True) -> str:
-    """As a person writes it: ids at 12 digits, the seal time to the minute, dtypes by
-    their short names (`short`: the table; Markdown keeps them whole), else as `shown`
-    writes any value; one line, its controls escaped."""
+    """As every view writes it (formats/display.py): ids at 12 digits, the seal time to
+    the minute, identity values whole (`?` unresolved), else as `shown` writes any value;
+    one line, its controls escaped. `short`: the table (Markdown keeps ids whole)."""
     from registry.base.text import one_line
     from registry.cli.output import shown
+    from registry.formats.display import identity, short_id, when
     from registry.formats.figures import HEADLINE
-    from registry.formats.identity import ID_DIGITS, short_dtype
+    from registry.formats.identity import FIELDS
 
-    if isinstance(value, str) and column in ("id", "parent"):
-        return value[:ID_DIGITS]
+    if short and isinstance(value, str) and column in ("id", "parent"):
+        return short_id(value)
     if isinstance(value, str) and column == "sealed":
-        return value[:16].replace("T", " ")
-    if short and column.startswith("precision."):
-        return short_dtype(value)
+        return when(value)
+    if column == "lane":
+        return value if isinstance(value, str) and value else "-"  # no recipe, no lane
+    if column == "suite" or column in FIELDS:
+        return identity(value)
     if isinstance(value, float) and column.rpartition(":")[2] == HEADLINE:
         return f"{value:.2f}"  # as list and show write the headline figure
     return one_line(shown(value))

@@ -42,21 +42,25 @@ def diff(
 
 
 def _value(field: Any) -> str:
+    """An identity value as every view writes it (formats/display.py): `?` unresolved."""
+    from registry.formats.display import NO_FIGURE, identity
     from registry.formats.identity import failed_check
 
     if field is None:
-        return "-"
-    shown = field.resolved if field.resolved is not None else f"({field.status})"
+        return NO_FIGURE
+    shown = identity(field.resolved)
     if field.declared is not None and field.declared != field.resolved:
-        shown = f"{shown}  [declared {field.declared}]"
-    return str(shown) + (" (cross-check failed)" if failed_check(field) else "")
+        shown = f"{shown} (declared {identity(field.declared)})"
+    return shown + (" (cross-check failed)" if failed_check(field) else "")
 
 
-def _flagged(value: float | None, quality: str | None, titled: str | None = None) -> str:
-    """A figure with its measurement flag unless valid (engine facts carry none) or
-    already in the suite's title."""
-    flag = "" if quality in (None, "valid", titled) else f" ({quality})"
-    return _num(value) + flag
+def _flagged(value: float | None, quality: str | None) -> str:
+    """A figure with its measurement flag unless valid, as docs/cli.md says: `(degraded)`
+    beside every degraded figure (engine facts carry no flag)."""
+    from registry.formats.display import flagged
+
+    return _num(value) if value is None or quality in (None, "valid") else \
+        flagged(_num(value), quality)
 
 
 def _noise(beyond: bool | None) -> str:
@@ -64,9 +68,9 @@ def _noise(beyond: bool | None) -> str:
 
 
 def _num(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x:,.0f}" if float(x).is_integer() else f"{x:.6g}"
+    from registry.formats.display import number
+
+    return number(x)
 
 
 def _percent(x: float | None) -> str:
@@ -77,8 +81,8 @@ def _published(f: PublishedFigure | None) -> str:
     if f is None:
         return ""
     if f.rederived is None:
-        return f"{f.value:.6g} (not re-derived)"
-    return f"{f.value:.6g} {'=' if f.agrees else '≠ FINDING'} rows {f.rederived:.6g}"
+        return f"{_num(f.value)} (not re-derived)"
+    return f"{_num(f.value)} {'=' if f.agrees else '≠ FINDING'} rows {_num(f.rederived)}"
 
 
 def _metrics_table(metrics: list[MetricDiff]) -> None:
@@ -94,15 +98,15 @@ def _metrics_table(metrics: list[MetricDiff]) -> None:
         sides = "" if qa is None and qb is None else \
             f": a {qa or 'not judged'}, b {qb or 'not judged'}"
         print_fitted(["metric", "a", "b", "delta", "relative", "ratio"], [
-            [m.name, _flagged(m.a, m.quality_a, qa), _flagged(m.b, m.quality_b, qb),
+            [m.name, _flagged(m.a, m.quality_a), _flagged(m.b, m.quality_b),
              _num(m.delta), _percent(m.relative) + _noise(m.beyond_noise),
              f"{m.ratio:.2f}x" if m.ratio is not None else ""] for m in group],
-            keep=[False, True, True, True, True, True], title=f"  {suite}{sides}")
+            keep=[True, True, True, True, True, True], drop=[5, 3], title=f"  {suite}{sides}")
 
 
 def render(d: Diff, *, show_all: bool) -> None:
     from registry.base.text import one_line
-    from registry.cli.output import console, shown, table
+    from registry.cli.output import console, say_wrapped, shown, table
     from registry.formats.identity import PRECISION_AXES
 
     console.print(f"a: {one_line(d.a)}\nb: {one_line(d.b)}", highlight=False)
@@ -110,8 +114,9 @@ def render(d: Diff, *, show_all: bool) -> None:
         console.print(f"{side}: {why}", style="bold red", highlight=False)
     rows = [[("* " if f.changed else "  ") + f.name, f.kind.value, _value(f.a), _value(f.b)]
             for f in d.identity if show_all or f.changed or f.name in PRECISION_AXES]
-    console.print(table("identity (changed first; precision axes always shown)",
-                        ["field", "kind", "a", "b"], rows))
+    console.print(table("identity (changed first; precision axes always shown; ? unresolved)",
+                        ["field", "kind", "a", "b"], rows, keep=[True, True, False, False],
+                        drop=[1]))
     sources = [[s.role, s.a and s.a.commit, s.b and s.b.commit,
                 f"{shown(s.a and s.a.dirty)} / {shown(s.b and s.b.dirty)}",
                 shown(s.diff_digests_equal)]
@@ -124,7 +129,7 @@ def render(d: Diff, *, show_all: bool) -> None:
         _metrics_table(shown_metrics)
         notes = {m.name: m.note or m.formula_a for m in shown_metrics}
         for name, note in notes.items():  # below the table: never cut
-            console.print(f"  {name}: {note}", highlight=False, soft_wrap=False)
+            say_wrapped(f"{name}: {note}", label="  ", indent=4)
     if d.published:
         console.print(table("published by the lab (re-derived from each side's rows)",
                             ["figure", "a", "b"], [

@@ -18,7 +18,7 @@ from registry.errors import ExitCode
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from registry.ab.runner import AbResult
+    from registry.ab.result import AbResult
     from registry.contracts.check import CheckResult
     from registry.importer.folder import Problem as ImportProblem
     from registry.reproduce import Reproduction

@@ -39,7 +39,7 @@ def init(
     """
     import os
 
-    from registry.cli.keys import pin_keys, start_keyring
+    from registry.cli.keys import check_pins, pin_keys, start_keyring
     from registry.cli.output import console
     from registry.store.create import init_home
     from registry.store.home import DIRNAME, ENV_HOME
@@ -50,6 +50,7 @@ def init(
         root = directory / DIRNAME
     else:
         root = home or Path(os.environ.get(ENV_HOME) or Path.cwd() / DIRNAME)
+    check_pins(pin or [])  # a bad pin is refused before the home is written
     created = init_home(root)
     console.print(f"registry home: {created.root}", highlight=False)
     if pin:

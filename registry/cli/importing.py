@@ -50,27 +50,35 @@ def print_records(records: list[ImportedRecord]) -> None:
 def published_table(figures: list[PublishedFigure]) -> Grid:
     from registry.cli.output import table
 
+    # where it is published (file and key) tells apart two figures of one value
     return table("published by the lab / re-derived from the rows",
-                 ["figure", "published", "re-derived", "agrees"],
-                 [[f"{p.metric} {p.aggregation}", f"{p.value:.10g}",
-                   "-" if p.rederived is None else f"{p.rederived:.10g}",
-                   {True: "yes", False: "NO", None: "-"}[p.agrees]] for p in figures])
+                 ["figure", "where", "published", "re-derived", "agrees"],
+                 [[f"{p.metric} {p.aggregation}", f"{p.source} {p.key}", f"{p.value:.10g}",
+                   _not_rederived(p) if p.rederived is None else f"{p.rederived:.10g}",
+                   {True: "yes", False: "NO", None: "-"}[p.agrees]] for p in figures],
+                 keep=[True, True, True, False, True])
+
+
+def _not_rederived(p: PublishedFigure) -> str:
+    """Why a published figure has no re-derived value, in words."""
+    why = (p.note or "").split("not re-derived: ", 1)
+    return f"not re-derived: {why[1]}" if len(why) == 2 else "not re-derived: no rows"
 
 
 def print_imported(p: Predicate) -> None:
     """`registry show` of an imported record: provenance, published figures, findings."""
-    from registry.cli.output import console
+    from registry.cli.output import console, say_wrapped
     from registry.importer.findings import findings
 
     i = p.imported
     if i is None:
         return
-    console.print(f"imported from {i.capsule}" + (f", arm {i.arm}" if i.arm else "")
-                  + (f" (arms: {', '.join(i.arms)})" if len(i.arms) > 1 else "")
-                  + f"; manifest {i.manifest or 'none'}; missing from the capsule: "
-                  f"{one_line(', '.join(i.missing)) or 'none'}", highlight=False, markup=False)
+    say_wrapped(f"imported from {i.capsule}" + (f", arm {i.arm}" if i.arm else "")
+                + (f" (arms: {', '.join(i.arms)})" if len(i.arms) > 1 else "")
+                + f"; manifest {i.manifest or 'none'}; missing from the capsule: "
+                f"{one_line(', '.join(i.missing)) or 'none'}", indent=2)
     for name, source in sorted(i.declared_by.items()):
-        console.print(f"  declared {name} by {one_line(source)}", highlight=False, markup=False)
+        say_wrapped(f"declared {name} by {one_line(source)}", label="  ", indent=4)
     if p.published:
         console.print(published_table(p.published))
     for finding in findings(p):

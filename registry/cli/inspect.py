@@ -23,8 +23,8 @@ def register(app: typer.Typer) -> None:
 
 
 def inspect(
-    checkpoint: Annotated[Path, typer.Argument(help="Checkpoint directory or config.json.",
-                                               show_default=False)],
+    checkpoint: Annotated[Path, typer.Argument(
+        help="Checkpoint directory, config.json, or a GGUF file.", show_default=False)],
     manifest: Annotated[bool, typer.Option("--manifest", help="Hash every release file.")
                         ] = False,
     write_identity: Annotated[str | None, typer.Option(
@@ -39,13 +39,23 @@ def inspect(
 ) -> None:
     """Show what a checkpoint asks for: attention, weights, KV scheme and KV scales.
 
-    Reads config.json and the safetensors headers only (no torch, no weights loaded).
+    Reads config.json and the safetensors headers only (no torch, no weights loaded); of a
+    GGUF file, its header (file type, tensor types, attention shape), read within bounds.
 
     Example: registry inspect ~/models/laguna-s-2.1/int4 --write-identity laguna-s-2.1-int4
+    Example: registry inspect ~/models/qwen3-0.6b-q8_0.gguf
     """
     from registry.checkpoint.inspect import inspect_checkpoint
     from registry.cli.output import console, print_json
 
+    if _is_gguf(checkpoint):
+        if manifest or write_identity:
+            from registry.errors import UsageError
+
+            raise UsageError("--manifest and --write-identity take a checkpoint directory",
+                             hint="a GGUF file is its own release: hash it with sha256sum")
+        _gguf(checkpoint, json)
+        return
     info = inspect_checkpoint(checkpoint)
     if write_identity:
         from registry.checkpoint import document
@@ -78,6 +88,40 @@ def _manifest(checkpoint: Path, json: bool) -> Manifest:
     with Progress(transient=True) as bar:
         task = bar.add_task("hashing release files", total=total)
         return build_manifest(checkpoint, lambda n: bar.advance(task, n))
+
+
+def _is_gguf(path: Path) -> bool:
+    """A file named .gguf, or one that starts with GGUF's magic."""
+    if not path.is_file():
+        return False
+    if path.suffix.lower() == ".gguf":
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
+def _gguf(path: Path, json: bool) -> None:
+    from registry.cli.output import console, print_json, table
+    from registry.engines.llamacpp.gguf import read_gguf
+
+    info = read_gguf(path)
+    if json:
+        print_json({"gguf": info})
+        return
+    heads = sorted(set(info.kv_heads))
+    rows: list[list[object]] = [
+        ["architecture", info.architecture], ["file type", info.file_type],
+        ["tensors", ", ".join(f"{t} {n}" for t, n in info.tensor_types.items())],
+        ["parameters", f"{info.parameters:,} ({info.bits_per_weight:.2f} bits per weight)"],
+        ["layers", info.layers], ["KV heads", "/".join(map(str, heads)) or None],
+        ["K x V head dims", f"{info.key_length} x {info.value_length}"],
+        ["sliding window", f"{info.sliding_window} on {sum(info.swa_layers)} layers"
+         if info.sliding_window else None],
+        ["context length", info.context_length]]
+    console.print(table(info.path, ["", "value"], rows))
 
 
 def _show(info: CheckpointInfo, release: Manifest | None) -> None:

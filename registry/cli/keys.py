@@ -4,7 +4,7 @@ ledger's keyring."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -13,6 +13,7 @@ from registry.cli.options import HomeOpt, Json, find
 from registry.errors import RegistryError
 
 if TYPE_CHECKING:
+    from registry.signing.keyring import Keyring
     from registry.store.home import Home
 
 keys_app = new_app("Signing keys: create, list, export, trust.")
@@ -22,14 +23,21 @@ def register(app: typer.Typer) -> None:
     app.add_typer(keys_app, name="keys")
 
 
-def pin_keys(home: Home, keyids: list[str], threshold: int) -> None:
+def check_pins(keyids: list[str]) -> None:
+    """Each id a full 64-digit key id: checked before anything is written."""
     from registry.base.canonical import is_sha256
     from registry.errors import InvalidInput
-    from registry.store.trust import pin_roots
 
     bad = [k for k in keyids if not is_sha256(k)]
     if bad:
-        raise InvalidInput(f"{bad[0]!r}: a root is pinned by its full 64-digit key id")
+        raise InvalidInput(f"{bad[0]!r}: a root is pinned by its full 64-digit key id",
+                           hint="`registry keys list --json` on the lead's host prints it")
+
+
+def pin_keys(home: Home, keyids: list[str], threshold: int) -> None:
+    from registry.store.trust import pin_roots
+
+    check_pins(keyids)
     pin_roots(home, keyids, threshold)
 
 
@@ -88,7 +96,7 @@ def keys_list(home: HomeOpt = None, json: Json = False) -> None:
 
     Example: registry keys list --json
     """
-    from registry.cli.output import console, print_json, table
+    from registry.cli.output import console, print_json
     from registry.signing.keys import local_keys
     from registry.store.trust import current_keyring
 
@@ -98,25 +106,40 @@ def keys_list(home: HomeOpt = None, json: Json = False) -> None:
     except RegistryError:
         ring = None
     if json:
-        print_json({"local": mine, "keyring": ring and ring.model_dump(mode="json", by_alias=True),
+        print_json({"local": mine, "keyring": ring and _ring_json(ring),
                     "version": ring and ring.version})
         return
     ids = {k.keyid for k in mine}
-    # 16 hex digits name a key here as they name records; --json has the full ids
-    rows = [[k.keyid[:16], ", ".join(k.roles) or "-", "active",
+    # the full 64-digit id, as --json gives it and `init --pin` needs it
+    rows = [[k.keyid, ", ".join(k.roles) or "-", "active",
              "yes (default)" if any(m.default and m.keyid == k.keyid for m in mine)
              else "yes" if k.keyid in ids else ""] for k in (ring.keys if ring else [])]
-    rows += [[d.keyid[:16], "-", f"{state} v{d.version}", "yes" if d.keyid in ids else ""]
+    rows += [[d.keyid, "-", f"{state} v{d.version}", "yes" if d.keyid in ids else ""]
              for state, gone in (("retired", ring.retired if ring else []),
                                  ("revoked", ring.revoked if ring else [])) for d in gone
              if state == "retired" or not d.voids_past]
-    rows += [[d.keyid[:16], "-", f"revoked v{d.version}, compromised", "yes" if d.keyid in ids
+    rows += [[d.keyid, "-", f"revoked v{d.version}, compromised", "yes" if d.keyid in ids
               else ""] for d in (ring.revoked if ring else []) if d.voids_past]
     known = {r[0] for r in rows}
-    rows += [[k.keyid[:16], "-", "not in keyring", "yes (default)" if k.default else "yes"]
-             for k in mine if k.keyid[:16] not in known]
+    rows += [[k.keyid, "-", "not in keyring", "yes (default)" if k.default else "yes"]
+             for k in mine if k.keyid not in known]
     title = f"keyring v{ring.version}" if ring else "keys (no verified keyring)"
-    console.print(table(title, ["key id", "roles", "state", "local"], rows))
+    # a 64-digit id leaves no room for columns at 80: each key is its id, then its facts
+    lines = [title, *(f"{keyid}\n    {state}; roles: {roles}"
+                      + (f"; local key{' (default)' if 'default' in local else ''}"
+                         if local else "") for keyid, roles, state, local in rows)]
+    console.print("\n".join(lines), highlight=False)
+
+
+def _ring_json(ring: Keyring) -> dict[str, Any]:
+    """The keyring as JSON, each key and departed key with its id (derived from its
+    public key, so not a field of the signed document)."""
+    out: dict[str, Any] = ring.model_dump(mode="json", by_alias=True)
+    for field in ("keys", "retired", "revoked"):
+        out[field] = [{"keyid": entry.keyid, **dumped}
+                      for entry, dumped in zip(getattr(ring, field), out.get(field, []),
+                                               strict=True)]
+    return out
 
 
 @keys_app.command("export")

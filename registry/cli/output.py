@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
@@ -63,6 +64,19 @@ def say(*parts: str | tuple[str, str | None], err: bool = False) -> None:
     text = "".join(_styled(printable(p), None, colour) if isinstance(p, str)
                    else _styled(printable(p[0]), p[1], colour) for p in parts)
     out.write(text + "\n")
+
+
+def say_wrapped(text: str, *, label: str = "", indent: int = 0,
+                style: str | None = None, err: bool = False) -> None:
+    """A long line of text folded between its words to the terminal's width, the lines
+    after the first indented by `indent` (or the label's width): an id, a digest or an
+    engine version is never broken over two lines (a word wider than the line stands
+    whole on its own)."""
+    pad = indent or len(label)
+    room = max(width() - pad, 20)
+    for n, piece in enumerate(wrap(one_line(printable(text)), room)):
+        head = (label, "bold") if n == 0 else " " * pad
+        say(head if isinstance(head, tuple) else (head, None), (piece.rstrip(), style), err=err)
 
 
 def _styled(text: str, style: str | None, colour: bool) -> str:
@@ -120,60 +134,85 @@ def print_internal(e: BaseException) -> None:
 
 
 def table(title: str | None, columns: list[str], rows: Sequence[Sequence[Any]], *,
-          keep: Sequence[bool] | None = None) -> Grid:
+          keep: Sequence[bool] | None = None, drop: Sequence[int] = ()) -> Grid:
     """The one table of the CLI (see Grid). Cells are plain text (never markup); a cell
     that needs a style is a rich `Text`. `keep`: columns never narrowed (default: the
-    first, the key)."""
+    first, the key); `drop`: columns that may be left out, in that order, when the
+    table does not fit (a line below says which)."""
     kept = list(keep) if keep is not None else [i == 0 for i in range(len(columns))]
-    return Grid(title, columns, rows, kept)
+    return Grid(title, columns, rows, kept, drop)
 
 
 def print_fitted(headers: list[str], rows: Sequence[Sequence[Any]], *, keep: Sequence[bool],
-                 title: str | None = None) -> None:
+                 title: str | None = None, drop: Sequence[int] = ()) -> None:
     """A Grid printed as plain lines (no rich: what `list` and `show` use)."""
-    for text, style in table(title, headers, rows, keep=keep).lines(width()):
+    for text, style in table(title, headers, rows, keep=keep, drop=drop).lines(width()):
         say((text, style))
 
 
 class Grid:
-    """A borderless table fitted to the width it is printed at. A value wider than its
-    column wraps onto the next lines of its row (after a `-`, `_`, `.`, `/` or space
-    where it can), so no character is ever lost; `keep` columns (ids, figures) are
-    never narrowed. Every cell is one line of record text: its controls are escaped."""
+    """A borderless table fitted to the width it is printed at, by hand rather than with
+    rich's Table: rich fits by cutting (`…`) or by folding a word anywhere, and a
+    record's identity (a lane, a dtype, a key id, a digest) must never be cut or broken.
+
+    A value wider than its column wraps onto the next lines of its row between words, so
+    no character is lost and no word is broken (a path breaks after a `/`); `keep`
+    columns (ids, identity values, figures) are never narrowed. When the words do not
+    fit, the `drop` columns are left out one by one (the seal time first), with a line
+    saying so; only then is a line wider than the terminal (which wraps it, whole)."""
 
     GAP = 2
-    FLOOR = 8  # a column narrowed further would wrap every word
 
     def __init__(self, title: str | None, headers: Sequence[str], rows: Sequence[Sequence[Any]],
-                 keep: Sequence[bool]) -> None:
+                 keep: Sequence[bool], drop: Sequence[int] = ()) -> None:
         self.title = title
         self.cells = [[_cell(v) for v in row] for row in [list(headers), *rows]]
         self.keep = list(keep)
+        self.drop = list(drop)
 
     def lines(self, width: int) -> Iterator[tuple[str, str | None]]:
-        """(line, style) for the title (bold), the header (bold underline) and every
-        row's lines (plain: a cell's own style needs rich)."""
+        """(line, style) for the title (bold), the header (bold underline), every row's
+        lines (plain: a cell's own style needs rich) and the note on left-out columns."""
         header = 1 if self.title else 0
-        for n, (text, _) in enumerate(self.styled(width)):
-            yield text, "bold" if n < header else "bold underline" if n == header else None
+        for n, (text, parts) in enumerate(self.styled(width)):
+            note = len(parts) == 1 and parts[0][1] == "dim"
+            yield text, "dim" if note else "bold" if n < header else \
+                "bold underline" if n == header else None
+
+    def shown_columns(self, width: int) -> list[int]:
+        """The columns printed at `width`: all, unless their words need more room."""
+        shown = list(range(len(self.keep)))
+        for column in self.drop:
+            if _least(self.cells, self.keep, shown, self.GAP) <= width:
+                break
+            shown.remove(column)
+        return shown
 
     def styled(self, width: int) -> Iterator[tuple[str, list[tuple[str, str | None]]]]:
         """Each line as its text and its (segment, style) parts."""
-        widths = fit_widths([[t for t, _ in row] for row in self.cells], self.keep, width,
-                            self.GAP, self.FLOOR)
+        shown = self.shown_columns(width)
+        cells = [[row[i] for i in shown] for row in self.cells]
+        keep = [self.keep[i] for i in shown]
+        widths = fit_widths([[t for t, _ in row] for row in cells], keep, width, self.GAP)
         if self.title:
             yield self.title, [(self.title, "bold")]
-        for n, row in enumerate(self.cells):
+        for n, row in enumerate(cells):
             parts = [wrap(t, w) for (t, _), w in zip(row, widths, strict=True)]
             for k in range(max(len(p) for p in parts)):
                 segments: list[tuple[str, str | None]] = []
                 for i, ((_, style), chunks) in enumerate(zip(row, parts, strict=True)):
                     if i:
                         segments.append((" " * self.GAP, None))
-                    piece = (chunks[k] if k < len(chunks) else "").ljust(widths[i])
+                    piece = (chunks[k].rstrip() if k < len(chunks) else "").ljust(widths[i])
                     segments.append((piece, "bold underline" if n == 0 else style))
                 text = "".join(t for t, _ in segments).rstrip()
                 yield text, segments
+        left = [self.cells[0][i][0] for i in range(len(self.keep)) if i not in shown]
+        if left:
+            note = f"({', '.join(left)}: left out at {width} columns; --json has every column)"
+            for n, line in enumerate(wrap(note, width - 1)):  # then indented, as a row's
+                text = (" " if n else "") + line.rstrip()
+                yield text, [(text, "dim")]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Any]:
         from rich.text import Text
@@ -193,40 +232,61 @@ def _cell(value: Any) -> tuple[str, str | None]:
     return one_line(printable("" if value is None else value)), None
 
 
-def fit_widths(rows: list[list[str]], keep: list[bool], width: int, gap: int = 2,
-               floor: int = 8) -> list[int]:
-    """Column widths that fit `width`: the widest column that may shrink loses one
-    character at a time, down to `floor` (or its header's longest word), then, if
-    that is not enough, down to 3; kept columns stay whole. When nothing shrinks
-    further the line is wider than `width`."""
+def _least(cells: list[list[tuple[str, str | None]]], keep: list[bool], shown: list[int],
+           gap: int) -> int:
+    """The narrowest the `shown` columns can be: kept ones whole, others their longest
+    unbreakable piece."""
+    return sum(max(len(r[i][0]) if keep[i] else longest_piece(r[i][0]) for r in cells)
+               for i in shown) + gap * (len(shown) - 1)
+
+
+def fit_widths(rows: list[list[str]], keep: list[bool], width: int, gap: int = 2) -> list[int]:
+    """Column widths that fit `width`: the column with the most room to give loses one
+    character at a time, down to its longest unbreakable piece (a word); kept columns
+    stay whole. When nothing shrinks further the line is wider than `width`."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(keep))]
-    words = [max((len(x) for x in rows[0][i].split()), default=0) for i in range(len(keep))]
-    for low in (floor, 3):
-        lows = [w if k else min(w, max(low, words[i]) if low == floor else low)
-                for i, (w, k) in enumerate(zip(widths, keep, strict=True))]
-        while sum(widths) + gap * (len(widths) - 1) > width:
-            i = max(range(len(widths)), key=lambda j: widths[j] - lows[j])
-            if widths[i] <= lows[i]:
-                break
-            widths[i] -= 1
+    lows = [w if k else max(longest_piece(r[i]) for r in rows)
+            for i, (w, k) in enumerate(zip(widths, keep, strict=True))]
+    while sum(widths) + gap * (len(widths) - 1) > width:
+        i = max(range(len(widths)), key=lambda j: widths[j] - lows[j])
+        if widths[i] <= lows[i]:
+            break
+        widths[i] -= 1
     return widths
 
 
-BREAKS = " /-_.,=:+"
+def pieces(value: str) -> list[str]:
+    """`value` as the pieces a line may break between: words (each with the spaces after
+    it), and a path's parts after each `/`; joined again they give `value`."""
+    out: list[str] = []
+    for word in re.findall(r"\S*\s*", value):
+        if not word:
+            continue
+        if "/" in word.strip() and not word.startswith("http"):
+            out += re.findall(r"[^/]*/|[^/]+", word)
+        else:
+            out.append(word)
+    return out or [value]
+
+
+def longest_piece(value: str) -> int:
+    return max((len(p.rstrip()) for p in pieces(value)), default=0)
 
 
 def wrap(value: str, width: int) -> list[str]:
-    """`value` in pieces of at most `width` characters, broken after the last separator
-    of a piece where it has one; joined again they give `value` exactly."""
+    """`value` in lines of at most `width` characters, broken only between pieces
+    (words, path parts), so an id, a dtype or a lane is never broken; a piece wider
+    than `width` stands whole on its line. Joined again the lines give `value`."""
     if len(value) <= width or width < 1:
         return [value]
-    out = []
-    while len(value) > width:
-        cut = max((i + 1 for i, c in enumerate(value[:width]) if c in BREAKS), default=0)
-        cut = cut or width
-        out.append(value[:cut])
-        value = value[cut:]
-    return [*out, value] if value else out
+    out: list[str] = []
+    line = ""
+    for piece in pieces(value):
+        if line and len((line + piece).rstrip()) > width:
+            out.append(line)
+            line = ""
+        line += piece
+    return [*out, line] if line else out
 
 
 def shown(value: Any) -> str:

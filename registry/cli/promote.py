@@ -4,6 +4,7 @@ the way the lab's checker judges it."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +13,8 @@ import typer
 from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from registry.promote import Promotion
     from registry.promote.labattestation import LabAttestationJudgement
 
@@ -56,22 +59,15 @@ def promote(
         from registry.promote.labattestation import judge_lab_attestation
 
         judged = judge_lab_attestation(lab, root or Path.cwd(), performance)
-        code = ExitCode.OK if judged.passed else ExitCode.FAILED
-        if json:
-            print_json(with_code(judged, code))
-        else:
-            _print_lab(judged)
-        leave(code)
-        return
-    from registry.promote import promote_record
-
-    assert record is not None
-    done = promote_record(find(home), record, policy, seal=not no_seal)
-    code = ExitCode.OK if done.promoted else ExitCode.FAILED
-    if json:
-        print_json(with_code(done, code))
+        result: BaseModel = judged
+        passed, show = judged.passed, partial(_print_lab, judged)
     else:
-        _print_promotion(done)
+        from registry.promote import promote_record
+
+        done = promote_record(find(home), record or "", policy, seal=not no_seal)
+        result, passed, show = done, done.promoted, partial(_print_promotion, done)
+    code = ExitCode.OK if passed else ExitCode.FAILED
+    print_json(with_code(result, code)) if json else show()
     leave(code)
 
 

@@ -39,6 +39,10 @@ def add(
         help="The hardware identity that must run it (default: the record's own host, "
              "e.g. nvidia-h200x1; `registry worker --show-hardware` prints a host's).")]
     = None,
+    allow_env_drift: Annotated[bool, typer.Option(
+        "--allow-env-drift",
+        help="Run the reproduction despite environment drift (recorded in the new "
+             "record), as `registry reproduce --allow-env-drift`.")] = False,
     url: UrlOpt = None,
     home: HomeOpt = None,
     json: Json = False,
@@ -51,11 +55,13 @@ def add(
     from registry.cli.output import console, print_json
     from registry.fleet.submit import submit
 
-    job = submit(find(home), what, control=control, ab=ab, hardware=hardware, url=url)
+    job = submit(find(home), what, control=control, ab=ab, hardware=hardware, url=url,
+                 allow_env_drift=allow_env_drift)
     if json:
         print_json(job)
     else:
-        console.print(f"job {job.id} queued: {job.what(16)} on {job.hardware}",
+        console.print(f"job {job.id} queued: {job.what(16)} on {job.hardware}"
+                      + (" (environment drift allowed)" if job.allow_env_drift else ""),
                       highlight=False)
 
 

@@ -35,7 +35,7 @@ def list_records(
     Example: registry list --where precision.kv_cache=fp8_e4m3 --where 'parallel.tensor>1'
     """
     from registry.cli.output import print_fitted, print_json, say
-    from registry.formats.identity import ID_DIGITS, short_dtype
+    from registry.formats.display import identity, short_id, when
     from registry.formats.record import UNPROVEN
     from registry.store.query import find_records
 
@@ -51,14 +51,14 @@ def list_records(
         print_json(rows)
         return
     unproven = [r.summary.startswith(UNPROVEN) for r in rows]  # summary_line marks them
-    # the model is in `show` and `compare --columns model.architecture`: 80 columns fit
+    # the model is in `show` and `compare --columns model.architecture`; identity values are
+    # never cut or broken (formats/display.py): at 80 columns the seal time goes first
     print_fitted(["id", "sealed", "lane", "weights", "kv cache", "tok/s", "quality"], [
-        [_marked_id(r.id, r.trust, bad), r.created_at[:16].replace("T", " "), r.lane or "",
-         short_dtype(r.weights or "?"), short_dtype(r.kv_cache or "?")
-         + ("!" if r.failed_checks else ""),
+        [_marked_id(r.id, r.trust, bad), when(r.created_at), r.lane or "-",
+         identity(r.weights), identity(r.kv_cache) + ("!" if r.failed_checks else ""),
          _decode_text(r), _quality(r)]
         for r, bad in zip(rows, unproven, strict=True)],
-        keep=[True, True, False, False, False, True, True])
+        keep=[True, True, True, True, True, True, True], drop=[1, 3])
     say(f"{len(rows)} records")
     if not rows:
         hint = _lane_hint(target, where or [])
@@ -68,10 +68,10 @@ def list_records(
         say(("! UNPROVEN: its evidence proves nothing (registry show ID says why)", "bold red"))
     for r in rows:
         if r.failed_checks:
-            say((f"{r.id[:ID_DIGITS]}! {', '.join(r.failed_checks)}: a cross-check failed "
+            say((f"{short_id(r.id)}! {', '.join(r.failed_checks)}: a cross-check failed "
                  "(registry show ID says which)", "red"))
         if r.trust != "verified" or r.trust_detail:
-            say((f"{r.id[:ID_DIGITS]} {(r.trust or 'unchecked').upper()}: "
+            say((f"{short_id(r.id)} {(r.trust or 'unchecked').upper()}: "
                  f"{r.trust_detail or ''}", "red"))
 
 
@@ -102,11 +102,11 @@ def _lane_hint(home: Home, where: list[str]) -> str | None:
 def _marked_id(rid: str, trust: Trust | None, unproven: bool) -> str:
     """An id as a table cell; a record no trusted key signed, or an unproven one, is
     marked (the lines below the table say why)."""
-    from registry.formats.identity import ID_DIGITS
+    from registry.formats.display import short_id
 
     if trust != "verified":
-        return f"{rid[:ID_DIGITS]} {str(trust or '?').upper()}"
-    return f"{rid[:ID_DIGITS]}!" if unproven else rid[:ID_DIGITS]
+        return f"{short_id(rid)} {str(trust or 'unchecked').upper()}"
+    return f"{short_id(rid)}!" if unproven else short_id(rid)
 
 
 def _decode_text(r: RecordRow) -> str:
@@ -118,7 +118,13 @@ def _decode_text(r: RecordRow) -> str:
 
 
 def _quality(r: RecordRow) -> str:
-    return (r.headline.quality or "") if r.headline else ""
+    """The headline's quality (`not judged` for an imported record's published figures;
+    an unproven record's id is marked `!`, the line below the table says why)."""
+    from registry.formats.display import quality
+
+    word = (quality(r.headline.quality) if r.headline.quality or r.imported else "") \
+        if r.headline else ""
+    return word
 
 
 def show(
@@ -177,8 +183,9 @@ def _render(record: ShownRecord) -> None:
     from collections import Counter
 
     from registry.base.text import one_line
-    from registry.cli.output import print_fitted, say, shown
-    from registry.formats.figures import headline
+    from registry.cli.output import print_fitted, say, say_wrapped, shown
+    from registry.formats.display import KEY_DIGITS, UNRESOLVED, commit, short_id
+    from registry.formats.figures import record_headline
     from registry.formats.identity import failed_check
     from registry.formats.record import summary_line
     from registry.formats.unproven import mark
@@ -188,14 +195,14 @@ def _render(record: ShownRecord) -> None:
     check = record.check
     if not check.ok:
         say((f"{check.trust.value.upper()}: {check.detail or ''}; nothing below is vouched "
-             f"for (registry verify {record.id[:16]})", "bold red"))
+             f"for (registry verify {short_id(record.id)})", "bold red"))
     elif record.artifacts:
         word = "INVALID" if record.artifacts_changed else "UNVERIFIABLE"
         say((f"{word}: {one_line(record.artifacts[0])}"
              + (f" (and {len(record.artifacts) - 1} more)" if len(record.artifacts) > 1 else "")
              + f"; the figures below may not be what was sealed (registry verify "
-               f"{record.id[:12]})", "bold red"))
-    top = headline(p.results)
+               f"{short_id(record.id)})", "bold red"))
+    top = record_headline(p.results, p.imported is not None)
     decode = top.metric
     failed = {n: note for n, f in p.identity.fields.items() if (note := failed_check(f))}
     statuses = Counter(f.status.value for f in p.identity.fields.values())
@@ -203,8 +210,8 @@ def _render(record: ShownRecord) -> None:
                      if f.status.value in ("mismatch", "unresolved"))
     facts = [("record", record.id), ("what", summary_line(p)),
              ("sealed", f"{p.run.sealed_at[:19].replace('T', ' ')} by "
-                        f"{check.signer[:16] if check.signer else 'no trusted signer'}"),
-             ("commit", f"ledger commit {(record.ledger_commit or '?')[:12]}"),
+                        f"{check.signer[:KEY_DIGITS] if check.signer else 'no trusted signer'}"),
+             ("commit", f"ledger commit {commit(record.ledger_commit) or UNRESOLVED}"),
              ("recipe", (p.recipe or {}).get("name")), ("parent", p.parent),
              ("imported", p.imported and f"from {p.imported.capsule}; "
                                          f"{len(p.imported.missing)} manifest entries absent"),
@@ -216,33 +223,43 @@ def _render(record: ShownRecord) -> None:
              ("identity", ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))),
              ("check", ", ".join(flagged)),
              ("FAILED", "; ".join(f"{n}: {note}" for n, note in sorted(failed.items()))),
-             ("overrides", ", ".join(f"{o.field} ({o.reason})" for o in p.overrides))]
+             ("overrides", ", ".join(f"{o.field} ({o.reason})" for o in p.overrides)),
+             ("redacted", p.redactions and f"{len(p.redactions)} secrets, before hashing: "
+                          + ", ".join(f"{r.file}:{r.line} ({r.why})" if r.line else
+                                      f"{r.file} ({r.why})" for r in p.redactions[:5])
+                          + (", ..." if len(p.redactions) > 5 else ""))]
     for name, value in facts:
         if value:
-            say((f"{name:9}", "bold"), f" {one_line(str(value))}")
+            say_wrapped(str(value), label=f"{name:9} ")
     unproven = mark(p.unproven, p.identity)
     if unproven:
         say((unproven, "bold red"))
     say(f"{len(record.statement.subject)} artifacts; details follow (--json for everything)\n")
+    # identity values are never broken (formats/display.py): at 80 columns the evidence,
+    # then the status (counted in the summary above) give way
     print_fitted(["field", "value", "status", "evidence"], [
-        [name, _value(f.declared, f.resolved) + (" (cross-check failed)" if name in failed
-                                                  else ""), f.status.value,
+        [name, _value(f.declared, f.resolved, f.status.value) + (
+            " (cross-check failed)" if name in failed else ""), f.status.value,
          f"{f.evidence[0].source}:{f.evidence[0].line}" if f.evidence else ""]
         for name, f in sorted(p.identity.fields.items())],
-        keep=[True, False, True, False], title="identity (value: resolved, else declared)")
+        keep=[True, False, True, False], drop=[3, 2],
+        title=f"identity (value: resolved, else declared; {UNRESOLVED}: unresolved)")
     say()
-    print_fitted(["suite", "metric", "value [95% CI]", "unit", "n"], [
-        [s.suite, m.name, value_text(m, s.quality), m.unit, str(m.count)]
-        for s in p.results for m in s.metrics.values()],
-        keep=[False, True, True, True, True], title="results")
+    say(("results", "bold"))
+    for suite in p.results:  # the suite in a title: never squeezed beside its figures
+        print_fitted(["metric", "value [95% CI]", "unit", "n"], [
+            [m.name, value_text(m, suite.quality), m.unit, str(m.count)]
+            for m in suite.metrics.values()],
+            keep=[True, True, True, True], title=f"  {suite.suite}")
     for line in quality_lines(p.results):
-        say(line)
+        for n, part in enumerate(line.split("\n")):
+            say_wrapped(part.strip(), indent=4 if n else 2, label="  " * min(n, 1))
     formulas = {m.name: m.formula for s in p.results for m in s.metrics.values()}
     for name, formula in formulas.items():  # below the table: a formula is never cut
-        say(f"  {name} = {formula}")
+        say_wrapped(f"{name} = {formula}", label="  ", indent=4)
     say()
     print_fitted(["role", "commit", "dirty", "path"], [
-        [s.role, (s.commit or "")[:12], shown(s.dirty), s.shown_path] for s in p.sources],
+        [s.role, commit(s.commit), shown(s.dirty), s.shown_path] for s in p.sources],
         keep=[True, True, True, False], title="sources")
     if p.imported:
         from registry.cli.importing import print_imported
@@ -254,25 +271,30 @@ def _render(record: ShownRecord) -> None:
 def _print_verifications(record: ShownRecord) -> None:
     """Every trusted verification that judged the record, one line each."""
     from registry.cli.output import print_fitted, say
+    from registry.formats.display import KEY_DIGITS, short_id, when
 
     if not record.verifications:
         say("verifications: none")
         return
     say()
     print_fitted(["verification", "time", "policy", "result", "signer", "as"], [
-        [v.id[:16], v.statement.predicate.time_verified, v.statement.predicate.policy.name,
-         v.statement.predicate.result.value, v.signer[:16],
+        [short_id(v.id), when(v.statement.predicate.time_verified),
+         v.statement.predicate.policy.name, v.statement.predicate.result.value,
+         v.signer[:KEY_DIGITS],
          next((role for role, rid in v.statement.predicate.records.items()
                if rid == record.id), "")]
         for v in record.verifications],
-        keep=[True, True, True, True, False, True], title="verifications")
+        keep=[True, True, True, True, True, True], drop=[1, 4], title="verifications")
 
 
-def _value(declared: object, resolved: object) -> str:
+def _value(declared: object, resolved: object, status: str) -> str:
     from registry.cli.output import shown
+    from registry.formats.display import UNRESOLVED
 
     if resolved is None:
-        return f"declared {shown(declared)}" if declared is not None else ""
+        unknown = UNRESOLVED if status == "unresolved" else ""
+        return f"{unknown} (declared {shown(declared)})".strip() if declared is not None \
+            else unknown
     if declared is not None and declared != resolved:
         return f"{shown(resolved)} (declared {shown(declared)})"
     return shown(resolved)

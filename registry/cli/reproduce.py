@@ -87,7 +87,7 @@ def _print(done: Reproduction) -> None:
         for line in _foreseen_lines(done):
             console.print(line, highlight=False)
     env = done.environment
-    rows = [[f.name, _short(f.sealed), _short(f.now), "same" if f.equal else "DRIFT"]
+    rows = [[f.name, _short(f.sealed), _short(f.now), "DRIFT" if f.drifted else f.state]
             for f in env.facts]
     console.print(table("environment (sealed vs now)", ["fact", "sealed", "now", ""], rows))
     if env.drift:
@@ -104,16 +104,19 @@ def _print(done: Reproduction) -> None:
 def _verdict_lines(done: Reproduction) -> list[str]:
     assert done.identity and done.contract and done.performance
     i, c, p = done.identity, done.contract, done.performance
-    lines = [f"identity    {_word(i.passed)}: {i.compared} fields compared"
+    lines = [f"identity    {_word(i.passed, i.judged)}: {i.compared} fields compared"
              + (f", not compared: {', '.join(i.not_compared)}" if i.not_compared else "")]
-    lines += [f"  {d.name}: {d.original!r} -> {d.new!r}" for d in i.differences]
-    lines.append(f"contract    {_word(c.passed)}: {c.contract}"
+    lines += [f"  {d.name}: {_said(d.original)} -> {_said(d.new)}" for d in i.differences]
+    lines += [f"  {d.name}: newly known: {_said(d.new)} (unknown when sealed; not drift)"
+              for d in i.newly_known]
+    lines.append(f"contract    {_word(c.passed, c.judged)}: {c.contract}"
                  + (f" ({c.note})" if c.note else ""))
     for v in c.verdicts:
         lines.append(f"  {v.status.value} vs {v.reference}: {v.rows_passed}/{v.rows_total} rows")
         lines += [f"    {reason}" for reason in v.reasons[:5]]
     lines += [f"  {problem}" for problem in c.problems]
-    lines.append(f"performance {p.status if p.passed else p.status.upper()}: 95% interval of "
+    lines.append(f"performance {p.status.upper() if p.status in LOUD else p.status}: "
+                 "95% interval of "
                  f"new/sealed median at least {p.min_ratio} ({p.rounds} of at most "
                  f"{p.max_rounds} rounds)")
     lines += [f"  {s.suite}: {s.status}: {s.detail} ({s.formula}; {s.rows_new} new and "
@@ -130,7 +133,8 @@ def _verdict_lines(done: Reproduction) -> list[str]:
                                                f"{g.first_throttle}" if g.throttled else
                                                "no throttle reason"))
     lines += _controlled_lines(done)
-    lines.append("REPRODUCED" if done.passed else "NOT REPRODUCED")
+    lines.append(("REPRODUCED" if done.passed else "NOT REPRODUCED")
+                 + (f" (not judged: {', '.join(done.not_judged)})" if done.not_judged else ""))
     if done.verification:
         lines.append(f"verification {done.verification[:16]} signed and committed")
     return lines
@@ -169,10 +173,19 @@ def _flags(s: SuitePerformance) -> str:
                    (("sealed", s.quality_original), ("new", s.quality_new)) if q != "valid")
 
 
-def _word(passed: bool) -> str:
-    return "passed" if passed else "FAILED"
+LOUD = {"failed", "inconclusive", "undecided"}
+
+
+def _word(passed: bool, judged: bool = True) -> str:
+    return "not judged" if not judged else "passed" if passed else "FAILED"
+
+
+def _said(value: object) -> str:
+    """A value as a user reads it: a missing one in words, never Python's None."""
+    return "not recorded" if value is None else repr(value)
 
 
 def _short(value: object) -> str:
-    text = "-" if value is None else str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A value whole (a digest or a version is never cut: formats/display.py); the table
+    wraps it between words; a missing fact in words."""
+    return "not recorded" if value is None else str(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,6 +19,10 @@ STATUS_STYLE = {"confirmed": "green", "mismatch": "bold red", "unresolved": "yel
 
 def register(app: typer.Typer) -> None:
     app.command()(resolve)
+
+
+# a record id or prefix; anything else is a run directory's path (a missing one: exit 4)
+RECORD_ID = re.compile(r"[0-9a-fA-F]{1,64}")
 
 
 def resolve(
@@ -58,7 +63,8 @@ def resolve(
     from registry.resolve import resolve_run
 
     run_dir = Path(target)
-    if not run_dir.is_dir() and not any((recipe, checkpoint, draft_checkpoint, log)):
+    if not run_dir.is_dir() and not any((recipe, checkpoint, draft_checkpoint, log)) and \
+            RECORD_ID.fullmatch(target):
         _record(target, home, json)
         return
     identity = resolve_run(run_dir, recipe_path=recipe, checkpoint=checkpoint,

@@ -35,20 +35,21 @@ def review(
 
     from registry.cli.exits import leave, reviewed, with_code
     from registry.cli.output import console, print_json, table
+    from registry.formats.display import short_id
     from registry.review import review_record
 
     report = review_record(find(home), record, seal=not no_seal)
     if json:
         print_json(with_code(report, reviewed(report)))
     else:
-        console.print(table(f"review of {report.id[:16]}", ["part", "status", "detail"], [
+        console.print(table(f"review of {short_id(report.id)}", ["part", "status", "detail"], [
             [f.part, Text(f.status.value, style=STYLE[f.status.value]), f.detail]
-            for f in report.findings]))
+            for f in report.findings], keep=[True, True, False]))
         console.print(f"verdict: {report.verdict.value}", highlight=False,
                       style=STYLE["ok" if report.verdict.value == "accept" else
                                   report.verdict.value])
         if report.verification:
-            console.print(f"verification {report.verification[:16]} signed and committed",
+            console.print(f"verification {short_id(report.verification)} signed and committed",
                           highlight=False)
         elif report.not_sealed:
             console.print(f"not sealed: {report.not_sealed}", highlight=False, style="yellow")

@@ -118,6 +118,10 @@ def import_(
         "--bench", show_default=False, help="The raw rows, inside the capsule.")] = None,
     manifest: Annotated[Path | None, typer.Option(
         "--manifest", show_default=False, help="The sha256 manifest, inside the capsule.")] = None,
+    checkpoint: Annotated[Path | None, typer.Option(
+        "--checkpoint", show_default=False,
+        help="The checkpoint (GGUF, directory or config.json) the run loaded: the only file "
+             "outside the capsule an import reads.")] = None,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
@@ -131,10 +135,11 @@ def import_(
     from registry.importer.folder import import_folder
 
     options = Options(recipe_path=recipe, allow_mismatch=_allowed(allow_mismatch, reason),
-                      log=log, bench=bench, manifest=manifest)
+                      log=log, bench=bench, manifest=manifest, checkpoint=checkpoint)
     if each:
-        if log or bench or manifest:
-            raise UsageError("--log, --bench and --manifest name one capsule's files",
+        if log or bench or manifest or checkpoint:
+            raise UsageError("--log, --bench, --manifest and --checkpoint name one capsule's "
+                             "files",
                              hint="import that capsule on its own")
         with stepping(capsule, json) as step:
             done = import_folder(capsule, home=find(home), options=options, step=step)

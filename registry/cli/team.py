@@ -131,6 +131,10 @@ def _print(report: SyncReport, json: bool) -> None:
     lines = [f"{report.remote}: ledger {(report.before or 'empty')[:12]} -> "
              f"{(report.after or 'empty')[:12]}" if moved else f"{report.remote}: ledger "
              f"up to date at {(report.after or 'empty')[:12]}"]
+    if report.pushed:  # what the remote got, a keyring version or a claim event too
+        lines = [f"{report.remote}: pushed {len(report.pushed)} commit(s), remote ledger "
+                 f"{(report.remote_before or 'empty')[:12]} -> {(report.after or '')[:12]}",
+                 *(f"  {subject}" for subject in report.pushed)]
     if report.received:
         lines.append(f"received {len(report.received)} record(s), {report.objects_in.objects} "
                      f"object(s), {report.objects_in.bytes:,} bytes; all verified")

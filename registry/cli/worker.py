@@ -37,6 +37,10 @@ def worker(
     stalled: Annotated[float, typer.Option(
         "--stalled", min=1.0,
         help="Seconds without a heartbeat after which a worker's jobs are put back.")] = 30.0,
+    policy: Annotated[Path | None, typer.Option(
+        "--policy", show_default=False,
+        help="Host policy (TOML; docs/fleet.md). Default: the lab's rules: no retry of a "
+             "faulted engine, 50 GiB reserve, SIGKILL after the grace.")] = None,
     show_hardware: Annotated[bool, typer.Option(
         "--show-hardware", help="Print this host's hardware identity; run nothing.")] = False,
     url: Annotated[str | None, typer.Option(
@@ -58,6 +62,7 @@ def worker(
     if show_hardware:
         print_json(hw) if json else console.print(hw.identity, highlight=False)
         return
+    from registry.fleet.policy import load_policy
     from registry.fleet.queue import queue_url
     from registry.fleet.worker import WorkerOptions, default_name, serve
     from registry.team.remotes import load_remotes
@@ -68,7 +73,7 @@ def worker(
     opts = WorkerOptions(url=queue_url(url), name=name or default_name(), hardware=hw.identity,
                          once=once, max_jobs=max_jobs, heartbeat_s=heartbeat,
                          stalled_s=stalled, work_dir=work_dir, models_dir=models,
-                         remote=remote or None)
+                         remote=remote or None, policy=load_policy(policy))
     report = serve(found, opts)
     if json:
         print_json(report)

@@ -144,13 +144,16 @@ def compare_sources(a: list[Source], b: list[Source]) -> list[SourceDiff]:
 
 def _figure(suite: str, name: str, unit: str, a: float | None, b: float | None,
             fa: str | None, fb: str | None) -> MetricDiff:
+    # a missing figure is named first: "formulas differ" against nothing says nothing
+    if a is None or b is None:
+        lacking = "neither side has it" if a is None and b is None else \
+            f"only {'B' if a is None else 'A'} has it: {'A' if a is None else 'B'} lacks it"
+        return MetricDiff(suite=suite, name=name, unit=unit, a=a, b=b, formula_a=fa,
+                          formula_b=fb, comparable=False, note=lacking)
     if fa != fb:
         return MetricDiff(suite=suite, name=name, unit=unit, a=a, b=b, formula_a=fa,
                           formula_b=fb, comparable=False,
                           note="formulas differ: not compared")
-    if a is None or b is None:
-        return MetricDiff(suite=suite, name=name, unit=unit, a=a, b=b, formula_a=fa,
-                          formula_b=fb, comparable=False, note="only one side has it")
     return MetricDiff(suite=suite, name=name, unit=unit, a=a, b=b, formula_a=fa, formula_b=fb,
                       comparable=True, delta=b - a, relative=(b - a) / a if a else None,
                       ratio=b / a if a else None)

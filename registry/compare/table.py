@@ -12,11 +12,15 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pydantic import Field
+
 from registry.base.model import Frozen
 from registry.errors import InvalidInput
+from registry.formats.display import record_quality
 from registry.formats.figures import HEADLINE, headline
 from registry.formats.identity import FIELDS
 from registry.formats.record import Statement
+from registry.formats.unproven import mark
 from registry.store.home import Home
 
 DEFAULT_COLUMNS = ("id", "lane", "precision.weights", "precision.kv_cache", "parallel.tensor",
@@ -78,6 +82,9 @@ def typed(text: str, *, like: Value, term: str) -> Value:
 class Comparison(Frozen):
     columns: list[str]
     rows: list[list[Value]]
+    unproven: dict[str, str] = Field(
+        default_factory=dict, description="record id -> why its evidence proves nothing "
+                                          "(every view marks such a record UNPROVEN)")
 
 
 def record_value(rid: str, statement: Statement, name: str) -> Value:
@@ -87,7 +94,7 @@ def record_value(rid: str, statement: Statement, name: str) -> Value:
     record = {"id": rid, "sealed": p.run.sealed_at, "lane": recipe.get("lane"),
               "recipe": recipe.get("name"), "parent": p.parent,
               "imported": p.imported is not None, "state": p.run.state,
-              "quality": headline(p.results).quality}
+              "quality": record_quality(headline(p.results).quality, p.imported is not None)}
     if name in record:
         return record[name]
     if name in p.identity.fields:
@@ -130,7 +137,9 @@ def compare(home: Home, ids: Sequence[str] = (), where: Sequence[str] = (),
     rows = [[record_value(rid, s, c) for c in columns] for rid, s in kept]
     if sort:
         rows = sort_rows(rows, list(columns), sort)
-    return Comparison(columns=list(columns), rows=rows)
+    unproven = {rid: why for rid, s in kept
+                if (why := mark(s.predicate.unproven, s.predicate.identity))}
+    return Comparison(columns=list(columns), rows=rows, unproven=unproven)
 
 
 def sort_rows(rows: list[list[Value]], columns: list[str], sort: str) -> list[list[Value]]:

@@ -18,7 +18,7 @@ from registry.errors import InvalidInput
 if TYPE_CHECKING:  # the types only: the engines' own modules sit above these layers
     from registry.formats.identity import ResolvedIdentity
     from registry.logs import LogScan
-    from registry.recipe.schema import BenchmarkSpec, Recipe
+    from registry.recipe.schema import BenchmarkSpec, PrecisionSpec, Recipe
     from registry.resolve.inputs import Checkpoints
 
 
@@ -42,14 +42,20 @@ class Given:
     draft_checkpoint: Path | None = None
     scan: LogScan | None = None  # this log, scanned (seal reads it too)
     checkpoints: Checkpoints | None = None  # a record's sealed evidence, filled in place
+    confined: bool = False  # read no checkpoint the log or recipe names (an import)
 
 
 class EnginePlugin(Protocol):
     name: str
     log_signature: str  # a regular expression only this engine's log lines match
-    # the engine that reads a log no signature claims (one engine says so)
-    reads_unsigned_logs: bool
+    # the engine of evidence that names none (one engine says so): a log no signature
+    # claims, a recipe or launch plan written before there was a second engine
+    unnamed_default: bool
     keep_alive: bool  # may the client reuse a connection for the next request?
+    model_is_file: bool  # its checkpoint is one file (a GGUF), not a folder
+    has_engine_core: bool  # an engine-core process beside its workers (placement pins it)
+    distributions: tuple[str, ...]  # the Python distributions that install it (a binary: none)
+    package: str | None  # the import package they install
 
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]: ...
 
@@ -67,6 +73,10 @@ class EnginePlugin(Protocol):
     def read_chunk(self, chunk: dict[str, Any]) -> Chunk: ...
 
     def kv_bytes(self, cache_type: str, values: int) -> int: ...
+
+    def check_precision(self, precision: PrecisionSpec) -> PrecisionSpec:
+        """A recipe's [precision] in the engine's terms, completed (raises ValueError)."""
+        ...
 
     def normalize_args(self, recipe: Recipe, path: Path) -> dict[str, Any]:
         """The recipe's `engine.args` checked against the engine's own argument table and

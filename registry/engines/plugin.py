@@ -26,9 +26,18 @@ def plugins() -> dict[str, EnginePlugin]:
     return found
 
 
-def engine_for(name: str) -> EnginePlugin:
+def engine_for(name: str | None) -> EnginePlugin:
+    """The plug-in named; None: the engine of evidence that names none."""
     known = plugins()
+    if name is None:
+        return unnamed()
     if name not in known:
         raise InvalidInput(f"engine.name {name!r}: no such engine",
                            hint=f"engines: {', '.join(sorted(known))}")
     return known[name]
+
+
+def unnamed() -> EnginePlugin:
+    """The engine of evidence that names none: a log no plug-in's signature claims, a
+    recipe or launch plan written before the registry had a second engine."""
+    return next(p for p in plugins().values() if p.unnamed_default)

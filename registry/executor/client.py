@@ -29,7 +29,8 @@ from registry.recipe.schema import BenchmarkSpec
 
 
 def request_body(bench: BenchmarkSpec, model: str, prompt: str, max_tokens: int,
-                 engine: str = "vllm") -> dict[str, Any]:
+                 engine: str | None = None) -> dict[str, Any]:
+    """`engine`: its name (None: the engine of a recipe that names none)."""
     return engine_for(engine).request_body(bench, model, prompt, max_tokens)
 
 
@@ -148,7 +149,7 @@ class SuiteRunner:
 
     def __init__(self, base_url: str, model: str, bench: BenchmarkSpec, *,
                  request_timeout: float, on_row: Callable[[BenchRow], None] | None = None,
-                 round_: int = 0, engine: str = "vllm"):
+                 round_: int = 0, engine: str | None = None):
         self.engine = engine_for(engine)
         self.round = round_
         self.base_url = base_url
@@ -202,7 +203,7 @@ class SuiteRunner:
 def run_suites(
     base_url: str, model: str, bench: BenchmarkSpec, suites: list[Suite], *,
     request_timeout: float, on_row: Callable[[BenchRow], None] | None = None, round_: int = 0,
-    engine: str = "vllm",
+    engine: str | None = None,
 ) -> tuple[list[BenchRow], str | None]:
     """Rows of every prompt sent, and the fault that stopped the suite (if any)."""
     runner = SuiteRunner(base_url, model, bench, request_timeout=request_timeout, on_row=on_row,

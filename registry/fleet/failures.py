@@ -1,6 +1,7 @@
-"""Which failures of a job a retry may fix: a transient one (the engine crashed or timed
-out, an object or the network was missing for a moment) is run again, up to
-MAX_ATTEMPTS runs; a hopeless one (an unknown record or claim, a recipe or input
+"""Which failures of a job a retry may fix: a transient one (an object or the network was
+missing for a moment; the engine crashed or timed out, where the host policy opts in to
+retrying engine faults: by default it does not, registry/fleet/policy.py) is run again,
+up to MAX_ATTEMPTS runs; a hopeless one (an unknown record or claim, a recipe or input
 refused, a host that does not match the record, sides that cannot be compared) fails the
 job at once, since every retry would meet the same refusal."""
 

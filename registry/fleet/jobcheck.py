@@ -43,6 +43,8 @@ class JobArgs(Frozen):
     target: RecordId = Field(description="the full id of a record (side B of an A/B)")
     control: RecordId | None = Field(description="the control record, side A of an A/B")
     claim: ClaimId | None = Field(None, description="the claim the job reproduces")
+    allow_env_drift: bool = Field(False, strict=True, description="reproduce despite "
+                                  "environment drift (`queue add --allow-env-drift`)")
 
 
 def parse_args(task: str | None, args: object) -> JobArgs:

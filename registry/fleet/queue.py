@@ -52,7 +52,9 @@ CREATE TABLE IF NOT EXISTS registry_fleet_jobs (
     claim text,
     claim_moves jsonb NOT NULL DEFAULT '[]',
     updated_at timestamptz NOT NULL DEFAULT now()
-)
+);
+ALTER TABLE registry_fleet_jobs
+    ADD COLUMN IF NOT EXISTS allow_env_drift boolean NOT NULL DEFAULT false;
 """
 
 ARGS_GUARD = """
@@ -104,6 +106,8 @@ class Job(Frozen):
     claim: str | None = Field(None, description="the claim the job reproduces, if any")
     claim_moves: list[str] = Field(default_factory=list,
                                    description="what the job did to the claim, in order")
+    allow_env_drift: bool = Field(False, description="queued with --allow-env-drift: the "
+                                  "reproduction runs despite drift, recorded in its record")
     reason: str | None = None
     log: str | None = None
     added_at: datetime | None = Field(None, description="None before its row is written")
@@ -202,7 +206,8 @@ def hardware_queue(identity: str) -> str:
 
 
 def add_job(url: str, kind: Kind, target: str, hardware: str,
-            control: str | None = None, claim: str | None = None) -> Job:
+            control: str | None = None, claim: str | None = None,
+            allow_env_drift: bool = False) -> Job:
     """Queue one job for `hardware`. procrastinate commits (and announces) the job on its
     own connection, so a worker may take it before the row below exists: both write the
     row with `ON CONFLICT DO NOTHING` (insert_row), whichever comes first."""
@@ -211,18 +216,21 @@ def add_job(url: str, kind: Kind, target: str, hardware: str,
     ensure_schema(url)
     with App(connector=SyncPsycopgConnector(conninfo=url)).open() as sync, connect(url) as conn:
         job_id = sync.configure_task(TASK, queue=hardware_queue(hardware)).defer(
-            kind=kind.value, target=target, control=control, claim=claim)
-        insert_row(conn, job_id, kind.value, target, hardware, control, claim)
+            kind=kind.value, target=target, control=control, claim=claim,
+            allow_env_drift=allow_env_drift)
+        insert_row(conn, job_id, kind.value, target, hardware, control, claim,
+                   allow_env_drift)
         return get_job(url, job_id, conn=conn)
 
 
 def insert_row(conn: psycopg.Connection[dict[str, Any]], job_id: int, kind: str,
-               target: str, hardware: str, control: str | None, claim: str | None) -> None:
+               target: str, hardware: str, control: str | None, claim: str | None,
+               allow_env_drift: bool = False) -> None:
     """The job's row, unless it is there already (written by the other side of the race)."""
     conn.execute("INSERT INTO registry_fleet_jobs (job_id, kind, target, control, "
-                 "hardware, claim) VALUES (%s, %s, %s, %s, %s, %s) "
+                 "hardware, claim, allow_env_drift) VALUES (%s, %s, %s, %s, %s, %s, %s) "
                  "ON CONFLICT (job_id) DO NOTHING",
-                 (job_id, kind, target, control, hardware, claim))
+                 (job_id, kind, target, control, hardware, claim, allow_env_drift))
 
 
 SELECT = """
@@ -252,6 +260,7 @@ def _job(row: dict[str, Any]) -> Job:
                    host=row["host"], records=row["records"] or [],
                    attestations=row["attestations"] or [], pushed=bool(row["pushed"]),
                    claim_moves=row["claim_moves"] or [], reason=row["reason"],
+                   allow_env_drift=args.allow_env_drift,
                    log=row["log"], added_at=row["added_at"], started_at=row["started_at"],
                    updated_at=row["updated_at"])
     except ValidationError as e:

@@ -13,11 +13,13 @@ from registry.fleet.jobcheck import Kind
 from registry.fleet.queue import Job, add_job, queue_url
 
 if TYPE_CHECKING:
+    from registry.formats.record import Statement
     from registry.store.home import Home
 
 
 def submit(home: Home, what: str, *, control: str | None = None, ab: str | None = None,
-           hardware: str | None = None, url: str | None = None) -> Job:
+           hardware: str | None = None, url: str | None = None,
+           allow_env_drift: bool = False) -> Job:
     """Queue a reproduction of record (or claim) `what`; with `control`, a controlled
     reproduction against that record (`registry reproduce --control`); with `ab`, an
     A/B of that record (side A) against `what` (side B)."""
@@ -27,6 +29,9 @@ def submit(home: Home, what: str, *, control: str | None = None, ab: str | None 
     if control and ab:
         raise UsageError("--control and --ab exclude each other: a job is a controlled "
                          "reproduction or an A/B")
+    if ab and allow_env_drift:
+        raise UsageError("--allow-env-drift is for reproductions: an A/B judges two records "
+                         "side by side, each on this host's environment")
     found = queue_url(url)  # no queue: say so before reading anything
     claim = what if is_claim(home, what) else None
     rid, statement = sealed_statement(home, claim_record(home, what) if claim else what)
@@ -36,7 +41,14 @@ def submit(home: Home, what: str, *, control: str | None = None, ab: str | None 
         raise InvalidInput(f"{other}: the record itself cannot be its own "
                            + ("control" if control else "other side"),
                            hint="name another record, run in the same window")
-    wanted = check_identity(hardware) if hardware else \
-        sealed_hardware(statement.predicate.environment.host_facts())
+    wanted = check_identity(hardware) if hardware else _record_hardware(statement)
     kind = Kind.controlled if control else Kind.ab if ab else Kind.reproduce
-    return add_job(found, kind, rid, wanted, control=other_id, claim=claim)
+    return add_job(found, kind, rid, wanted, control=other_id, claim=claim,
+                   allow_env_drift=allow_env_drift)
+
+
+def _record_hardware(statement: Statement) -> str:
+    """The hardware a record's evidence names (registry/fleet/hardware.py)."""
+    p = statement.predicate
+    return sealed_hardware(p.environment.host_facts(), p.identity.value("platform.device"),
+                           p.identity.value("parallel.devices"))

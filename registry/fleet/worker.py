@@ -7,6 +7,12 @@ back to the hardware's queue, or, once the dead worker had begun sealing, to tha
 worker's own `home:<name>` queue, since only its home can hold what it sealed. A job
 that failed or was lost `MAX_ATTEMPTS` times stops and says so. SIGTERM stops taking
 jobs; the one in hand finishes (procrastinate's graceful stop).
+
+The host policy (registry/fleet/policy.py, the lab's rules by default) decides the rest:
+a held host takes nothing; orphaned engines of a killed worker are reaped first;
+storage is admitted before each job, one job runs at a time on the host (its lane), and
+an engine fault is not retried: one bounded probe, the host held for a person, the
+worker stops taking jobs.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from registry.errors import RegistryError
 from registry.fleet.execute import Context, JobSpec, Outcome, run_job
 from registry.fleet.failures import Hopeless, is_hopeless, retries
 from registry.fleet.jobcheck import TASK
+from registry.fleet.policy import HostPolicy
 from registry.fleet.queue import (
     MAX_ATTEMPTS,
     connect,
@@ -58,6 +65,7 @@ class WorkerOptions(Frozen):
     work_dir: Path
     models_dir: Path | None = None
     remote: str | None = None
+    policy: HostPolicy = Field(default_factory=HostPolicy)
 
 
 class WorkerReport(Frozen):
@@ -68,6 +76,10 @@ class WorkerReport(Frozen):
     failed: list[int] = Field(default_factory=list)
     reclaimed: list[int] = Field(default_factory=list, description="jobs of lost workers "
                                                                    "this worker put back")
+    reaped: list[int] = Field(default_factory=list, description="pids of orphaned engines "
+                                                                "this worker stopped")
+    held: list[str] = Field(default_factory=list, description="why the host is held for a "
+                                                             "person (an engine fault)")
 
 
 def home_queue(name: str) -> str:
@@ -85,10 +97,17 @@ def serve(home: Home, opts: WorkerOptions, launcher: Launcher | None = None,
     from registry.store.writer import ready_signer
 
     ready_signer(home)  # a worker that cannot sign would fail every job: stop now
+    if opts.remote is not None:  # nor can one whose remote is not there push any
+        from registry.team.remotes import get_remote
+
+        get_remote(home, opts.remote)
+    _one_line_refusals()
+    reaped = _prepare_host(opts.policy)
     ensure_schema(opts.url)
     opts.work_dir.mkdir(parents=True, exist_ok=True)
     report = WorkerReport(name=opts.name, hardware=opts.hardware,
-                          queues=[hardware_queue(opts.hardware), home_queue(opts.name)])
+                          queues=[hardware_queue(opts.hardware), home_queue(opts.name)],
+                          reaped=reaped)
     asyncio.run(_serve(home, opts, launcher, report, runner or run_job))
     return report
 
@@ -114,6 +133,54 @@ async def _serve(home: Home, opts: WorkerOptions, launcher: Launcher | None,
             await worker.run()  # type: ignore[no-untyped-call]
         finally:
             reclaimer.cancel()
+
+
+class _OneLine(logging.Filter):
+    """procrastinate logs a failed job with its traceback; a refusal of the registry's own
+    (its reason already on the job's row) is one line: the message, no traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, RegistryError):
+            record.msg, record.args = f"{record.getMessage()}: {error}", ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def _one_line_refusals() -> None:
+    """procrastinate's job outcomes to stderr, a refusal as one line (once per process)."""
+    logger = logging.getLogger("procrastinate")
+    if any(isinstance(h, _Refusals) for h in logger.handlers):
+        return
+    handler = _Refusals()
+    handler.addFilter(_OneLine())
+    handler.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
+class _Refusals(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler _one_line_refusals installs (named, so that it is installed once)."""
+
+
+def _prepare_host(policy: HostPolicy) -> list[int]:
+    """Before any job: the host's stop policy set, a held host refused, and the engines
+    a killed worker left stopped (by their pid files)."""
+    from registry.executor.engine import set_stop_policy
+    from registry.executor.orphans import reap
+    from registry.fleet.policy import refuse_if_held
+
+    refuse_if_held(policy)
+    set_stop_policy(policy.stop)
+    found = reap(policy.stop.pid_dir, policy.stop.grace_s, policy.stop.kill)
+    for r in found:
+        log.warning("reaped orphaned engine %s of dead worker %s: %s", r.pid, r.owner,
+                    ", ".join(r.steps) + ("" if r.gone else " (still running)"))
+    return [r.pid for r in found]
+
+
+class EngineFault(Hopeless):
+    """An engine fault under a policy that does not retry it: the host is held."""
 
 
 class LeaseLost(RegistryError):
@@ -143,7 +210,11 @@ def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: Wo
             worker.stop()  # type: ignore[no-untyped-call]
         spec = _job_spec(opts, j.id, j.task_name, args, j.attempts, report)
         try:
-            _run(home, opts, launcher, spec, _Lease(j.id, j.worker_id, context), runner)
+            held = _run(home, opts, launcher, spec, _Lease(j.id, j.worker_id, context),
+                        runner)
+            if held:
+                report.held.append(held)
+                worker.stop()  # type: ignore[no-untyped-call]  # the host waits for a person
         except LeaseLost as e:
             # procrastinate would now mark the job finished, although another worker may
             # hold it: a zombie must persist nothing, so it leaves (its supervisor restarts
@@ -154,6 +225,11 @@ def _task(home: Home, opts: WorkerOptions, launcher: Launcher | None, report: Wo
             from procrastinate.exceptions import JobAborted
 
             raise JobAborted(str(e)) from None
+        except EngineFault as e:
+            report.failed.append(j.id)
+            report.held.append(e.message)
+            worker.stop()  # type: ignore[no-untyped-call]  # the host waits for a person
+            raise
         except BaseException:
             report.failed.append(j.id)
             raise
@@ -181,7 +257,7 @@ def _job_spec(opts: WorkerOptions, job_id: int, task: str, args: dict[str, objec
         raise Hopeless(reason) from None
     return JobSpec(id=job_id, queue=hardware_queue(opts.hardware), kind=asked.kind.value,
                    target=asked.target, control=asked.control, attempt=attempts,
-                   claim=asked.claim)
+                   claim=asked.claim, allow_env_drift=asked.allow_env_drift)
 
 
 class _Lease:
@@ -202,12 +278,14 @@ class _Lease:
 
 
 def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSpec,
-         lease: _Lease, runner: Runner) -> None:
+         lease: _Lease, runner: Runner) -> str | None:
     """One job: every phase noted on its row; a failure keeps its reason and log tail and
-    is raised again so that procrastinate retries it (or stops at MAX_ATTEMPTS)."""
+    is raised again so that procrastinate retries it (or stops at MAX_ATTEMPTS). Returns
+    why the host is now held, if its engine had to be killed."""
     with connect(opts.url) as conn:
         hardware = spec.queue.removeprefix("hw:")
-        insert_row(conn, spec.id, spec.kind, spec.target, hardware, spec.control, spec.claim)
+        insert_row(conn, spec.id, spec.kind, spec.target, hardware, spec.control, spec.claim,
+                   spec.allow_env_drift)
         note(conn, spec.id, phase="taken", worker=opts.name, host=platform.node(),
              home_queue=home_queue(opts.name), reason=None)
         conn.execute("UPDATE registry_fleet_jobs SET started_at = now() WHERE job_id = %s",
@@ -222,13 +300,18 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
         ctx = Context(home=home, work_dir=opts.work_dir, phase=phase,
                       models_dir=opts.models_dir, remote=opts.remote, launcher=launcher)
         try:
-            out = runner(spec, ctx)
+            out = _guarded(opts, spec, ctx, runner)
         except LeaseLost:
             raise  # the job's row is another attempt's now: leave it alone
         except Cancelled:
             note(conn, spec.id, phase="cancelled", log=_log_tail(opts.work_dir, spec))
             raise
         except Exception as e:
+            if _is_fault(e) and not opts.policy.retry_engine_faults:
+                reason = _fault(opts, spec, e)
+                note(conn, spec.id, phase="failed", log=_log_tail(opts.work_dir, spec),
+                     reason=reason)
+                raise EngineFault(reason) from e
             reason = _failure(e, spec.attempt + 1)
             note(conn, spec.id, phase="failed", log=_log_tail(opts.work_dir, spec),
                  reason=reason)
@@ -236,12 +319,74 @@ def _run(home: Home, opts: WorkerOptions, launcher: Launcher | None, spec: JobSp
                 raise Hopeless(reason) from e
             raise
         lease.check(conn, "done")
+        killed = _hard_kill(opts, spec)
         note(conn, spec.id, phase="done", records=out.records,
              attestations=out.attestations, pushed=out.pushed, claim_moves=out.claim_moves,
              reason=f"verdict {out.verdict}" + (" (resumed: sealed by an earlier attempt)"
                                                if out.resumed else "")
              + (f" ({out.reused} of its starts sealed by an earlier attempt, reused)"
-                if out.reused else ""))
+                if out.reused else "") + (f"; {killed}" if killed else ""))
+        return killed
+
+
+def _guarded(opts: WorkerOptions, spec: JobSpec, ctx: Context, runner: Runner) -> Outcome:
+    """The job under the host policy: its storage admitted, then run in the host's lane."""
+    from registry.fleet.policy import admit_storage, lane
+
+    admit_storage(opts.policy, opts.work_dir)
+    with lane(opts.policy):
+        return runner(spec, ctx)
+
+
+def _is_fault(e: Exception) -> bool:
+    from registry.errors import EngineFailed
+
+    return isinstance(e, EngineFailed)
+
+
+def _fault(opts: WorkerOptions, spec: JobSpec, e: Exception) -> str:
+    """An engine fault under the lab's rules: no retry; the evidence stays in the run
+    directory; one bounded probe, kept beside it; the host held for a person."""
+    from registry.base.files import write_model
+    from registry.fleet.policy import health_probe, hold
+
+    probe = health_probe(opts.policy)
+    evidence = opts.work_dir / f"job-{spec.id}-probe.json"
+    write_model(evidence, probe)
+    why = str(e) if isinstance(e, RegistryError) else f"{type(e).__name__}: {e}"
+    verdict = "passed" if probe.passed else f"FAILED (exit {probe.exit_code})"
+    reason = (f"engine fault, not retried (host policy): {why}; health probe "
+              f"`{' '.join(probe.argv)}` {verdict} in {probe.seconds} s ({evidence}); "
+              f"host held for a person: {opts.policy.hold_file}")
+    hold(opts.policy, reason, spec.id, str(evidence))
+    return reason
+
+
+def _hard_kill(opts: WorkerOptions, spec: JobSpec) -> str | None:
+    """A start of this job whose engine needed SIGKILL: under the lab's rules a hard
+    kill of a busy job is itself a fault, so the host is held (the job's results stand:
+    the stop came after them)."""
+    import json
+
+    from registry.fleet.policy import hold
+
+    if not opts.policy.hard_kill_is_fault:
+        return None
+    attempt = spec.attempt + 1
+    runs = [opts.work_dir / f"job-{spec.id}-attempt-{attempt}",
+            *sorted((opts.work_dir / f"job-{spec.id}-{spec.kind}-{attempt}").glob("*/"))]
+    for run in runs:
+        try:
+            cleanup = json.loads((run / "status.json").read_text()).get("cleanup") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(cleanup, dict) and cleanup.get("stopped_by") == "KILL group":
+            reason = (f"the engine of {run.name} ignored SIGTERM and was killed (SIGKILL of "
+                      f"its group): a hard kill is a fault; host held for a person: "
+                      f"{opts.policy.hold_file}")
+            hold(opts.policy, reason, spec.id, str(run))
+            return reason
+    return None
 
 
 def _failure(e: Exception, run: int) -> str:

@@ -8,14 +8,10 @@ and the report all call it, so they state the same figure and the same quality).
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from registry.base.model import Frozen, empty_list
-
-if TYPE_CHECKING:
-    from registry.formats.record import SuiteResult
 
 NOT_JUDGED = "not judged (sealed before measurement quality was recorded)"
 HEADLINE = "decode_tok_s.median"  # the figure people rank runs by
@@ -73,11 +69,23 @@ class Quality(Frozen):
         return self.state == "degraded"
 
 
+class SuiteResult(Frozen):
+    """Metrics re-derived from one suite's raw rows, each naming its formula."""
+
+    suite: str
+    rows: int
+    errors: int = 0
+    formula: str = Field(description="the decode-rate formula the recipe names")
+    window: int
+    metrics: dict[str, Metric]
+    quality: Quality | None = Field(None, description="None: sealed before quality was judged")
+
+
 def state(quality: Quality | None) -> str:
     return quality.state if quality else "not judged"
 
 
-def worst(results: "Sequence[SuiteResult]") -> str | None:
+def worst(results: Sequence[SuiteResult]) -> str | None:
     """A record's measurement quality: degraded if any suite is, None without results."""
     if not results:
         return None
@@ -105,7 +113,16 @@ class Headline(Frozen):
         return self.quality is not None and self.quality != "valid"
 
 
-def headline(results: "Sequence[SuiteResult]") -> Headline:
+def record_headline(results: Sequence[SuiteResult], imported: bool) -> Headline:
+    """A record's headline as every view states it: an imported record whose capsule
+    carried no rows to judge is `not judged` (formats/display.py), not blank."""
+    from registry.formats.display import record_quality
+
+    top = headline(results)
+    return top.model_copy(update={"quality": record_quality(top.quality, imported)})
+
+
+def headline(results: Sequence[SuiteResult]) -> Headline:
     """The first suite's decode median that has one, and the record's worst quality."""
     found = next((s for s in results if HEADLINE in s.metrics), None)
     reasons = [f"{s.suite}: {reason}" for s in results if s.quality

@@ -44,6 +44,8 @@ FIELDS: dict[str, tuple[Kind, str]] = {
     "spec.num_tokens": (Kind.identity, "speculative tokens per draft cycle"),
     "precision.dtype": (Kind.identity, "model / activation dtype"),
     "precision.weights": (Kind.identity, "target weight quantization method and scheme"),
+    "precision.activations": (Kind.identity, "what the target's quantized matmuls take as input: "
+                              "fp8 / int8 when activations are quantized, else the model dtype"),
     "precision.draft_weights": (Kind.identity, "draft weight format"),
     "precision.kv_cache": (Kind.identity, "effective target KV-cache storage format"),
     "precision.kv_scales": (Kind.identity, "KV scale source"),
@@ -109,22 +111,9 @@ FIELDS: dict[str, tuple[Kind, str]] = {
 
 # Always shown side by side in a diff, even when equal.
 PRECISION_AXES = (
-    "precision.weights", "precision.draft_weights", "precision.dtype",
+    "precision.weights", "precision.activations", "precision.draft_weights", "precision.dtype",
     "precision.kv_cache", "precision.kv_scales", "precision.draft_kv_cache",
 )
-
-
-# the usual short names of the storage dtypes, for tables that must fit 80 columns; a
-# value not named here is shown as it is (--json always has the full names)
-SHORT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16",
-                "fp8_e4m3": "fp8-e4m3", "fp8_e5m2": "fp8-e5m2", "fp8_inc": "fp8-inc"}
-ID_DIGITS = 12  # an id in a table: 12 hex digits, as git's short hashes (the full id in --json)
-
-
-def short_dtype(value: object) -> str:
-    """`bf16` for bfloat16, `fp8-e4m3` for fp8_e4m3; any other value as it is."""
-    text = "" if value is None else str(value)
-    return SHORT_DTYPES.get(text, text)
 
 
 def kind_of(name: str) -> Kind:

@@ -13,10 +13,12 @@ from pydantic import Field, ValidationError
 
 from registry.base.canonical import canonical_bytes, sha256_hex
 from registry.base.model import Frozen, empty_list
+from registry.base.redaction import Redaction
 from registry.base.safeload import loads_json
 from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NotFound, VerificationFailed
-from registry.formats.figures import Metric, Quality
+from registry.formats.display import identity
+from registry.formats.figures import SuiteResult as SuiteResult  # where its readers find it
 from registry.formats.identity import ResolvedIdentity
 from registry.formats.runfacts import Environment as HostFacts
 from registry.formats.runfacts import RunState
@@ -66,18 +68,6 @@ class Source(Frozen):
         if self.root is None:
             return self.path
         return f"<{self.root}>" if self.path == "." else f"<{self.root}>/{self.path}"
-
-
-class SuiteResult(Frozen):
-    """Metrics re-derived from one suite's raw rows, each naming its formula."""
-
-    suite: str
-    rows: int
-    errors: int = 0
-    formula: str = Field(description="the decode-rate formula the recipe names")
-    window: int
-    metrics: dict[str, Metric]
-    quality: Quality | None = Field(None, description="None: sealed before quality was judged")
 
 
 class ContractInfo(Frozen):
@@ -180,6 +170,9 @@ class Predicate(Frozen):
     artifacts: dict[str, str] = Field(default_factory=dict, description="role -> subject name")
     published: list[PublishedFigure] = Field(default_factory=empty_list,
                                              description="the lab's own figures (imports)")
+    redactions: list[Redaction] | None = Field(
+        None, description="secrets taken out before anything was hashed: where and why "
+        "(registry/base/secrets.py); absent when there were none")
 
 
 class Statement(Frozen):
@@ -229,15 +222,13 @@ def parse_statement(data: bytes) -> Statement:
 
 
 def summary_line(predicate: Predicate) -> str:
-    """One line naming what ran: lane, architecture, precisions, parallelism, engine."""
+    """One line naming what ran: lane, architecture, precisions, parallelism, engine (its
+    whole version or commit: identity values are never shortened, formats/display.py)."""
     v = predicate.identity.value
     lane = (predicate.recipe or {}).get("lane") or "-"
     engine = v("engine.commit") or v("engine.version")
-    def show(name: str) -> str:
-        value = v(name)
-        return "?" if value is None else str(value)
-
     unproven = UNPROVEN if mark(predicate.unproven, predicate.identity) else ""
-    return (f"{unproven}{lane}: {show('model.architecture')} weights={show('precision.weights')} "
-            f"kv={show('precision.kv_cache')} tp={show('parallel.tensor')} "
-            f"engine={str(engine)[:12] if engine else '?'}")
+    return (f"{unproven}{lane}: {identity(v('model.architecture'))} "
+            f"weights={identity(v('precision.weights'))} "
+            f"kv={identity(v('precision.kv_cache'))} tp={identity(v('parallel.tensor'))} "
+            f"engine={identity(engine)}")

@@ -94,7 +94,8 @@ class LaunchPlan(Frozen):
     port: int
     cache_dirs: dict[str, str] = Field(default_factory=dict, description="private, cold caches")
     launcher: str | None = Field(None, description="launcher script, when one wraps the engine")
-    engine: str = Field("vllm", description="the engine plug-in (recipe engine.name)")
+    engine: str | None = Field(None, description="the engine plug-in (recipe engine.name); "
+                               "absent from plans written before there was a second engine")
     container: ContainerLaunch | None = Field(None, description="set: argv runs a container")
     python: str | None = Field(
         None, description="the interpreter a `python` command runs under (engine.python); "

@@ -69,6 +69,11 @@ class Accelerator(Frozen):
     name: str = Field(description="the device model, e.g. NVIDIA H200")
     driver: str | None = None
     memory_mib: int | None = Field(None, description="total device memory")
+    pci_address: str | None = Field(None, description="PCI address, 0000:03:00.0")
+    pci_device_id: str | None = Field(None, description="PCI device id, 0xe223")
+    link: str | None = Field(None, description="negotiated PCIe link, `2.5GT/s x1`")
+    listed_name: str | None = Field(None, description="the name the tool listed, where "
+                                                      "`name` is the model's one name")
 
 
 class EnginePackage(Frozen):

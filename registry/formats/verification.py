@@ -21,7 +21,7 @@ from registry.base.canonical import canonical_bytes, sha256_hex
 from registry.base.model import Frozen, empty_list
 from registry.base.safeload import loads_json
 from registry.errors import VerificationFailed
-from registry.formats.record import STATEMENT_TYPE, Subject
+from registry.formats.record import STATEMENT_TYPE, Statement, Subject
 
 PREDICATE_TYPE: Final = "https://registry.dev/verification/v1"
 RECORD_PREFIX: Final = "record:"  # a subject's name: record:<role>, e.g. record:original
@@ -31,6 +31,7 @@ class Result(StrEnum):
     passed = "PASSED"
     failed = "FAILED"
     inconclusive = "INCONCLUSIVE"  # the check ran but could not decide (needs evidence)
+    not_judged = "NOT JUDGED"  # nothing to judge (no rows, no fields, contract none)
 
 
 class Verifier(Frozen):
@@ -94,12 +95,14 @@ class VerificationStatement(Frozen):
 
 
 def overall(checks: list[Check]) -> Result:
-    """FAILED if any check failed, else INCONCLUSIVE if any could not decide, else PASSED."""
+    """FAILED if any check failed, else INCONCLUSIVE if any could not decide, else PASSED
+    if any check passed (the checks not judged stay NOT JUDGED in the list), else NOT
+    JUDGED: nothing judged never passes."""
     results = {c.result for c in checks}
-    for worst in (Result.failed, Result.inconclusive):
+    for worst in (Result.failed, Result.inconclusive, Result.passed):
         if worst in results:
             return worst
-    return Result.passed
+    return Result.not_judged
 
 
 def verification(records: dict[str, str], checks: list[Check], *, policy: Policy,
@@ -115,6 +118,24 @@ def verification(records: dict[str, str], checks: list[Check], *, policy: Policy
     return VerificationStatement(subject=subjects, predicate=VerificationPredicate(
         verifier=verifier, time_verified=when, policy=policy, result=overall(checks),
         checks=checks, records=dict(records), note=note))
+
+
+def attestation(kind: str, records: dict[str, str], checks: list[Check], *, uri: str,
+                parameters: dict[str, Any], keyid: str,
+                note: str | None = None) -> VerificationStatement:
+    """The registry's own attestation of a `kind` of judgement (ab, reproduce, review): one
+    builder, so the policy and the verifier are named the same way by each."""
+    return verification(records, checks, note=note,
+                        policy=Policy(name=kind, uri=uri, parameters=parameters),
+                        verifier=Verifier.registry(kind, keyid))
+
+
+def decode_figures(statement: Statement, record: str) -> list[Figure]:
+    """A record's decode figures as sealed (re-derived at seal time), with their intervals."""
+    return [Figure(metric=f"{s.suite}/{m.name}", value=m.value, low=m.ci_low, high=m.ci_high,
+                   confidence=0.95 if m.ci_low is not None else None, unit=m.unit, record=record)
+            for s in statement.predicate.results for m in s.metrics.values()
+            if m.name.startswith("decode_tok_s")]
 
 
 def verification_bytes(statement: VerificationStatement) -> bytes:

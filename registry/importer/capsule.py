@@ -72,6 +72,7 @@ class Options(Frozen):
     log: Path | None = None
     bench: Path | None = None
     manifest: Path | None = None
+    checkpoint: Path | None = None  # the only file outside the capsule an import reads
 
 
 def import_capsule(capsule: Path, *, home: Home, options: Options | None = None,
@@ -99,9 +100,11 @@ def _import_arm(capsule: Path, layout: Layout, arm: Arm, checked: Checked, arms:
                 progress: Progress | None) -> ImportedRecord:
     files = arm_files(layout, arm)
     hashes = {name: sha256_file(capsule / name) for name in files}
+    named = {"checkpoint": sha256_file(options.checkpoint)} if options.checkpoint and \
+        options.checkpoint.is_file() else {}  # a checkpoint named changes what is proven
     evidence = digest({"arm": arm.name, "files": hashes, "importer": signer[0],
                        "recipe": digest(recipe) if recipe else None,
-                       "roles": {r.value: v for r, v in arm.files.items()}})
+                       "roles": {r.value: v for r, v in arm.files.items()}, **named})
     found = existing(home, evidence)
     if found is None:
         predicate, converted = _predicate(capsule, layout, arm, checked, arms, recipe, options,
@@ -131,7 +134,7 @@ def _predicate(capsule: Path, layout: Layout, arm: Arm, checked: Checked, arms: 
     bench = convert_bench(capsule / rows_file, lab.get("suite_sha256")) if rows_file else None
     declared = declared_from(capsule, log, arm.files.get(Role.launch, []),
                              arm.files.get(Role.identity, []))
-    identity = _identity(capsule, arm, recipe, options.recipe_path, declared)
+    identity = _identity(capsule, arm, recipe, options, declared)
     published = published_figures(
         capsule, [*arm.files.get(Role.summary, []), *([rows_file] if rows_file else []),
                   *arm.files.get(Role.claim, [])], bench.rows if bench else None)
@@ -198,8 +201,11 @@ def existing(home: Home, evidence: str) -> tuple[SealedRecord, Predicate] | None
     return None
 
 
-def _identity(capsule: Path, arm: Arm, recipe: Recipe | None, recipe_path: Path | None,
+def _identity(capsule: Path, arm: Arm, recipe: Recipe | None, options: Options,
               declared: Declared) -> ResolvedIdentity:
+    """Resolved from the capsule's own files: no checkpoint is read but the one named
+    with --checkpoint (its log's model path names a file on the importer's disk, which
+    is not the capsule's evidence)."""
     from registry.resolve import resolve_run
 
     with tempfile.TemporaryDirectory(prefix="registry-import-") as tmp:
@@ -209,9 +215,13 @@ def _identity(capsule: Path, arm: Arm, recipe: Recipe | None, recipe_path: Path 
             source = arm.first(role)
             if source is not None:  # capsule_files refused every link: these are its own files
                 (staged / name).symlink_to((capsule / source).resolve())
+        launch = arm.first(Role.launch)
+        if launch is not None and launch.endswith(".json"):  # its env (the XPU W8A16 switch)
+            (staged / "launch.json").symlink_to((capsule / launch).resolve())
         if arm.first(Role.log) is None:
             (staged / "server.log").write_bytes(b"")
-        identity = resolve_run(staged, recipe=recipe, recipe_path=recipe_path)
+        identity = resolve_run(staged, recipe=recipe, recipe_path=options.recipe_path,
+                               checkpoint=options.checkpoint, confined=True)
     if arm.first(Role.log) is None:
         identity = identity.model_copy(update={"notes": [
             "the capsule holds no engine log for this run: no field is resolved"]})

@@ -17,7 +17,11 @@ from typing import Any
 from registry.base.model import Frozen
 from registry.engines.llamacpp.declared import declared_fields
 from registry.engines.vllm.logs.nondefault import find_nondefault_args
+from registry.errors import InvalidInput
 from registry.importer.walk import load_json
+
+MAX_PAIRS = 10_000  # KEY=VALUE pairs kept from one file (an environment dump holds ~200)
+MAX_PAIR = 1 << 16  # bytes of one KEY=VALUE line
 
 # engine argument (snake_case) -> (identity field, type)
 ARGS: dict[str, tuple[str, type]] = {
@@ -37,6 +41,9 @@ ARGS: dict[str, tuple[str, type]] = {
     "num_speculative_tokens": ("spec.num_tokens", int),
     "vllm_commit": ("engine.commit", str),
 }
+# the lab's shell env files name the arguments in capitals, some shortened (`TP=4`)
+ENV_NAMES = {"TP": "tensor_parallel_size", "MAX_BATCHED_TOKENS": "max_num_batched_tokens",
+             "EXTRA_ARGS": "vllm_extra_args", "COMPILATION_CONFIG_JSON": "compilation_config"}
 KV_NAMES = {"fp8": "fp8_e4m3"}  # vLLM's `fp8` KV cache is e4m3
 
 
@@ -95,7 +102,7 @@ def _from_identity(capsule: Path, name: str) -> Declared:
     if name.endswith(".json"):
         data = load_json(capsule / name)
         return _typed(_flatten(data), name) if isinstance(data, dict) else EMPTY
-    pairs = key_values(capsule / name)
+    pairs = {_env_name(k): v for k, v in key_values(capsule / name).items()}
     if pairs.get("enable_mtp") == "0":  # the lab's files keep the MTP width of an arm with MTP off
         pairs.pop("num_speculative_tokens", None)
     args: dict[str, Any] = dict(pairs)
@@ -105,6 +112,11 @@ def _from_identity(capsule: Path, name: str) -> Declared:
     if isinstance(config := _loads(pairs.get("compilation_config")), dict):
         args |= _graph(config)
     return _typed(args, name)
+
+
+def _env_name(key: str) -> str:
+    """`TP` -> tensor_parallel_size, `MAX_MODEL_LEN` -> max_model_len (capitals only)."""
+    return ENV_NAMES.get(key, key.lower()) if key.isupper() else key
 
 
 def argv_args(argv: list[str]) -> dict[str, Any]:
@@ -186,11 +198,26 @@ def _convert(raw: Any, kind: type) -> Any:
 
 
 def key_values(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines (identity.txt, *.env); other lines skipped."""
+    """KEY=VALUE lines (identity.txt, *.env), read as a stream; other lines skipped. What
+    is kept goes into the statement: more than MAX_PAIRS pairs, or a line over MAX_PAIR
+    bytes, is refused naming the file (no environment dump or identity file is that big)."""
     if not path.is_file():
         return {}
-    pairs = (line.partition("=") for line in path.read_text(errors="replace").splitlines())
-    return {k.strip(): v for k, sep, v in pairs if sep and k.strip() and " " not in k.strip()}
+    out: dict[str, str] = {}
+    with open(path, "rb") as f:
+        for number, raw in enumerate(iter(lambda: f.readline(MAX_PAIR + 1), b""), 1):
+            if len(raw) > MAX_PAIR and not raw.endswith(b"\n"):
+                raise InvalidInput(f"{path}: line {number} is over {MAX_PAIR:,} bytes: not a "
+                                   "KEY=VALUE file")
+            k, sep, v = raw.decode(errors="replace").rstrip("\r\n").partition("=")
+            if sep and k.strip() and " " not in k.strip():
+                out[k.strip()] = v
+            if len(out) > MAX_PAIRS:
+                raise InvalidInput(f"{path}: more than {MAX_PAIRS:,} KEY=VALUE lines: not an "
+                                   "environment dump or identity file",
+                                   hint="take it out of the capsule, or cut it to what the "
+                                        "run's environment was")
+    return out
 
 
 def _split(text: str) -> list[str]:

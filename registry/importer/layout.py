@@ -7,7 +7,8 @@ An arm is a folder, or a run id shared by files in one folder (`<run>-launch.jso
 `configs/server-args.json` launched the run whose log is in `evidence/`). Status and
 identity files belong to the arm whose folder holds them, else to every arm. A capsule
 with no arm is one run at its root. Claims (`claims/*.json`, a packet's `claim.json`)
-belong to every arm. Lab harness logs (`validate-<stamp>.log`,
+belong to every arm; a capsule of claims alone is imported too (a record kept as its
+claims: unproven, its figures published). Lab harness logs (`validate-<stamp>.log`,
 `<name>-server-<run>.log`) are logs. A `*-summary.json` is a run's summary only when it
 holds a figure a run summary carries (`summary`, `primary_metric`,
 `tok_s_1_100_after_ttft`, ...): a quality decision named `...-summary.json` is not a
@@ -46,7 +47,8 @@ PATTERNS: list[tuple[Role, re.Pattern[str]]] = [(role, re.compile(p)) for role, 
     (Role.log, r"(?:(?P<run>.+?)-)?server(?:\.stdout)?\.log|vllm\.log|engine\.log"
                r"|[\w.]+-server-[\w.-]+\.log|validate-[\w.-]+\.log"),
     (Role.rows, r"(?:(?P<run>.+?)-)?(?:bench|strict-performance)\.json"),
-    (Role.summary, r"summary(?:-[\w.-]+)?\.json|(?P<run>.+?)-summary\.json"),
+    (Role.summary, r"summary(?:-[\w.-]+)?\.json|(?P<run>.+?)-summary\.json"
+                   r"|[\w.-]+-summary-\d{8}\.json"),
     (Role.launch, r"(?:(?P<run>.+?)-)?(?:launch(?:-env|-args)?|server-args)\.json"),
     (Role.identity, r".+\.env|identity\.(?:txt|json)|(?P<run>.+?)-(?:strict-)?identity\.json"),
     (Role.status, r"status\.(?:txt|json)|verdict\.json|result\.json|runner\.exit-code"
@@ -55,6 +57,9 @@ PATTERNS: list[tuple[Role, re.Pattern[str]]] = [(role, re.compile(p)) for role, 
     (Role.metrics_after, r"metrics-after(?:-suite)?\.prom"),
 ]]
 ARM_ROLES = {Role.log, Role.rows, Role.summary, Role.launch}
+# what makes a folder a capsule: a run's own files, or the figures a claim publishes (a
+# record kept as its claims: imported unproven, its figures beside nothing re-derived)
+EVIDENCE_ROLES = (Role.log, Role.rows, Role.summary, Role.launch, Role.status, Role.claim)
 INNER = {"run", "data", "evidence", "configs"}  # folders that belong to the arm above them
 
 
@@ -73,6 +78,11 @@ class Layout(Frozen):
     manifest: Manifest | None
     arms: list[Arm]
 
+    def claims_only(self) -> bool:
+        """Nothing a run leaves, only the figures claims publish: a claim without rows."""
+        return not any(role in arm.files for arm in self.arms for role in EVIDENCE_ROLES
+                       if role is not Role.claim)
+
     def describe(self) -> str:
         roles = sorted({r.value for a in self.arms for r in a.files})
         return (f"{len(self.files)} files; manifest: "
@@ -89,12 +99,11 @@ def detect(capsule: Path, *, log: Path | None = None, bench: Path | None = None,
     found = find_manifest(capsule, files, inside(capsule, manifest, "--manifest")
                           if manifest else None)
     arms = _arms([f for f in files if not _other_summary(capsule, f)], pointed)
-    if not any(role in arm.files for arm in arms for role in (Role.log, Role.rows, Role.summary,
-                                                               Role.launch, Role.status)):
+    if not any(role in arm.files for arm in arms for role in EVIDENCE_ROLES):
         raise InvalidInput(
             f"{capsule}: no run evidence found ({len(files)} files; manifest: "
             f"{found.path if found else 'none'}); missing: an engine log (server.log, "
-            f"*-server.log), rows (bench.json), a summary, a launch or a status file",
+            f"*-server.log), rows (bench.json), a summary, a launch, a status or a claim file",
             hint="point at them: registry import CAPSULE --log FILE --bench FILE")
     return Layout(files=files, manifest=found, arms=arms)
 
@@ -134,13 +143,13 @@ def _arms(files: list[str], pointed: dict[Role, str]) -> list[Arm]:
 
 def _other_summary(capsule: Path, name: str) -> bool:
     """A file named like a summary that holds none of a run summary's figures."""
-    from registry.importer.published import SERIES
+    from registry.importer.published import SCALARS, SERIES
     from registry.importer.walk import load_json
 
     if _role(PurePosixPath(name))[0] is not Role.summary:
         return False
     data = load_json(capsule / name)
-    return not (isinstance(data, dict) and ({"summary", *SERIES} & set(data)))
+    return not (isinstance(data, dict) and ({"summary", *SERIES, *SCALARS} & set(data)))
 
 
 def _role(path: PurePosixPath) -> tuple[Role | None, str | None]:

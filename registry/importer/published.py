@@ -40,6 +40,10 @@ SERIES = {
     "tok_s_after_ttft_full": ("decode_tok_s_full", None),
     "tok_s_wall_full": ("wall_tok_s_full", None),
 }
+# a results JSON's top-level throughput (vLLM's benchmark: tokens / wall time of the run):
+# key -> (metric, aggregation); recorded, never re-derived (no per-token timestamps)
+SCALARS = {"mean_output_toks_per_second": ("output_tok_s", "mean"),
+           "mean_total_toks_per_second": ("total_tok_s", "mean")}
 ALIASES = {"median_tok_s_1_100_after_ttft": "median"}
 CLAIM = "claim.json"  # the claim file a lab packet carries beside its evidence
 
@@ -77,7 +81,11 @@ def recheck(figures: list[PublishedFigure], rows: list[BenchRow] | None
 
 def _summary(source: str, top: str | None, block: dict[str, Any], rows: list[BenchRow] | None
              ) -> list[PublishedFigure]:
-    out = []
+    out = [PublishedFigure(source=source, key=".".join(p for p in (top, key) if p),
+                           metric=metric, aggregation=how, value=float(block[key]),
+                           note="not re-derived: a benchmark's tokens / wall time, no "
+                                "per-token timestamps")
+           for key, (metric, how) in SCALARS.items() if _number(block.get(key))]
     for key, (metric, formula) in SERIES.items():
         stats = block.get(key)
         if not isinstance(stats, dict):

@@ -28,6 +28,19 @@ def quality_lines(results: Sequence[SuiteResult]) -> list[str]:
     return out
 
 
+DEGRADED_MEANS = (
+    "degraded: the decode figures stand on fewer unflagged rows than a figure needs (a "
+    "busy host delivers tokens in bursts, which time nothing). The record is sealed and "
+    "its identity and outputs count; its speed is shown flagged, and a reproduction "
+    "judges speed on the unflagged rows alone (with none: performance not judged). For "
+    "speed figures, run again on a quieter host (docs/measurement.md, 'Row quality').")
+
+
+def degraded_meaning(results: Sequence[SuiteResult]) -> str | None:
+    """What a degraded measurement means, once, where a seal or a run first shows it."""
+    return DEGRADED_MEANS if any(r.quality and r.quality.degraded for r in results) else None
+
+
 def _indices(rows: list[int]) -> str:
     return ",".join(str(i) for i in rows)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from registry.base.files import write_bytes, write_model
+from registry.base.secrets import redact_bytes, scan_file
 from registry.errors import InvalidInput
 from registry.formats import rundir
 from registry.formats.rundir import Bench, BenchRow, RunState, RunStatus, SuiteRef
@@ -81,11 +82,17 @@ def import_result(result: Path, server_log: Path, out_dir: Path, *, suite: str =
                            hint="the vllm serve output of the benchmarked server is the evidence")
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise InvalidInput(f"{out_dir}: already exists and is not empty")
+    copies = {rundir.SERVER_LOG: server_log, "vllm-bench-result.json": result,
+              **({rundir.RECIPE_TOML: recipe} if recipe is not None else {})}
+    # a private key (the signing key given as --log) is refused before anything is
+    # written; other secrets are copied redacted (registry/base/secrets.py)
+    found = {name: scan_file(path, str(path)) for name, path in copies.items()}
     out_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(server_log, out_dir / rundir.SERVER_LOG)
-    write_bytes(out_dir / "vllm-bench-result.json", result.read_bytes())
-    if recipe is not None:
-        write_bytes(out_dir / rundir.RECIPE_TOML, recipe.read_bytes())
+    for name, path in copies.items():
+        if found[name]:
+            write_bytes(out_dir / name, redact_bytes(path.read_bytes(), str(path))[0])
+        else:
+            shutil.copyfile(path, out_dir / name)
     write_model(out_dir / rundir.BENCH, bench)
     write_model(out_dir / rundir.STATUS, RunStatus(state=RunState.complete))
     return bench

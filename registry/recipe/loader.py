@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from registry.base.redaction import Redaction
 from registry.base.safeload import BadDocument, loads_toml
+from registry.base.secrets import findings, secret_name
 from registry.engines.plugin import engine_for
 from registry.errors import InvalidRecipe
+from registry.recipe.options import smuggled, smuggled_problem
 from registry.recipe.schema import Platform, Recipe
 
 IDENTITY_SCHEMA = "registry.identity/v1"
+ENV_KEY = re.compile(r"""\s*['"]?([A-Za-z_][A-Za-z0-9_.-]*)['"]?\s*=""")
 IDENTITY_KINDS = {"model": "checkpoint", "draft": "checkpoint", "engine": "engine",
                   "hardware": "hardware", "suite": "suite"}
 
@@ -42,11 +47,30 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise InvalidRecipe(path, None, "no such file") from None
     except OSError as e:
         raise InvalidRecipe(path, None, f"cannot read: {e.strerror}") from None
+    _no_secret(data.decode("utf-8", "replace"), path)
     try:
         return loads_toml(data)
     except BadDocument as e:
         hint = "each key may appear once per table" if "overwrite" in str(e) else None
         raise InvalidRecipe(path, None, str(e), hint=hint) from None
+
+
+def _no_secret(text: str, path: Path) -> None:
+    """A recipe is sealed whole and shared: a secret in it, or a secret's name in
+    [engine.env] even as a ${VAR} (the plan would hold its value), is refused, naming
+    the line. Runs never download (HF_HUB_OFFLINE=1): no engine needs a token."""
+    found = findings(text, str(path))
+    if not found:
+        found = [Redaction(file=str(path), line=n, kind="name", why=f"{m.group(1)} is a "
+                           "secret's name; its value would be written into the launch plan")
+                 for n, line in enumerate(text.splitlines(), 1)
+                 if (m := ENV_KEY.match(line)) and secret_name(m.group(1))]
+    if found:
+        f = found[0]
+        raise InvalidRecipe(f"{f.file}:{f.line}", None, f"holds a secret ({f.why}); a recipe "
+                            "is sealed and shared, so it is refused",
+                            hint="take the value out of the recipe; keep secrets in the "
+                                 "environment, never in a file that is sealed")
 
 
 def validate(raw: dict[str, Any], path: Path) -> Recipe:
@@ -133,6 +157,10 @@ def _merge_identities(raw: dict[str, Any], path: Path) -> dict[str, str]:
 
 def normalize(recipe: Recipe, path: Path) -> Recipe:
     """Check engine args against the structured tables and fill the ones they imply."""
+    found = smuggled(recipe.engine.args)
+    if found is not None:
+        raise InvalidRecipe(path, f"engine.args.{found[0]}", smuggled_problem(*found),
+                            hint="give each engine option its own key in [engine.args]")
     args = engine_for(recipe.engine.name).normalize_args(recipe, path)
     _check_hardware(recipe, path)
     suites = [_pin_suite(recipe, i, path) for i in range(len(recipe.benchmark.suites))]

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from registry.base.model import Frozen
+from registry.engines.plugin import engine_for, plugins, unnamed
 
 SCHEMA = "registry.recipe/v1"
 COMMIT_RE = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
@@ -264,7 +265,9 @@ class ContainerSpec(Frozen):
 
 
 class EngineSpec(Frozen):
-    name: Literal["vllm", "llama.cpp"] = "vllm"
+    name: str = Field(default_factory=lambda: unnamed().name,
+                      description="the engine: a folder of registry/engines/ (none named: vLLM, "
+                                  "the registry's first)")
     version: str | None = Field(None, description="engine release the recipe was written for")
     commit: str | None = Field(None, description="pinned engine source commit (full hash)")
     source: str | None = Field(None, description="engine source tree (may use ${VAR})")
@@ -294,6 +297,14 @@ class EngineSpec(Frozen):
             raise ValueError("a launcher and a container: choose one (a launcher that runs "
                              "its own container is named as a launcher)")
         return self
+
+    @field_validator("name")
+    @classmethod
+    def _a_known_engine(cls, v: str) -> str:
+        known = plugins()
+        if v not in known:
+            raise ValueError(f"{v!r}: no such engine (engines: {', '.join(sorted(known))})")
+        return v
 
     @field_validator("commit")
     @classmethod
@@ -453,7 +464,7 @@ class Recipe(Frozen):
     draft: DraftSpec | None = None
     precision: PrecisionSpec
     parallel: ParallelSpec = ParallelSpec()
-    engine: EngineSpec = EngineSpec()
+    engine: EngineSpec = Field(default_factory=EngineSpec)  # built when used: plug-ins load late
     hardware: HardwareSpec
     benchmark: BenchmarkSpec
     quality: QualitySpec = QualitySpec(contract=ContractName.none)
@@ -464,28 +475,7 @@ class Recipe(Frozen):
 
     @model_validator(mode="after")
     def _kv_cache_in_the_engine_s_terms(self) -> Recipe:
-        p = self.precision
-        if self.engine.name == "llama.cpp":
-            return self._llamacpp_kv_cache(p)
-        if p.kv_cache_k or p.kv_cache_v:
-            raise ValueError("precision.kv_cache_k / kv_cache_v are llama.cpp's: vLLM has one "
-                             "precision.kv_cache")
-        if not isinstance(p.kv_cache, KVCacheDtype):
-            raise ValueError("precision.kv_cache: vLLM needs one of "
-                             f"{', '.join(k.value for k in KVCacheDtype)}")
-        return self
-
-    def _llamacpp_kv_cache(self, p: PrecisionSpec) -> Recipe:
-        if p.kv_cache is not None and not isinstance(p.kv_cache, GGMLCacheType):
-            raise ValueError(f"precision.kv_cache = {p.kv_cache.value!r}: llama.cpp names its "
-                             f"cache types {', '.join(t.value for t in GGMLCacheType)}")
-        k, v = p.kv_cache_k or p.kv_cache, p.kv_cache_v or p.kv_cache
-        if k is None or v is None:
-            raise ValueError("llama.cpp: declare precision.kv_cache (K and V) or both "
-                             "kv_cache_k and kv_cache_v")
-        if p.kv_cache is not None and (k, v) != (p.kv_cache, p.kv_cache):
-            raise ValueError("precision.kv_cache and kv_cache_k / kv_cache_v disagree")
-        kv = k if k == v else None
-        return self.model_copy(update={"precision": p.model_copy(
-            update={"kv_cache_k": k, "kv_cache_v": v, "kv_cache": kv})})
+        precision = engine_for(self.engine.name).check_precision(self.precision)
+        return self if precision == self.precision else \
+            self.model_copy(update={"precision": precision})
 

@@ -12,8 +12,7 @@ from html import escape
 from typing import Any
 
 from registry.base.text import one_line
-
-ID_DIGITS = 16  # one id prefix length on every page, as on the command line
+from registry.formats.display import number, short_id
 
 
 class Html(str):
@@ -39,7 +38,7 @@ def plain(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:,.0f}" if value.is_integer() and abs(value) >= 1000 else f"{value:.6g}"
+        return number(value)  # one way in every view (formats/display.py)
     if isinstance(value, list | tuple):
         return ", ".join(plain(v) for v in value)
     if isinstance(value, dict):
@@ -53,31 +52,39 @@ def link(href: str, text: Any, **attrs: str) -> Html:
 
 
 def short(rid: str) -> str:
-    return rid[:ID_DIGITS]
+    """An id prefix, as every view writes it (formats/display.py)."""
+    return short_id(rid)
 
 
 def status(word: str) -> Html:
     """A status word with its colour class (the word itself carries the meaning)."""
-    return Html(f'<span class="status s-{escape(word)}">{escape(word)}</span>')
+    return Html(f'<span class="status s-{escape(word.replace(" ", "-"))}">{escape(word)}'
+                "</span>")
 
 
 Cell = Any  # a value, or Html; a (sort key, value) tuple sorts by the key
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[Cell]], *, cls: str = "",
-          attrs: str = "") -> Html:
-    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
-    body = "\n".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
-    return Html(f'<table class="{escape(cls)}"{attrs}><thead><tr>{head}</tr></thead>'
+          attrs: str = "", kinds: Sequence[str] = ()) -> Html:
+    """`kinds`: a class per column (report.css): `ident` an identity value, never broken
+    over lines; `can-go` a column left out on a narrow screen (a note says so)."""
+    classes = [f' class="{escape(k)}"' if k else "" for k in kinds] or [""] * len(columns)
+    head = "".join(f"<th{k}>{esc(c)}</th>" for c, k in zip(columns, classes, strict=True))
+    body = "\n".join("<tr>" + "".join(_cell(c, k) for c, k in zip(row, classes, strict=True))
+                     + "</tr>" for row in rows)
+    note = ('<p class="narrow-note muted">some columns are left out at this width: a wider '
+            "window shows them</p>") if "can-go" in kinds else ""
+    return Html(f'{note}<table class="{escape(cls)}"{attrs}><thead><tr>{head}</tr></thead>'
                 f"<tbody>\n{body}\n</tbody></table>")
 
 
-def _cell(cell: Cell) -> str:
+def _cell(cell: Cell, kind: str = "") -> str:
     if isinstance(cell, tuple):
         key, value = cell
         sort = repr(key) if isinstance(key, float) else plain(key)  # every digit, to sort by
-        return f'<td data-sort="{escape(sort)}">{esc(value)}</td>'
-    return f"<td>{esc(cell)}</td>"
+        return f'<td{kind} data-sort="{escape(sort)}">{esc(value)}</td>'
+    return f"<td{kind}>{esc(cell)}</td>"
 
 
 def chart(name: str, spec: dict[str, Any]) -> Html:
@@ -87,6 +94,13 @@ def chart(name: str, spec: dict[str, Any]) -> Html:
     return Html(f'<figure class="chart" id="chart-{escape(name)}" data-chart="{escape(name)}">'
                 f'</figure><script type="application/json" id="spec-{escape(name)}">{data}'
                 "</script>")
+
+
+def data_script(name: str, value: Any) -> Html:
+    """Data for report.js, as JSON that never runs (the CSP runs no inline script) and
+    whose `<` cannot close the element."""
+    data = json.dumps(value, separators=(",", ":")).replace("<", "\\u003c")  # keeps order
+    return Html(f'<script type="application/json" id="{escape(name)}">{data}</script>')
 
 
 def section(title: str, *parts: str) -> Html:

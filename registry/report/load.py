@@ -15,7 +15,7 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.contracts.teacher import Teacher
 from registry.errors import RegistryError
-from registry.formats.figures import Headline, Quality, headline
+from registry.formats.figures import Headline, Quality, record_headline
 from registry.formats.record import Statement
 from registry.formats.rundir import Bench, BenchRow
 from registry.formats.verdict import Verdict
@@ -63,7 +63,8 @@ class RecordData(Frozen):
     @property
     def headline(self) -> Headline:
         """The signed headline figure and quality: what every other view states."""
-        return headline(self.statement.predicate.results)
+        p = self.statement.predicate
+        return record_headline(p.results, p.imported is not None)
 
     @property
     def formula(self) -> tuple[MetricFormula, int]:

@@ -11,8 +11,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from registry.compare.diff import Diff
+from registry.formats.display import (
+    NOT_JUDGED,
+    identity,
+    number,
+    record_quality,
+    verdict_word,
+    when,
+)
 from registry.formats.figures import Metric
 from registry.formats.identity import PRECISION_AXES, Evidence, failed_check
+from registry.formats.unproven import mark
 from registry.formats.verdict import Verdict
 from registry.measure.display import headline_text
 from registry.measure.metrics import formula_text
@@ -20,6 +29,7 @@ from registry.report import charts
 from registry.report.html import (
     Html,
     chart,
+    data_script,
     esc,
     link,
     page,
@@ -66,20 +76,26 @@ def _up(path: str) -> str:
 
 def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
                lanes: Sequence[str], picked: Sequence[tuple[str, str]] = (),
-               fleet: bool = False) -> str:
-    rows = [[(r.row.created_at, link(PATHS.record(r.id), short(r.id))),
-             (r.row.created_at, r.row.created_at[:16].replace("T", " ")),
-             link(PATHS.lane(r.lane), r.lane) if r.lane else "",
+               fleet: bool = False, claims: int = 0) -> str:
+    rows = [[(r.row.created_at, Html(_pick(r) + link(PATHS.record(r.id), short(r.id)))),
+             (r.row.created_at, when(r.row.created_at)),
+             link(PATHS.lane(r.lane), r.lane) if r.lane else "-",
              r.row.model, _checked(r, "precision.weights"), _checked(r, "precision.kv_cache"),
              r.statement.predicate.identity.value("parallel.tensor"),
              _headline_cell(r), _quality_word(r), _verdict_word(r.verdict)] for r in records]
     body = [Html(f'<p><input type="search" placeholder="filter: words that must all appear" '
                  f'data-filters="records" data-count="shown" aria-label="filter records"> '
-                 f'<span id="shown">{len(records)}</span> of {len(records)} records</p>'),
+                 f'<span id="shown">{len(records)}</span> of {len(records)} records</p>'
+                 '<p><button type="button" id="compare-picked" disabled>compare the chosen '
+                 "records</button> (tick their boxes)</p>"),
+            Html('<section id="picked" hidden><h2>chosen records, side by side</h2>'
+                 '<div class="scroll" id="picked-table"></div></section>'),
             table(["id", "sealed", "lane", "model", "weights", "kv cache", "tp",
-                   "decode tok/s", "quality", "verdict"], rows, cls="sortable",
-                  attrs=' id="records"')]
-    points = [{"id": short(r.id), "lane": r.lane or "-", "kv": plain(r.row.kv_cache) or "?",
+                   "tok/s", "quality", "verdict"], rows, cls="sortable",
+                  attrs=' id="records"', kinds=["ident", "can-go", "ident", "can-go ident",
+                                                "ident", "ident", "can-go", "", "", ""]),
+            data_script("records-data", {r.id: side_by_side(r) for r in records})]
+    points = [{"id": short(r.id), "lane": r.lane or "-", "kv": identity(r.row.kv_cache),
                "rate": r.headline.value, "quality": r.headline.quality or "",
                "low": r.headline.metric.ci_low if r.headline.metric else None,
                "high": r.headline.metric.ci_high if r.headline.metric else None,
@@ -92,6 +108,9 @@ def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
             for a, b in picked) + "</ul>")))
     if lanes:
         body.append(section("lanes", Html(" · ".join(link(PATHS.lane(x), x) for x in lanes))))
+    if claims:
+        body.append(section("claims", link("claims.html", f"{claims} claims: the lab's word "
+                                                          "beside the registry's")))
     if fleet:
         body.append(section("bench queue", link("fleet.html", "backlog, workers and jobs")))
     if skipped:
@@ -100,21 +119,58 @@ def index_page(records: Sequence[RecordData], skipped: Sequence[Skipped],
     return page("registry report", "\n".join(body), depth=0, charts=bool(points))
 
 
+def _pick(r: RecordData) -> str:
+    return (f'<input type="checkbox" class="pick" value="{esc(r.id)}" '
+            f'aria-label="choose {esc(short(r.id))} to compare">')
+
+
+def side_by_side(r: RecordData) -> dict[str, Any]:
+    """What the index's side-by-side comparison shows of a record (report.js lays the
+    chosen records out in columns): the same words and figures as every other view."""
+    p = r.statement.predicate
+    facts = {"id": short(r.id), "lane": r.lane or "-", "ran": when(_ran(r)),
+             "decode tok/s": headline_text(r.headline) or "-",
+             "quality": record_quality(r.headline.quality, p.imported is not None) or "",
+             "verdict": verdict_word(r.verdict.status.value) if r.verdict else "",
+             "imported": "yes" if p.imported else "no"}
+    facts |= {name: identity(p.identity.value(name)) for name in (
+        "model.architecture", *PRECISION_AXES, "parallel.tensor", "engine.version",
+        "engine.commit")}
+    facts |= {f"{s.suite}: {m.name}": number(m.value) + (
+        f" ({s.quality.state})" if s.quality and s.quality.degraded else "")
+        for s in p.results for m in s.metrics.values()}
+    facts |= {f"published: {f.metric} {f.aggregation}": number(f.value) + (
+        f" (re-derived {number(f.rederived)})" if f.rederived is not None else
+        " (not re-derived)") for f in p.published}
+    return {"href": PATHS.record(r.id), "facts": facts}
+
+
 def _headline_cell(r: RecordData) -> tuple[Any, Html]:
     """The signed headline figure, as `list` writes it, with its quality beside it when
     it is not valid; sortable by its value."""
     h = r.headline
-    text = esc(headline_text(h))
+    figure, _, flag = headline_text(h).partition(" (")
+    text = Html(esc(figure) + (f' <span class="q">({esc(flag)}</span>' if flag else ""))
     if h.flagged:
         text = Html(f'<span class="flagged" data-quality="{esc(h.quality)}">{text}</span>')
     return ("" if h.value is None else h.value, text)
 
 
 def _quality_word(r: RecordData) -> Html | str:
-    quality = r.headline.quality
+    """The record's quality, and UNPROVEN beside it as every view marks such a record."""
+    quality = record_quality(r.headline.quality, r.statement.predicate.imported is not None)
+    why = _unproven(r)
+    flag = (f' <span class="status s-failed" title="{esc(why)}">UNPROVEN</span>' if why
+            else "")
     if not quality:
-        return ""
-    return Html(f'<span class="status s-{esc(quality.replace(" ", "-"))}">{esc(quality)}</span>')
+        return Html(flag.strip())
+    return Html(f'<span class="status s-{esc(quality.replace(" ", "-"))}">{esc(quality)}</span>'
+                + flag)
+
+
+def _unproven(r: RecordData) -> str | None:
+    p = r.statement.predicate
+    return mark(p.unproven, p.identity)
 
 
 def _checked(r: RecordData, name: str) -> Html | str:
@@ -123,13 +179,15 @@ def _checked(r: RecordData, name: str) -> Html | str:
     value = field.resolved if field else None
     failed = failed_check(field)
     if failed is None:
-        return plain(value)
+        return identity(value)
     return Html(f'{esc(value)} <span class="status s-failed" title="{esc(failed)}">'
                 f"(cross-check failed)</span>")
 
 
 def _verdict_word(v: Verdict | None) -> Html | str:
-    return status(v.status.value) if v else ""
+    """The contract's verdict; one it cannot apply (one run where self-consistency needs
+    two) is `not applicable`, never drawn as a failure."""
+    return status(verdict_word(v.status.value)) if v else ""
 
 
 # ---- record ----
@@ -146,12 +204,12 @@ def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str
              "decode": _headline_cell(r)[1], "quality": _quality_line(r),
              "signer": r.row.signer, "ledger commit": r.row.ledger_commit,
              "parent": _record_link(p.parent, shown) if p.parent else "",
-             "imported from": p.imported.capsule if p.imported else ""}
+             "imported from": p.imported.capsule if p.imported else "",
+             "UNPROVEN": _unproven(r) or ""}
     parts = [_facts(facts), _verdict_section(r), section("metrics", _metrics(r))]
     if r.bench is not None and r.bench.rows:
         formula, window = r.formula
-        rates = [(short(r.id) if not x.flags else f"{short(r.id)} flagged "
-                  f"({', '.join(x.flags)}): in no figure", f"{x.suite}/{x.prompt_id}", x.rate)
+        rates = [(short(r.id), f"{x.suite}/{x.prompt_id}", x.rate, ", ".join(x.flags))
                  for x in r.rates]
         parts.append(section("charts", chart("timeline", charts.timeline(r.bench.rows)),
                              chart("rates", charts.distribution(
@@ -168,7 +226,7 @@ def record_page(r: RecordData, logs: dict[str, str], related: Sequence[tuple[str
         parts.append(section("reproductions of this record", table(
             ["record", "sealed", "decode tok/s", "quality", "verdict", ""],
             [[link(_up(PATHS.record(c.id)), short(c.id)),
-              c.statement.predicate.run.sealed_at[:16].replace("T", " "), _headline_cell(c),
+              when(c.statement.predicate.run.sealed_at), _headline_cell(c),
               _quality_word(c), _verdict_word(c.verdict),
               link(_up(PATHS.diff(r.id, c.id)), "diff")] for c in reproductions])))
     if related:
@@ -206,15 +264,16 @@ def _verdict_section(r: RecordData) -> Html:
     if v is None:
         lines.append(f"<p>no verdict: {esc(r.verdict_note)}</p>")
     else:
-        lines.append(f"<p>{esc(v.contract)}: {status(v.status.value)} "
-                     f"({v.rows_passed}/{v.rows_total} rows passed"
-                     + (f"; against {esc(v.reference)}" if v.reference else "") + ")</p>")
+        judged = [f"{v.rows_passed}/{v.rows_total} rows passed"] if v.rows_total else []
+        judged += [f"against {esc(v.reference)}"] if v.reference else []
+        lines.append(f"<p>{esc(v.contract)}: {status(verdict_word(v.status.value))}"
+                     + (f" ({'; '.join(judged)})" if judged else "") + "</p>")
         if v.reasons:
             lines.append("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in v.reasons[:50])
                          + "</ul>")
     if stored and stored.verdict:
         lines.append(f'<p class="muted">stored at sealing (shown, never used): '
-                     f"{esc(stored.verdict.status.value)}</p>")
+                     f"{esc(verdict_word(stored.verdict.status.value))}</p>")
     return section("verdict (re-derived from the raw rows)", *lines)
 
 
@@ -225,7 +284,7 @@ def _identity(r: RecordData, logs: dict[str, str]) -> Html:
         rows.append([Html(f"<code>{esc(name)}</code>"), f.declared, _checked(r, name),
                      status(f.status.value), f.rule, evidence])
     return table(["field", "declared", "resolved", "status", "rule", "evidence"], rows,
-                 cls="sortable")
+                 cls="sortable wide", kinds=["ident", "", "", "", "can-go", ""])
 
 
 def _evidence(e: Evidence, logs: dict[str, str]) -> str:
@@ -246,12 +305,31 @@ def _metrics(r: RecordData) -> Html:
     rows = []
     for s in r.statement.predicate.results:
         for m in s.metrics.values():
-            rows.append([s.suite, m.name, (m.value, f"{m.value:.6g}"), m.unit, m.formula,
+            rows.append([s.suite, m.name, (m.value, number(m.value)), m.unit, m.formula,
                          m.count, _interval(m)])
+    published = _published(r)
     if not rows:
-        return Html("<p>no metrics</p>")
-    return table(["suite", "metric", "value", "unit", "formula", "n", "interval"], rows,
-                 cls="sortable")
+        return Html(("<p>no rows measured by the registry: the published figures below are "
+                     f"{NOT_JUDGED}</p>" if published else "<p>no metrics</p>") + published)
+    return Html(table(["suite", "metric", "value", "unit", "formula", "n", "interval"], rows,
+                      cls="sortable wide", kinds=["ident", "ident", "ident", "", "", "",
+                                                  ""]) + published)
+
+
+def _published(r: RecordData) -> str:
+    """An imported record's figures as the lab published them, each beside the same
+    figure re-derived from the capsule's rows (or why it was not)."""
+    figures = r.statement.predicate.published
+    if not figures:
+        return ""
+    return Html("<h3>published by the lab, re-derived from the rows</h3>" + table(
+        ["metric", "aggregation", "published", "re-derived", "agrees", "source"],
+        [[f.metric, f.aggregation, (f.value, number(f.value)),
+          ("" if f.rederived is None else f.rederived,
+           "not re-derived" + (f": {f.note}" if f.note else "") if f.rederived is None
+           else number(f.rederived)),
+          "" if f.agrees is None else status("yes" if f.agrees else "no"),
+          f"{f.source} {f.key}"] for f in figures]))
 
 
 def _interval(m: Metric) -> str:
@@ -277,7 +355,8 @@ def diff_page(d: Diff, a: RecordData, b: RecordData) -> str:
         f"<details><summary>{len(rest)} more fields, equal</summary>{table(columns, rest)}"
         "</details>" if rest else ""))
     contracts = table(["contract", "comparable", "why"], [
-        [c.contract, status("comparable" if c.comparable else "refused"), "; ".join(c.reasons)]
+        [c.contract, status("comparable" if c.comparable else "not comparable"),
+         "; ".join(c.reasons)]
         for c in d.contracts])
     metrics = table(["suite", "metric", "a", "b", "delta (b - a)", "relative", "ratio",
                      "formula"], [
@@ -291,8 +370,10 @@ def diff_page(d: Diff, a: RecordData, b: RecordData) -> str:
         [o.suite, o.prompt_id, "equal" if o.equal else
          f"differs at {o.first_diff_index}: {o.a_token} vs {o.b_token}", o.text_equal]
         for o in d.outputs if not o.equal])
-    rates = [(f"a {short(a.id)}", f"{x.suite}/{x.prompt_id}", x.rate) for x in a.rates]
-    rates += [(f"b {short(b.id)}", f"{x.suite}/{x.prompt_id}", x.rate) for x in b.rates]
+    rates = [(f"a {short(a.id)}", f"{x.suite}/{x.prompt_id}", x.rate, ", ".join(x.flags))
+             for x in a.rates]
+    rates += [(f"b {short(b.id)}", f"{x.suite}/{x.prompt_id}", x.rate, ", ".join(x.flags))
+              for x in b.rates]
     formula, window = a.formula
     parts = [facts,
              section(f"identity: {changed} changed (first), then the precision axes", identity),
@@ -307,11 +388,12 @@ def diff_page(d: Diff, a: RecordData, b: RecordData) -> str:
 
 
 def _side(field: Any) -> str:
+    """An identity value as `registry diff` writes it (formats/display.py)."""
     if field is None:
         return "-"
-    shown = plain(field.resolved) if field.resolved is not None else f"({field.status.value})"
+    shown = identity(field.resolved)
     if field.declared is not None and field.declared != field.resolved:
-        shown += f" [declared {plain(field.declared)}]"
+        shown += f" (declared {identity(field.declared)})"
     return shown + (" (cross-check failed)" if failed_check(field) else "")
 
 
@@ -323,16 +405,15 @@ def _flagged(x: float | None, quality: str | None) -> Html | str:
 
 
 def _num(x: float | None) -> str:
-    if x is None:
-        return ""
-    return f"{x:,.0f}" if float(x).is_integer() else f"{x:.6g}"
+    return "" if x is None else number(x)
 
 
 # ---- lane ----
 
 def lane_page(lane: str, records: Sequence[RecordData],
               teacher_changes: Sequence[dict[str, Any]]) -> str:
-    points = [{"id": short(r.id), "sealed": r.statement.predicate.run.sealed_at,
+    records = sorted(records, key=_ran)  # by when each ran, not when it was sealed
+    points = [{"id": short(r.id), "ran": _ran(r),
                "rate": r.headline.value, "quality": r.headline.quality or "",
                "low": r.headline.metric.ci_low if r.headline.metric else None,
                "high": r.headline.metric.ci_high if r.headline.metric else None,
@@ -341,20 +422,26 @@ def lane_page(lane: str, records: Sequence[RecordData],
     rows = []
     for prev, r in zip([None, *records], records, strict=False):
         rows.append([link(_up(PATHS.record(r.id)), short(r.id)),
-                     r.statement.predicate.run.sealed_at[:16].replace("T", " "),
-                     r.row.summary, _headline_cell(r), _quality_word(r),
+                     (_ran(r), when(_ran(r))), r.row.summary, _headline_cell(r), _quality_word(r),
                      _verdict_word(r.verdict),
                      link(_up(PATHS.diff(prev.id, r.id)), "diff with previous") if prev else ""])
     parts = [chart("history", charts.history(points, teacher_changes)) if points
              else Html("<p>no signed decode figure in this lane</p>"),
-             section("records, oldest first", table(
-                 ["id", "sealed", "summary", "decode tok/s", "quality", "verdict", ""], rows,
-                 cls="sortable"))]
+             section("records, in the order they ran", table(
+                 ["id", "ran", "summary", "decode tok/s", "quality", "verdict", ""], rows,
+                 cls="sortable", kinds=["ident", "ident", "", "", "", "", ""]))]
     if teacher_changes:
         parts.append(section("teacher changes", table(["when", "teacher", "commit"], [
             [t["at"], t["teacher"], Html(f"<code>{esc(t['commit'][:12])}</code>")]
             for t in teacher_changes])))
     return page(f"lane {lane}", "\n".join(parts), depth=1, charts=bool(points))
+
+
+def _ran(r: RecordData) -> str:
+    """When the run ran (its start), which orders a lane's history: a record sealed or
+    imported long after its run sits where it ran. The seal time where no start is known."""
+    run = r.statement.predicate.run
+    return run.started_at or run.sealed_at
 
 
 # ---- log ----

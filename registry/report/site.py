@@ -173,10 +173,23 @@ def _write_site(home: Home, site: Path, records: list[RecordData],
         _write(site, PATHS.lane(lane), pages.lane_page(lane, members,
                                                        teacher_changes(home, members)))
     shown_pairs = [(a, b) for a, b in picked if (a, b) in pairs]
+    claims = _claims(home, site, {r.id for r in records})
     _write(site, "index.html", pages.index_page(records, skipped, sorted(by_lane), shown_pairs,
-                                                fleet))
+                                                fleet, claims))
     return {"records": len(records), "diffs": len(pairs), "lanes": len(by_lane),
-            "logs": len({sha for m in logs.values() for sha in m.values()}), "index": 1}
+            "logs": len({sha for m in logs.values() for sha in m.values()}), "index": 1,
+            "claims": claims}
+
+
+def _claims(home: Home, site: Path, shown: set[str]) -> int:
+    """claims.html when the home holds claims; how many it shows."""
+    from registry.claims.view import list_claims
+    from registry.report.claims import PATH, claims_page
+
+    claims = list_claims(home)
+    if claims:
+        _write(site, PATH, claims_page(claims, shown))
+    return len(claims)
 
 
 def _write(site: Path, path: str, text: str) -> None:

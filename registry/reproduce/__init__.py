@@ -29,6 +29,7 @@ from registry.recipe.schema import MetricFormula, Recipe
 from registry.reproduce.control import Controlled, Foreseen
 from registry.reproduce.environment import EnvironmentCheck, check_environment
 from registry.reproduce.judge import (
+    NOT_JUDGED,
     ContractVerdict,
     IdentityVerdict,
     PerformanceVerdict,
@@ -68,7 +69,10 @@ class Reproduction(Frozen):
     gpu: GpuSummary | None = Field(None, description="the new run's GPU samples, summarised")
     foreseen: list[Foreseen] | None = Field(None, description="--control --dry-run: what the "
                                             "planned starts can decide, per suite")
-    passed: bool
+    not_judged: list[str] = Field(default_factory=list, description="checks with nothing to "
+                                  "judge (e.g. no unflagged sealed decode row): neither "
+                                  "passed nor failed")
+    passed: bool = Field(description="no check failed or was undecided, and one passed")
 
 
 def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
@@ -259,11 +263,15 @@ def _judged(checked: Reproduction, home: Home, statement: Statement, original: S
     identity = identity_verdict(original, new)
     now = _statement(home, new.id)
     contract = contract_verdict(home, _contract(statement, recipe), original, new, recipe)
-    passed = identity.passed and contract.passed and performance.passed
+    judged = {"identity": (identity.judged, identity.passed),
+              "contract": (contract.judged, contract.passed),
+              "performance": (performance.status != NOT_JUDGED, performance.passed)}
+    counted = [ok for was, ok in judged.values() if was]
     return checked.model_copy(update={
         "identity": identity, "contract": contract, "performance": performance,
         "host_speed": host_speed(home, statement, now), "gpu": gpu_summary(home, now),
-        "passed": passed})
+        "not_judged": [name for name, (was, _) in judged.items() if not was],
+        "passed": bool(counted) and all(counted)})
 
 
 def _recipe(rid: str, statement: Statement, recipe_path: Path | None) -> Recipe:
@@ -325,7 +333,7 @@ def _plan(recipe: Recipe, models_dir: Path | None, recipe_path: Path | None) -> 
 
 
 def _drift_text(env: EnvironmentCheck) -> list[str]:
-    return [f"{f.name} was {f.sealed!r}, is {f.now!r}" for f in env.facts if not f.equal]
+    return [f"{f.name} was {f.sealed!r}, is {f.now!r}" for f in env.facts if f.drifted]
 
 
 def _seal(home: Home, run_dir: Path, recipe_path: Path | None, parent: str,
@@ -334,7 +342,7 @@ def _seal(home: Home, run_dir: Path, recipe_path: Path | None, parent: str,
 
     reason = f"environment drift allowed with --allow-env-drift reproducing {parent[:16]}"
     allowed = [Override(field=f"environment.{f.name}", reason=reason, declared=f.sealed,
-                        resolved=f.now) for f in env.facts if not f.equal]
+                        resolved=f.now) for f in env.facts if f.drifted]
     return seal_run(run_dir, home=home, recipe_path=recipe_path, parent=parent,
                     allowed=allowed, progress=progress)
 

@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING
 
 from registry.formats.verification import (
     Check,
-    Figure,
-    Policy,
     Result,
     VerificationStatement,
-    Verifier,
-    verification,
+    attestation,
+    decode_figures,
 )
+from registry.reproduce.judge import NOT_JUDGED
 
 if TYPE_CHECKING:
     from registry.formats.record import Statement
@@ -30,38 +29,36 @@ def reproduction_statement(done: Reproduction, new: Statement, keyid: str
     """The attestation of a judged reproduction (`done.record` set)."""
     assert done.record and done.identity and done.contract and done.performance
     i, c, p = done.identity, done.contract, done.performance
-    identity = Check(name="identity", result=_result(i.passed),
+    identity = Check(name="identity", result=_result(i.passed, i.judged),
                      detail=f"{i.compared} fields compared"
                             + "".join(f"; {d.name}: {d.original!r} -> {d.new!r}"
-                                      for d in i.differences))
-    contract = Check(name="contract", result=_result(c.passed),
+                                      for d in i.differences)
+                            + "".join(f"; {d.name} newly known: {d.new!r}"
+                                      for d in i.newly_known))
+    contract = Check(name="contract", result=_result(c.passed, c.judged),
                      detail=c.contract + "".join(
                          f"; {v.status.value} vs {v.reference}: {v.rows_passed}/{v.rows_total} "
                          "rows" for v in c.verdicts) + "".join(f"; {x}" for x in c.problems))
     performance = Check(name="performance", result=_performance(p),
                         detail="; ".join(f"{s.suite}: {s.status}: {s.detail}" for s in p.suites),
-                        figures=_figures(done.record, new))
-    policy = Policy(name="reproduce", uri=POLICY_URI, parameters={
-        "min_performance": p.min_ratio, "max_rounds": p.max_rounds, "rounds": p.rounds,
-        "environment_drift": list(done.environment.drift)})
-    return verification({"original": done.original, "reproduction": done.record},
-                        [identity, contract, performance], policy=policy,
-                        verifier=Verifier.registry("reproduce", keyid))
+                        figures=decode_figures(new, done.record))
+    return attestation("reproduce", {"original": done.original, "reproduction": done.record},
+                       [identity, contract, performance], uri=POLICY_URI, keyid=keyid,
+                       parameters={"min_performance": p.min_ratio, "max_rounds": p.max_rounds,
+                                   "rounds": p.rounds,
+                                   "environment_drift": list(done.environment.drift)})
 
 
-def _result(passed: bool) -> Result:
+def _result(passed: bool, judged: bool) -> Result:
+    if not judged:  # nothing to judge is signed as such, never PASSED
+        return Result.not_judged
     return Result.passed if passed else Result.failed
 
 
 def _performance(p: PerformanceVerdict) -> Result:
     if p.passed:
         return Result.passed
+    if p.status == NOT_JUDGED:
+        return Result.not_judged
     return Result.failed if p.status == "failed" else Result.inconclusive
 
-
-def _figures(rid: str, new: Statement) -> list[Figure]:
-    """The new run's headline decode figures, as sealed (re-derived at seal time)."""
-    return [Figure(metric=f"{s.suite}/{m.name}", value=m.value, low=m.ci_low, high=m.ci_high,
-                   confidence=0.95 if m.ci_low is not None else None, unit=m.unit, record=rid)
-            for s in new.predicate.results for m in s.metrics.values()
-            if m.name.startswith("decode_tok_s")]

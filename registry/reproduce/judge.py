@@ -6,7 +6,8 @@
 - contract: the original record's contract; for `bitwise-teacher` the original's own
   rows are the reference (and the lane's teacher too when one is set).
 - performance: per suite, the 95% bootstrap interval of new/original median decode rate
-  (the record's named formula, unflagged rows only, registry.measure): passed when the
+  (the record's named formula, unflagged rows only, registry.measure; not judged when the
+  original has fewer than MIN_ROWS unflagged rows: a degraded figure): passed when the
   interval lies at or above `min_ratio`, failed when it lies below, otherwise undecided
   (reproduce runs another round of the suite, up to its budget, then says inconclusive).
 """
@@ -25,7 +26,7 @@ from registry.formats.rundir import BenchRow
 from registry.formats.verdict import Verdict, VerdictStatus
 from registry.measure.interval import ratio_interval
 from registry.measure.metrics import decode_median, decode_rates, formula_text
-from registry.measure.quality import assess, usable
+from registry.measure.quality import MIN_ROWS, assess, usable
 from registry.recipe.schema import ContractName, MetricFormula, Platform, Recipe
 from registry.store.home import Home
 
@@ -42,6 +43,9 @@ NOT_DETERMINISTIC = {
 }
 
 
+NOT_JUDGED = "not judged"  # a check with nothing to judge: never passed
+
+
 class FieldChange(Frozen):
     name: str
     kind: Kind
@@ -51,9 +55,16 @@ class FieldChange(Frozen):
 
 class IdentityVerdict(Frozen):
     passed: bool
+    newly_known: list[FieldChange] = Field(
+        default_factory=list, description="fields the original did not know (None when "
+                                          "sealed) and the new run does: shown, not drift")
     compared: int = Field(description="fields compared")
     differences: list[FieldChange]
     not_compared: dict[str, str] = Field(description="field -> why it is not compared")
+
+    @property
+    def judged(self) -> bool:
+        return self.compared > 0
 
 
 class ContractVerdict(Frozen):
@@ -62,6 +73,11 @@ class ContractVerdict(Frozen):
     verdicts: list[Verdict] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list, description="rows changed after sealing")
     note: str | None = None
+
+    @property
+    def judged(self) -> bool:
+        """False for contract `none`: no output was judged, so nothing passed."""
+        return bool(self.verdicts or self.problems)
 
 
 class SuitePerformance(Frozen):
@@ -76,7 +92,8 @@ class SuitePerformance(Frozen):
     rows_new: int = Field(0, description="unflagged rows behind the new figure, all rounds")
     quality_original: str = "not judged"
     quality_new: str = "not judged"
-    status: str = Field(description="passed | failed | undecided | inconclusive")
+    status: str = Field(description="passed | failed | undecided | inconclusive | not judged "
+                                    "(nothing to judge: no unflagged sealed row)")
     slower: bool = Field(False, description="the whole interval lies below 1.0")
     detail: str
 
@@ -88,7 +105,8 @@ class SuitePerformance(Frozen):
 class PerformanceVerdict(Frozen):
     min_ratio: float
     status: str = Field(description="failed if any suite failed, else inconclusive or "
-                                    "undecided if any is, else passed")
+                                    "undecided if any is, else passed if any suite passed, "
+                                    "else not judged")
     passed: bool
     rounds: int = Field(1, description="passes of the suites the new run made")
     max_rounds: int = 1
@@ -104,11 +122,14 @@ def identity_verdict(original: SealedRun, new: SealedRun) -> IdentityVerdict:
         if name not in original.identity.fields:
             skipped[name] = "the original record does not carry this field"
     compared = [n for n in names if n not in skipped]
-    changes = [FieldChange(name=n, kind=kind_of(n), original=original.identity.value(n),
+    changed = [FieldChange(name=n, kind=kind_of(n), original=original.identity.value(n),
                            new=new.identity.value(n))
                for n in compared if original.identity.value(n) != new.identity.value(n)]
+    # unknown at seal, known now: the record learned a fact; it did not drift from one
+    newly = [c for c in changed if c.original is None]
+    changes = [c for c in changed if c.original is not None]
     return IdentityVerdict(passed=not changes, compared=len(compared), differences=changes,
-                           not_compared=skipped)
+                           newly_known=newly, not_compared=skipped)
 
 
 def contract_verdict(home: Home, contract: str, original: SealedRun, new: SealedRun,
@@ -159,14 +180,18 @@ def _bitwise(home: Home, original: SealedRun, new: SealedRun, recipe: Recipe) ->
 
     lane = teacher_lane(recipe)
     source = TeacherSource(kind="record", ref=original.id)
-    references = [teacher_from_rows(lane, [r for r in original.bench.rows if r.suite == s.name],
-                                    binding_axes(original.identity, s.sha256), source,
-                                    kernel_axes(original.identity))
-                  for s in original.bench.suites]
+    own = [teacher_from_rows(lane, [r for r in original.bench.rows if r.suite == s.name],
+                             binding_axes(original.identity, s.sha256), source,
+                             kernel_axes(original.identity))
+           for s in original.bench.suites]
+    # the original's rows are not the lane's teacher: a lane without one prints no teacher
+    mine = f"the original's rows (record {original.id[:12]})"
+    verdicts = [_evaluate(recipe, new, t, ContractName.bitwise_teacher)
+                .model_copy(update={"reference": mine}) for t in own]
     teacher = get_teacher(home, lane)
     if teacher is not None and teacher.source.ref != original.id:
-        references.append(teacher)
-    return [_evaluate(recipe, new, t, ContractName.bitwise_teacher) for t in references]
+        verdicts.append(_evaluate(recipe, new, teacher, ContractName.bitwise_teacher))
+    return verdicts
 
 
 def _evaluate(recipe: Recipe, run: SealedRun, teacher: Teacher | None, contract: str) -> Verdict:
@@ -198,7 +223,8 @@ def judge_rows(original: list[BenchRow], new: list[BenchRow], suites: list[str],
         judged = [j.model_copy(update={"status": "inconclusive"}) if j.status == "undecided"
                   else j for j in judged]
     statuses = {j.status for j in judged}
-    status = next((s for s in ("failed", "inconclusive", "undecided") if s in statuses), "passed")
+    status = next((s for s in ("failed", "inconclusive", "undecided", "passed")
+                   if s in statuses), NOT_JUDGED)
     return PerformanceVerdict(min_ratio=min_ratio, status=status, passed=status == "passed",
                               rounds=rounds, max_rounds=max_rounds, suites=judged)
 
@@ -214,8 +240,13 @@ def _suite(name: str, original: list[BenchRow], new: list[BenchRow], formula: Me
                             status="undecided", detail="")
     if before is None:
         return base.model_copy(update={
-            "status": "passed", "detail": "the original has no unflagged decode rate to compare "
-                                          f"with ({qa.state})"})
+            "status": NOT_JUDGED, "detail": "nothing to judge: the original has no unflagged "
+                                            f"decode rate to compare with ({qa.state})"})
+    if len(a) < MIN_ROWS:  # a degraded figure: too few rows to hold a new run to it
+        return base.model_copy(update={
+            "status": NOT_JUDGED, "detail": f"nothing to judge: the original's figure stands "
+                                            f"on {len(a)} unflagged rows, fewer than "
+                                            f"{MIN_ROWS} (measurement {qa.state})"})
     if after is None:  # bursts may clear in another round; too-short rows never will
         return base.model_copy(update={
             "status": "undecided" if qb.burst else "failed",

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from registry.engines.base import EnginePlugin
-from registry.engines.plugin import engine_for, plugins
+from registry.engines.plugin import engine_for, plugins, unnamed
 from registry.recipe import Recipe
 
 HEAD_BYTES = 256 * 1024
@@ -19,6 +19,5 @@ def engine_of(recipe: Recipe | None, log: Path) -> EnginePlugin:
         return engine_for(recipe.engine.name)
     with log.open("rb") as f:
         head = f.read(HEAD_BYTES).decode("utf-8", "replace").replace("\x00", "")
-    signed = [p for p in plugins().values() if not p.reads_unsigned_logs]
-    found = next((p for p in signed if re.search(p.log_signature, head)), None)
-    return found or next(p for p in plugins().values() if p.reads_unsigned_logs)
+    signed = [p for p in plugins().values() if not p.unnamed_default]
+    return next((p for p in signed if re.search(p.log_signature, head)), None) or unnamed()

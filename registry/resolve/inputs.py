@@ -136,3 +136,12 @@ def _inspect(explicit: Path | None, recipe_path: str | None, log_path: str | Non
         notes.append(f"{what} inspected at {candidate} (path from the {origin})")
         return info
     return None
+
+
+def not_read(named: tuple[str | None, ...], given: tuple[Path | None, ...]) -> list[str]:
+    """Notes for the checkpoints a confined resolve (an import) leaves unread: the log
+    names them, they lie on this disk, and the user named none with --checkpoint."""
+    return [f"checkpoint not read: the log names {path}, outside the capsule (name it with "
+            "--checkpoint to read it)"
+            for path, own in zip(named, given, strict=True)
+            if path and own is None and Path(os.path.expandvars(path)).exists()]

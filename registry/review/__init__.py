@@ -22,6 +22,7 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.claims.levels import Level
 from registry.errors import ExitCode, RegistryError
+from registry.formats import rundir
 from registry.formats.record import Statement
 from registry.store.home import Home
 
@@ -76,7 +77,27 @@ def review_record(home: Home, prefix: str, *, seal: bool = True) -> Review:
                  _proof):
         findings += _guarded(part, home, rid, statement)
     review = _leveled(home, _verdict(rid, findings), statement, check.signer)
+    review = review.model_copy(update={"findings": [*review.findings, *_claims(home, rid)]})
     return _sealed(home, review, statement, seal)
+
+
+def _claims(home: Home, rid: str) -> list[Finding]:
+    """Each claim that rests on the record, with the claim's own level: the one level
+    `claim list` and `claim show` give (the record's level above is the record's)."""
+    from registry.claims.events import claim_ids, replay
+    from registry.claims.levels import claim_level
+
+    out = []
+    for cid in claim_ids(home):
+        try:
+            replayed = replay(home, cid)
+        except RegistryError:  # a claim that does not replay is claim show's to report
+            continue
+        if rid in replayed.claim.records:
+            level = claim_level(home, replayed)
+            out.append(Finding(part="claim", status=Status.note,
+                               detail=f"{cid}: level {level.level} ({level.reason})"))
+    return out
 
 
 def _leveled(home: Home, review: Review, statement: Statement | None,
@@ -168,11 +189,17 @@ def _figures(home: Home, rid: str, statement: Statement) -> list[Finding]:
     from registry.importer.published import recheck
     from registry.measure.results import suite_results
 
+    p = statement.predicate
+    if rundir.BENCH not in p.artifacts and not p.results:  # nothing to judge: not rejected
+        published = f"; {len(p.published)} published figure(s), not re-derived" \
+            if p.published else ""
+        return [Finding(part="figures", status=Status.note,
+                        detail=f"not judged: the record carries no rows and signs no "
+                               f"figures{published}")]
     run = sealed_run(home, rid, statement)
     if not run.bench_intact:
         return [Finding(part="figures", status=Status.reject,
                         detail="bench.json no longer hashes to the digest the record signed")]
-    p = statement.predicate
     again = {(s.suite, m.name): m.value for s in suite_results(run.bench, run.recipe)
              for m in s.metrics.values()}
     signed = {(s.suite, m.name): m.value for s in p.results for m in s.metrics.values()}
@@ -210,6 +237,8 @@ def _physical(home: Home, rid: str, statement: Statement) -> list[Finding]:
     from registry.contracts.sealed import sealed_run
     from registry.measure.physical import impossible_rows
 
+    if rundir.BENCH not in statement.predicate.artifacts:
+        return []  # no rows: nothing physical to judge (figures says so)
     bad = impossible_rows(sealed_run(home, rid, statement).bench.rows)
     if not bad:
         return []
@@ -221,10 +250,11 @@ def _physical(home: Home, rid: str, statement: Statement) -> list[Finding]:
 def _quality(home: Home, rid: str, statement: Statement) -> list[Finding]:
     """The headline figure as every view states it, with its measurement quality: a
     degraded one is never accepted silently (needs evidence: a clean re-run)."""
-    from registry.formats.figures import headline
+    from registry.formats.figures import record_headline
     from registry.measure.display import headline_text
 
-    top = headline(statement.predicate.results)
+    p = statement.predicate
+    top = record_headline(p.results, p.imported is not None)
     if top.quality is None:
         return []
     shown = f"headline {headline_text(top)} tok/s" if top.metric else "no headline figure"

@@ -9,12 +9,10 @@ from typing import TYPE_CHECKING
 
 from registry.formats.verification import (
     Check,
-    Figure,
-    Policy,
     Result,
     VerificationStatement,
-    Verifier,
-    verification,
+    attestation,
+    decode_figures,
 )
 
 if TYPE_CHECKING:
@@ -34,15 +32,10 @@ def review_statement(review: Review, statement: Statement | None, keyid: str
                     detail=("note: " if f.status.value == "note" else "") + f.detail)
               for f in review.findings]
     figures = [] if statement is None or not any(
-        f.part == "figures" and f.status.value == "ok" for f in review.findings) else [
-        Figure(metric=f"{s.suite}/{m.name}", value=m.value, low=m.ci_low, high=m.ci_high,
-               confidence=0.95 if m.ci_low is not None else None, unit=m.unit, record=review.id)
-        for s in statement.predicate.results for m in s.metrics.values()
-        if m.name.startswith("decode_tok_s")]
+        f.part == "figures" and f.status.value == "ok" for f in review.findings) else \
+        decode_figures(statement, review.id)
     if figures:
         checks = [c.model_copy(update={"figures": figures}) if c.name == "figures" else c
                   for c in checks]
-    return verification({"reviewed": review.id}, checks,
-                        policy=Policy(name="review", uri=POLICY_URI,
-                                      parameters={"decision": review.verdict.value}),
-                        verifier=Verifier.registry("review", keyid))
+    return attestation("review", {"reviewed": review.id}, checks, uri=POLICY_URI, keyid=keyid,
+                       parameters={"decision": review.verdict.value})

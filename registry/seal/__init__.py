@@ -25,6 +25,7 @@ from registry.base.canonical import digest, to_jsonable
 from registry.base.confine import regular_files
 from registry.base.files import read_json
 from registry.base.hashing import Progress
+from registry.engines.plugin import engine_for
 from registry.errors import InvalidInput, Refused
 from registry.formats import rundir
 from registry.formats.identity import ResolvedIdentity
@@ -86,8 +87,10 @@ def seal_run(run_dir: Path, *, home: Home, recipe_path: Path | None = None,
     unproven = require_proof(identity, scan, read_bench(run_dir), allow_unproven)
     overrides = [*allowed_overrides(identity, allow_mismatch or {}), *allowed]
     sources, source_files = capture_sources(run_dir, recipe, recipe_path, home)
+    prompts = prompt_artifacts(run_dir, recipe, recipe_path)
     return seal_resolved(run_dir, home=home, identity=identity, recipe=recipe, run=run,
-                         sources=sources, extra=[*source_files, *evidence_artifacts(checkpoints)],
+                         sources=sources, extra=[*source_files, *prompts,
+                                                 *evidence_artifacts(checkpoints)],
                          overrides=overrides,
                          parent=parent, imported=imported, signer=signer, progress=progress,
                          unproven=unproven)
@@ -118,6 +121,26 @@ def seal_resolved(run_dir: Path, *, home: Home, identity: ResolvedIdentity, reci
         artifacts={role: name for role, name in ROLES.items() if name in names},
     )
     return write_record(home, artifacts, predicate, signer, progress)
+
+
+def prompt_artifacts(run_dir: Path, recipe: Recipe | None,
+                     recipe_path: Path | None) -> list[Artifact]:
+    """A run that predates sealed prompts (no `suites/` folder): the suites read beside
+    `recipe_path`, each only when it still has the digest the recipe pins, so the record
+    carries its prompts and `reproduce` needs no `--recipe`."""
+    import hashlib
+
+    if recipe is None or recipe_path is None or (run_dir / rundir.SUITES).exists():
+        return []
+    out = []
+    for spec in recipe.benchmark.suites:
+        if not spec.sha256 or not spec.path or "$" in spec.path:
+            continue
+        path = recipe_path.parent / spec.path
+        data = path.read_bytes() if path.is_file() else b""
+        if hashlib.sha256(data).hexdigest() == spec.sha256:
+            out.append(Artifact(name=f"{rundir.SUITES}/{spec.name}.jsonl", data=data))
+    return out
 
 
 def evidence_artifacts(checkpoints: Checkpoints) -> list[Artifact]:
@@ -262,14 +285,15 @@ def engine_tree(recipe: Recipe | None, direct_url: dict[str, Any] | None,
 
     if recipe is not None and recipe.engine.source:
         return Path(os.path.expandvars(recipe.engine.source)), None
-    if recipe is not None and recipe.engine.name != "vllm":
-        return None, None  # the installed vLLM is not this engine's tree
+    package = engine_for(recipe.engine.name if recipe else None).package
+    if package is None:
+        return None, None  # a binary engine: no installed Python package is its tree
     tree = source_dir(direct_url)
     if tree is not None:
         return tree, None
     if installed is not None:
         return Path(installed.path), installed.version
-    return engine_location()
+    return engine_location(package)
 
 
 def source_dir(direct_url: dict[str, Any] | None) -> Path | None:

@@ -16,13 +16,11 @@ def already_sealed(home: Home, run_dir: Path, parent: str | None = None) -> Seal
     `bench.json` digests with the same parent; each candidate's statement is used only
     if it still hashes to its id. None when the run has no rows: an engine-only run is
     sealed as often as asked."""
-    from registry.base.hashing import sha256_file
     from registry.store.query import statements_holding
 
     if not (run_dir / rundir.BENCH).is_file():
         return None
-    wanted = {rundir.SERVER_LOG: sha256_file(run_dir / rundir.SERVER_LOG),
-              rundir.BENCH: sha256_file(run_dir / rundir.BENCH)}
+    wanted = {name: _sealed_digest(run_dir / name) for name in (rundir.SERVER_LOG, rundir.BENCH)}
     for row, statement in statements_holding(home, ["imported=false"],
                                              wanted[rundir.BENCH].encode()):
         digests = {s.name: s.sha256 for s in statement.subject}
@@ -32,3 +30,14 @@ def already_sealed(home: Home, run_dir: Path, parent: str | None = None) -> Seal
                                 summary=row.summary, signer=row.signer or "",
                                 artifacts=len(statement.subject), bytes=0, already=True)
     return None
+
+
+def _sealed_digest(path: Path) -> str:
+    """The digest a seal gives the file: of its bytes with any secret redacted."""
+    from registry.base.canonical import sha256_hex
+    from registry.base.hashing import sha256_file
+    from registry.base.secrets import redact_bytes, scan_file
+
+    if not scan_file(path, path.name):
+        return sha256_file(path)
+    return sha256_hex(redact_bytes(path.read_bytes(), path.name)[0])

@@ -24,8 +24,11 @@ caches are held small, and the heap (RLIMIT_DATA: anonymous memory, not the pack
 maps from disk) is capped for git and every process it starts; an object that needs
 more fails the fetch, which the caller turns into one clean refusal.
 
-GitPython (used to read a source tree's branch and remote at seal time) is opened
-through `open_repo`, with the same configuration and environment.
+The same switches guard a source tree read at seal time (registry/seal/sources.py),
+which is someone else's too: no pager, credential helper, askpass, ssh command, `ext::`
+transport or signature program configured anywhere runs, and the environment's `GIT_*`
+variables (GIT_SSH, GIT_EXTERNAL_DIFF, GIT_PAGER, ...) are dropped. No git here reads
+a working tree's files through git: a clean filter or fsmonitor cannot be reached.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ SAFE_CONFIG = (
     "core.hooksPath=/dev/null", "core.fsmonitor=false", "core.untrackedCache=false",
     "core.sshCommand=false", "gc.auto=0", "maintenance.auto=false", "core.autocrlf=false",
     "core.symlinks=false", "commit.gpgsign=false", "protocol.file.allow=always",
+    "core.pager=cat", "credential.helper=", "core.askPass=", "protocol.ext.allow=never",
+    "log.showSignature=false", "gpg.program=false",
 )
 REMOTE_MEMORY = 64 << 20
 """The heap a git fetch or push, and each process it starts, may use beyond what the
@@ -70,7 +75,7 @@ IDENTITY = {"GIT_AUTHOR_NAME": "registry", "GIT_AUTHOR_EMAIL": "registry@localho
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", GIT_TERMINAL_PROMPT="0",
-               LC_ALL="C")
+               LC_ALL="C", GIT_PAGER="cat", GIT_ASKPASS="", SSH_ASKPASS="")
     env.update(IDENTITY)
     env.update(extra or {})
     return env
@@ -133,7 +138,9 @@ def out_of_memory(stderr: str) -> bool:
 
 def open_repo(path: Path) -> Any:
     """A GitPython `Repo` of the tree at (or above) `path`, whose every git call runs
-    with SAFE_CONFIG and the environment above; raises GitPython's own errors."""
+    with SAFE_CONFIG and the environment above; raises GitPython's own errors. GitPython
+    reads a source tree's commit, branch and remote at seal time; no working file is
+    read through it (registry/seal/sources.py hashes those itself)."""
     import git  # GitPython: only seal reads a source tree; read commands never load it
 
     repo = git.Repo(path, search_parent_directories=True)

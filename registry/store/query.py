@@ -13,7 +13,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from registry.errors import InvalidInput, NotFound
-from registry.formats.record import Statement, match_id, parse_statement
+from registry.formats.display import record_quality
+from registry.formats.record import Statement, match_id, parse_statement, summary_line
 from registry.signing.signed import SignatureCheck, Trust, check_signed
 from registry.store.home import Home
 from registry.store.ledger import ENVELOPE, STATEMENT, committed_ids, folder_at
@@ -98,12 +99,16 @@ def _checked(home: Home, row: RecordRow, indexed: Rows | None, keyring: Keyring)
                                       "signer": None})
     parsed = parse_statement(statement)
     differs = entry_differences(indexed, entry_rows(row.id, parsed, check.signer))
-    if not differs:
-        return row.model_copy(update={"trust": Trust.verified, **signed_extras(parsed)})
+    if not differs:  # the summary and quality as this registry writes them (display policy)
+        return row.model_copy(update={
+            "trust": Trust.verified, **signed_extras(parsed),
+            "summary": summary_line(parsed.predicate),
+            "quality": record_quality(row.quality, parsed.predicate.imported is not None)})
     shown = signed_row(row.id, parsed, check.signer, row.ledger_commit)
-    return shown.model_copy(update={"trust_detail": f"the index differed in "
-                                                    f"{', '.join(differs)}: shown as signed "
-                                                    "(registry reindex)"})
+    return shown.model_copy(update={
+        "quality": record_quality(shown.quality, parsed.predicate.imported is not None),
+        "trust_detail": f"the index differed in {', '.join(differs)}: shown as signed "
+                        "(registry reindex)"})
 
 
 def _ledger_files(home: Home, rid: str) -> tuple[bytes | None, bytes | None]:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound
-from registry.formats.figures import Headline, headline
+from registry.formats.figures import Headline, headline, record_headline
 from registry.formats.record import Statement, summary_line
 from registry.signing.signed import Trust
 
@@ -114,13 +114,16 @@ def signed_extras(statement: Statement) -> dict[str, Any]:
     from registry.formats.identity import failed_check
 
     p = statement.predicate
-    return {"headline": headline(p.results), "failed_checks": tuple(sorted(
-        n for n, f in p.identity.fields.items() if failed_check(f)))}
+    return {"headline": record_headline(p.results, p.imported is not None),
+            "failed_checks": tuple(sorted(n for n, f in p.identity.fields.items()
+                                          if failed_check(f)))}
 
 
 def entry_differences(indexed: Rows | None, signed: Rows) -> list[str]:
     """What an index entry says that the signed statement does not (table.column),
-    the ledger commit aside (history decides that)."""
+    the ledger commit and the summary aside (history decides the one; the other is the
+    display line a view writes from the statement, formats/display.py, and a newer
+    registry may write it otherwise)."""
     if indexed is None:
         return ["missing"]
     found = []
@@ -133,5 +136,5 @@ def entry_differences(indexed: Rows | None, signed: Rows) -> list[str]:
             continue
         for k, row in theirs.items():
             found += [f"{table}.{c}" for c, v in row.items()
-                      if c != "ledger_commit" and ours[k].get(c) != v]
+                      if c not in ("ledger_commit", "summary") and ours[k].get(c) != v]
     return sorted(set(found))

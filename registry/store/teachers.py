@@ -22,6 +22,7 @@ from registry.base.canonical import sha256_hex
 from registry.base.model import Frozen
 from registry.base.safeload import BadDocument, loads_json
 from registry.errors import InvalidInput, RegistryError
+from registry.formats.display import short_id
 from registry.signing import dsse
 from registry.signing.keys import Signer
 from registry.store.home import Home
@@ -182,7 +183,7 @@ def _change(commit: str, at: str, envelope: bytes | None, keyring: Keyring) -> B
     except (BadDocument, ValidationError) as e:
         return BindingChange(at=at, commit=commit, teacher=None,
                              problem=f"not a teacher binding ({str(e).splitlines()[0]})")
-    return BindingChange(at=at, commit=commit, teacher=f"{source.kind} {source.ref[:16]}")
+    return BindingChange(at=at, commit=commit, teacher=f"{source.kind} {short_id(source.ref)}")
 
 
 def index_bindings(home: Home) -> int:

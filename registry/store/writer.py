@@ -19,9 +19,11 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
+from registry.base.canonical import to_jsonable
 from registry.base.hashing import Progress
 from registry.base.model import Frozen
 from registry.base.safeload import SURROGATE
+from registry.base.secrets import redact_bytes, redact_json, scan_file
 from registry.errors import InvalidInput, Refused
 from registry.formats.record import (
     Predicate,
@@ -32,7 +34,7 @@ from registry.formats.record import (
     statement_bytes,
     summary_line,
 )
-from registry.measure.display import quality_lines
+from registry.measure.display import degraded_meaning, quality_lines
 from registry.signing import dsse
 from registry.signing.keyring import Role
 from registry.signing.keys import Signer as Signer
@@ -75,6 +77,7 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
                  signer: Signer | None = None, progress: Progress | None = None) -> SealedRecord:
     """Store, sign, index and commit one record; `progress` gets bytes hashed."""
     keyid, key = ready_signer(home, signer)
+    artifacts, predicate = without_secrets(artifacts, predicate)
     subjects, size = _store(ObjectStore(home.objects), artifacts, progress)
     crash_point("objects")
     statement = Statement(subject=subjects, predicate=predicate)
@@ -99,7 +102,28 @@ def write_record(home: Home, artifacts: list[Artifact], predicate: Predicate,
                 index.mark_committed(rid, commit)
     return SealedRecord(id=rid, ledger_commit=commit, summary=summary, signer=keyid,
                         artifacts=len(subjects), bytes=size,
-                        measurement=quality_lines(predicate.results))
+                        measurement=quality_lines(predicate.results)
+                        + [m for m in [degraded_meaning(predicate.results)] if m])
+
+
+def without_secrets(artifacts: list[Artifact], predicate: Predicate
+                    ) -> tuple[list[Artifact], Predicate]:
+    """Every artifact and the predicate with each secret replaced before anything is
+    hashed, and the predicate saying what was replaced, where and why; an artifact
+    holding a private key is refused (registry/base/secrets.py)."""
+    kept, found = [], []
+    for a in artifacts:
+        seen = scan_file(a.path, a.name) if a.path is not None else []
+        data = a.path.read_bytes() if seen and a.path is not None else a.data
+        if data is not None:
+            data, seen = redact_bytes(data, a.name)
+        kept.append(a if not seen else Artifact(name=a.name, data=data))
+        found += seen
+    shown, inside = redact_json(to_jsonable(predicate), "predicate")
+    if inside:
+        predicate = Predicate.model_validate(shown)
+    found = [*(predicate.redactions or []), *found, *inside]
+    return kept, predicate.model_copy(update={"redactions": found}) if found else predicate
 
 
 def ready_signer(home: Home, signer: Signer | None = None) -> Signer:

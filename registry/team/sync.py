@@ -103,6 +103,9 @@ class SyncReport(Frozen):
                                description="keyring versions made here, made again on top")
     untrusted: dict[str, str] = Field(default_factory=dict,
                                       description="records pulled but not trusted: why")
+    pushed: list[str] = Field(default_factory=list, description="push: the subject of each "
+                              "commit the remote got (records, keyring versions, claims)")
+    remote_before: str | None = Field(None, description="push: the remote's head before")
 
 
 def pull(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport:
@@ -122,14 +125,18 @@ def push(home: Home, remote: Remote, signer: Signer | None = None) -> SyncReport
             report = _integrate(home, ledger, remote, incoming, before, signer)
             head = ledger.head()
             if head is None or head == incoming:
-                return report
+                return report.model_copy(update={"remote_before": incoming})
             sent = sorted(set(ledger.record_ids()) - set(_ids_at(ledger, incoming)))
+            commits = run_git(ledger.path, "log", "--format=%s", "--reverse",
+                              f"{incoming}..{head}" if incoming else head)
             objects = _send_objects(home, ledger, remote, sent)
             crash_point("push-objects")
             if _git_push(ledger, remote, head):
                 crash_point("push-sent")
                 _remember(home, remote, head)
-                return report.model_copy(update={"sent": sent, "objects_out": objects})
+                return report.model_copy(update={
+                    "sent": sent, "objects_out": objects, "remote_before": incoming,
+                    "pushed": commits.decode(errors="replace").splitlines()})
         raise Unverifiable(f"remote {remote.name!r} kept moving: {ATTEMPTS} pushes refused",
                            hint="others are pushing right now: run registry push again")
 

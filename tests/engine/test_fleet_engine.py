@@ -70,10 +70,14 @@ def test_queue_add_worker_seal_attest_claim_pull(tmp_path, tiny_models, postgres
     env.update(REGISTRY_HOME=str(host), REGISTRY_KEYS_DIR=str(tmp_path / "keys"),
                REGISTRY_QUEUE_URL=url, REGISTRY_FLEET_HARDWARE="test-cpu",
                PYTHONPATH=str(ROOT))
+    policy = tmp_path / "policy.toml"  # the lab's rules, a reserve a CI disk can keep
+    policy.write_text(f'reserve_gib = 1.0\nlane_lock = "{tmp_path}/lane.lock"\n'
+                      f'hold_file = "{tmp_path}/held.json"\n[stop]\n'
+                      f'pid_dir = "{tmp_path}/engines"\n')
     done = subprocess.run([sys.executable, "-m", "registry", "worker", "--once", "--json",
                            "--models", str(tiny_models), "--work-dir", str(tmp_path / "runs"),
-                           "--name", "bench-host"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=1500)
+                           "--name", "bench-host", "--policy", str(policy)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)["jobs"] == [job["id"]]
     [j] = list_jobs(url).jobs

@@ -86,8 +86,11 @@ def workers(url: str, home: Path, root: Path, n: int, noop: bool, env: dict[str,
     for i in range(n):
         name = f"{'noop' if noop else 'eng'}{i}"
         whome = home if noop else home / name / ".registry"
+        # each worker stands for a host of its own: its own lane; a reserve any disk keeps
+        policy = {"reserve_gib": 0.01, "run_gib": 0.01, "lane_lock": str(root / f"{name}.lane"),
+                  "hold_file": str(root / "held.json"), "stop": {"pid_dir": str(root / "pids")}}
         opts = {"url": url, "name": name, "hardware": "bench", "work_dir": str(root / name),
-                "remote": remote, "heartbeat_s": 2.0, "stalled_s": 30.0}
+                "remote": remote, "heartbeat_s": 2.0, "stalled_s": 30.0, "policy": policy}
         penv = {**env, "REGISTRY_HOME": str(whome), "REGISTRY_FLEET_HARDWARE": "bench",
                 **({"FLEET_NOOP_JOBS": "1"} if noop else {})}
         procs.append(subprocess.Popen(

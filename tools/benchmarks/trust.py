@@ -49,16 +49,23 @@ def seal_time(code_root: Path, folder: Path) -> list[float]:
 import os, sys, time, json
 sys.path.insert(0, {str(code_root)!r})
 from pathlib import Path
-from registry.formats.identity import Evidence, ResolvedField, ResolvedIdentity, Status
+try:  # the baseline's layout: registry/identity.py
+    from registry.identity import Evidence, ResolvedField, ResolvedIdentity, Status
+except ImportError:
+    from registry.formats.identity import Evidence, ResolvedField, ResolvedIdentity, Status
 def identity(i):
     ev = [Evidence(source="server.log", line=1, text="...")]
     return ResolvedIdentity(fields={{name: ResolvedField(declared=v, resolved=v, evidence=ev,
                                                         status=Status.confirmed)
                                      for name, v in (("precision.kv_cache", "bfloat16"),
                                                      ("parallel.tensor", 1 + i % 2))}})
-from registry.store.create import init_home
-from registry.signing.keys import create_key, signing_key
-import registry.signing.keys as keys
+try:
+    from registry.store.create import init_home
+    import registry.signing.keys as keys
+except ImportError:  # the baseline's layout: store/home.py and store/keys.py
+    from registry.store.home import init_home
+    import registry.store.keys as keys
+create_key, signing_key = keys.create_key, keys.signing_key
 folder = Path({str(folder)!r})
 os.environ["REGISTRY_KEYS_DIR"] = str(folder / "keys")
 key = create_key(folder / "keys")

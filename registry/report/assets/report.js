@@ -12,10 +12,10 @@ function compareKeys(a, b) {
   const x = parseFloat(a), y = parseFloat(b);
   const numeric = a !== "" && b !== "" && !isNaN(x) && !isNaN(y) && isFinite(a) && isFinite(b);
   if (numeric) return x - y;
-  if (a === "") return b === "" ? 0 : 1;  // blanks last
-  if (b === "") return -1;
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+function blank(key) { return key === "" || key === "-"; }
 
 function makeSortable(table) {
   table.querySelectorAll("thead th").forEach((th, i) => {
@@ -27,7 +27,10 @@ function makeSortable(table) {
       th.setAttribute("aria-sort", down ? "descending" : "ascending");
       const body = table.tBodies[0];
       const rows = Array.from(body.rows).map(r => [cellKey(r, i), r]);
-      rows.sort((p, q) => (down ? -1 : 1) * compareKeys(p[0], q[0]));
+      // blanks last in either direction (docs/report.md): a record without the figure
+      // never heads a ranking of it
+      rows.sort((p, q) => blank(p[0]) || blank(q[0]) ? blank(p[0]) - blank(q[0])
+                          : (down ? -1 : 1) * compareKeys(p[0], q[0]));
       const frag = document.createDocumentFragment();
       rows.forEach(p => frag.appendChild(p[1]));
       body.appendChild(frag);
@@ -73,6 +76,52 @@ function drawCharts() {
     err => { document.body.dataset.charts = "error"; console.error("report: " + err); });
 }
 
+// The index: choose records (their checkboxes) and lay them out side by side, from the
+// data the page carries (no request: the CSP allows none). Text only, never markup.
+function makePicker(button) {
+  const data = JSON.parse(document.getElementById("records-data").textContent);
+  const boxes = Array.from(document.querySelectorAll("input.pick"));
+  const update = () => {
+    const n = boxes.filter(b => b.checked).length;
+    button.disabled = n < 2;
+    button.textContent = n < 2 ? "choose two or more records to compare"
+                               : "compare the " + n + " chosen records";
+  };
+  boxes.forEach(b => b.addEventListener("change", update));
+  update();
+  button.addEventListener("click", () => {
+    const chosen = boxes.filter(b => b.checked).map(b => data[b.value]).filter(Boolean);
+    const names = [];
+    chosen.forEach(r => Object.keys(r.facts).forEach(k => {
+      if (!names.includes(k)) names.push(k);
+    }));
+    const table = document.createElement("table");
+    table.id = "side-by-side";
+    const head = table.createTHead().insertRow();
+    head.appendChild(document.createElement("th")).textContent = "";
+    chosen.forEach(r => {
+      const th = head.appendChild(document.createElement("th"));
+      const a = th.appendChild(document.createElement("a"));
+      a.href = r.href;
+      a.textContent = r.facts.id;
+    });
+    const body = table.createTBody();
+    names.filter(k => k !== "id").forEach(k => {
+      const values = chosen.map(r => r.facts[k] === undefined ? "" : r.facts[k]);
+      const row = body.insertRow();
+      if (new Set(values).size > 1) row.className = "differs";
+      row.insertCell().textContent = k;
+      values.forEach(v => { row.insertCell().textContent = v; });
+    });
+    const holder = document.getElementById("picked-table");
+    holder.replaceChildren(table);
+    document.getElementById("picked").hidden = false;
+    document.getElementById("picked").scrollIntoView();
+  });
+}
+
 document.querySelectorAll("table.sortable").forEach(makeSortable);
 document.querySelectorAll("input[data-filters]").forEach(makeFilter);
+const pickButton = document.getElementById("compare-picked");
+if (pickButton) makePicker(pickButton);
 drawCharts();

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from registry.base.model import Frozen
+from registry.base.secrets import redact_line
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # `[64893] ` : a supervisor's copy of the server's output, written beside the plain one
@@ -33,4 +34,6 @@ def plain(number: int, raw: str) -> Line:
     header = HEADER.match(text)
     if header:
         level, text = header.group(1), text[header.end():]
-    return Line(number=number, stream=stream, level=level, text=text.strip())
+    # a secret on the line (`--api-key X` in the printed command) never reaches evidence
+    return Line(number=number, stream=stream, level=level,
+                text=redact_line(text.strip(), "", 0)[0])

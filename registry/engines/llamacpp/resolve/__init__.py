@@ -23,16 +23,20 @@ from registry.engines.llamacpp.resolve.fields import (
 from registry.engines.llamacpp.resolve.out import Out
 from registry.errors import InvalidInput
 from registry.formats.identity import FIELDS, ResolvedIdentity
+from registry.resolve.inputs import not_read
 
 __all__ = ["resolve_llamacpp"]
 
 
 def resolve_llamacpp(path: Path, source: str, declared: dict[str, Any],
-                     scan: LlamaScan | None = None,
-                     models: tuple[str | Path | None, ...] = ()) -> ResolvedIdentity:
+                     scan: LlamaScan | None = None, checkpoint: Path | None = None,
+                     models: tuple[str | Path | None, ...] = (),
+                     log_models: bool = True) -> ResolvedIdentity:
     """`path`: the llama-server log; `source`: its name in the run directory (evidence
-    cites it); `declared`: what the recipe declares, under the field names; `models`:
-    where the target GGUF may be (the first that exists, then the log's model path)."""
+    cites it); `declared`: what the recipe declares, under the field names; `checkpoint`:
+    the target GGUF the user named (a malformed one is their error: `InvalidInput`);
+    `models`: where else it may be (the first that exists, then, with `log_models`, the
+    model paths the log names: an import reads none of those, they are not its evidence)."""
     scan = scan or scan_llamacpp(path)
     launcher = declared_settings({f.values["key"]: f.values["value"] for f in scan.settings})
     out = Out(source=source, declared={**launcher, **declared})
@@ -48,13 +52,18 @@ def resolve_llamacpp(path: Path, source: str, declared: dict[str, Any],
         offload_fields(out, start)
         spec_fields(out, start)
         begin = start.first("start")
-        gguf = _gguf((*models, begin.values["path"] if begin else None), notes)
+        logged = begin.values["path"] if begin else None
+        gguf = read_gguf(checkpoint) if checkpoint else _gguf(
+            (*models, logged if log_models else None), notes)
         if gguf is not None:
             weights_check(out, gguf)
             capacity_check(out, start, gguf)
         draft = next((m for m in start.models if m.role == "draft"), None)
         meta = draft.first("model_meta") if draft else None
-        draft_gguf = _gguf((meta.values["path"],), notes) if meta else None
+        draft_path = meta.values["path"] if meta else None
+        draft_gguf = _gguf((draft_path,), notes) if log_models else None
+        if not log_models:
+            notes += not_read((None if checkpoint else logged, draft_path), (None, None))
         if draft_gguf is not None:
             weights_check(out, draft_gguf, "precision.draft_weights")
     timing_fields(out, scan)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from registry.base.secrets import redact_line
 from registry.engines.vllm.logs.messages import PREFIX
 
 MAX_TEXT = 16384  # characters kept of one message (a config line is about 4 KiB)
@@ -22,7 +23,10 @@ class LineSpan:
         self.level = level
 
     def text(self, buf: bytes) -> str:
-        return buf[self.message:self.end].decode("utf-8", "replace").rstrip()[:MAX_TEXT]
+        """The message as evidence shows it: a secret in it (an `api_key` in the
+        non-default args line) replaced (registry/base/secrets.py)."""
+        raw = buf[self.message:self.end].decode("utf-8", "replace").rstrip()[:MAX_TEXT]
+        return redact_line(raw, "", 0)[0]
 
     @property
     def key(self) -> int | str | None:

@@ -26,7 +26,7 @@ class Kind(StrEnum):
     engine_config = "engine_config"  # Initializing a V1 (V0, an) LLM engine (vX) with config:
     kv_capacity = "kv_capacity"
     kv_concurrency = "kv_concurrency"  # older builds print it on its own line
-    kv_blocks = "kv_blocks"  # V0 engine: # GPU blocks: N, # CPU blocks: M
+    kv_blocks = "kv_blocks"  # V0 engine: # GPU blocks: N, # CPU blocks: M; # cpu blocks: N
     num_gpu_blocks = "num_gpu_blocks"  # the block count the engine kept (the workers' minimum)
     attention_block = "attention_block"  # hybrid models: the block size the engine set
     kv_memory = "kv_memory"  # GPU/XPU worker: Available KV cache memory
@@ -68,7 +68,9 @@ STARTUP: dict[Kind, str] = {
                       r"(?P<concurrency>[\d.]+)x)?",
     Kind.kv_concurrency: r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: "
                          r"(?P<concurrency>[\d.]+)x",
-    Kind.kv_blocks: r"# (?P<device>[A-Z]+) blocks: (?P<blocks>\d+), # CPU blocks: \d+",
+    # V0: `# GPU blocks: N, # CPU blocks: M` (M: swap space); the CPU backend `# cpu blocks: N`
+    Kind.kv_blocks: r"# (?:(?P<device>[A-Z]+) blocks: (?P<blocks>\d+), # CPU blocks: \d+|"
+                    r"(?P<cpu>cpu|CPU) blocks: (?P<cpu_blocks>\d+)\s*$)",
     Kind.num_gpu_blocks: r"Engine \d+: vllm cache_config_info with initialization after "
                          r"num_gpu_blocks is: (?P<blocks>\d+)",
     Kind.attention_block: r"Setting attention block size to (?P<tokens>\d+) tokens",

@@ -28,7 +28,7 @@ from typing import BinaryIO
 
 from registry.base.hashing import cpu_count
 from registry.engines.vllm.logs import messages as msg
-from registry.engines.vllm.logs.lines import Lines, LineSpan
+from registry.engines.vllm.logs.lines import MAX_TEXT, Lines, LineSpan
 from registry.engines.vllm.logs.markers import Marker
 from registry.engines.vllm.logs.tracebacks import Tracebacks
 from registry.errors import InvalidInput
@@ -223,6 +223,8 @@ class _Scanner:
 
     def _detail(self, kind: msg.Kind, span: LineSpan) -> Fact | None:
         text = span.text(self.lines.buf)
+        if kind == msg.Kind.engine_config:
+            text = _unwrapped(self.lines.buf, span, text)
         found = msg.DETAIL[kind].match(text)
         if found is None:
             return None
@@ -413,3 +415,31 @@ class _Phase:
     def result(self) -> SpecPhase:
         return SpecPhase(opened_by=self.opened_by, lines=self.lines, accepted=self.accepted,
                          drafted=self.drafted)
+
+
+WRAP_WINDOW = 1 << 16  # bytes either side of a line looked at for the terminal's width
+
+
+def _unwrapped(buf: bytes, span: LineSpan, text: str) -> str:
+    """A terminal copy hard-wrapped at a fixed width W (`...tensor_parallel_si` / `ze=2`):
+    the line is W bytes long, no line near it is longer (W is the terminal's width), and
+    its rest follows on lines without a log prefix, each W long but the last. Rejoined;
+    any other line is left as it is."""
+    width = span.end - span.start
+    near = buf[max(0, span.start - WRAP_WINDOW):span.end + WRAP_WINDOW].split(b"\n")
+    if width < 40 or max(map(len, near)) > width:
+        return text
+    pos, pieces = span.end + 1, list[bytes]()
+    while len(pieces) < 64:
+        stop = buf.find(b"\n", pos)
+        line = buf[pos:len(buf) if stop < 0 else stop]
+        prefix = msg.PREFIX.match(line)
+        if not line.strip() or (prefix is not None and prefix.end()) or len(line) > width:
+            break
+        pieces.append(line)
+        if len(line) < width or stop < 0:
+            break
+        pos = stop + 1
+    if not pieces:
+        return text
+    return (text + b"".join(pieces).decode("utf-8", "replace").rstrip())[:MAX_TEXT]

@@ -9,6 +9,7 @@ from pathlib import Path
 from registry.engines.base import Given
 from registry.engines.vllm.declared import declared_values
 from registry.engines.vllm.logs import scan_log
+from registry.engines.vllm.resolve.activations import activation_fields, launch_env
 from registry.engines.vllm.resolve.content import content_fields
 from registry.engines.vllm.resolve.engine import EngineLog, Start
 from registry.engines.vllm.resolve.fields import Fields
@@ -20,12 +21,12 @@ from registry.engines.vllm.resolve.runtime import (
     weight_fields,
 )
 from registry.engines.vllm.resolve.spec import phase_notes, spec_stats
-from registry.formats.identity import FIELDS, ResolvedField, ResolvedIdentity
+from registry.formats.identity import FIELDS, Evidence, ResolvedField, ResolvedIdentity
 from registry.formats.rundir import METRICS_AFTER, METRICS_BEFORE
 from registry.logs import Fact, LogScan
 from registry.logs.prometheus import Scrape
 from registry.recipe import Recipe
-from registry.resolve.inputs import Checkpoints, locate_checkpoints, read_metrics
+from registry.resolve.inputs import Checkpoints, locate_checkpoints, not_read, read_metrics
 from registry.resolve.markers import expect_results
 
 __all__ = ["resolve_vllm", "scan_vllm_log"]
@@ -40,18 +41,21 @@ def resolve_vllm(run_dir: Path, path: Path, name: str, recipe: Recipe | None,
     log = EngineLog(scan, name)
     before, after = read_metrics(run_dir, METRICS_BEFORE), read_metrics(run_dir, METRICS_AFTER)
     if checkpoints is None or not checkpoints.given:
+        named = (log.setting("model")[0], log.speculative.get("model"))
         found = locate_checkpoints(
             given.checkpoint, given.draft_checkpoint,
             (recipe.model.path, recipe.draft.path if recipe.draft else None) if recipe
-            else (None, None),
-            (log.setting("model")[0], log.speculative.get("model")),
-        )
+            and not given.confined else (None, None),
+            (None, None) if given.confined else named)
+        if given.confined:
+            found.notes += not_read(named, (given.checkpoint, given.draft_checkpoint))
         if checkpoints is None:
             checkpoints = found
         else:
             checkpoints.target, checkpoints.draft = found.target, found.draft
             checkpoints.notes[:] = found.notes
-    fields = _fields(Fields(log, declared_values(recipe) if recipe else {}), checkpoints, after)
+    fields = _fields(Fields(log, declared_values(recipe) if recipe else {}), checkpoints, after,
+                     launch_env(run_dir))
     spec_tokens = fields["spec.num_tokens"].resolved if "spec.num_tokens" in fields else None
     peak = scan.kv_usage_peak
     return ResolvedIdentity(
@@ -71,8 +75,8 @@ def scan_vllm_log(path: Path, recipe: Recipe | None) -> LogScan:
     return scan_log(path, {e.name: e.pattern for e in recipe.expect} if recipe else {})
 
 
-def _fields(f: Fields, checkpoints: Checkpoints, after: Scrape | None
-            ) -> dict[str, ResolvedField]:
+def _fields(f: Fields, checkpoints: Checkpoints, after: Scrape | None,
+            launch: dict[str, tuple[str, Evidence]]) -> dict[str, ResolvedField]:
     """Every field, in the order of `registry.formats.identity.FIELDS` (KV precision last: it
     reads the dtype, version, parallel and runtime fields)."""
     f.engine()
@@ -85,6 +89,7 @@ def _fields(f: Fields, checkpoints: Checkpoints, after: Scrape | None
     kv_report_fields(f)
     env_fields(f)
     weight_fields(f, checkpoints)
+    activation_fields(f, checkpoints, launch)
     content_fields(f, checkpoints)
     kv_fields(f, checkpoints)
     order = {name: i for i, name in enumerate(FIELDS)}

@@ -6,7 +6,9 @@ capacity cross-check as the stronger witness.
 - auto: the model dtype, unless the checkpoint has a compressed-tensors
   `kv_cache_scheme` (8-bit float), which makes every attention layer store FP8 e4m3.
   Without the checkpoint, the config line's `quantization=None` proves there is no
-  `quantization_config`, so no scheme (any other method may carry one: unresolved);
+  `quantization_config`, so no scheme, and a weight-only method (`NO_KV_SCHEME`: AWQ,
+  GPTQ, bitsandbytes, MXFP4, GGUF, ...) has a config that carries none; any other method
+  may carry one: unresolved;
 - the engine's `Using X data type to store kv cache` line stands for an explicit value
   when the config line is missing (bare `fp8`: older builds print it for e5m2 too);
 - engine version: with such a scheme, vLLM <= 0.21 overrides an explicit value too,
@@ -38,6 +40,12 @@ VERSION_RULES = [
                  "checkpoint kv_cache_scheme"),
 ]
 UNQUANTIZED = {"float32", "bfloat16", "float16"}
+# vLLM quantization methods whose config carries no KV cache scheme (weight-only formats:
+# their Attention layers get no KV quant method), so `auto` is the model dtype. Not here:
+# compressed-tensors (kv_cache_scheme), fp8, modelopt, quark, inc (may quantize the cache).
+NO_KV_SCHEME = frozenset({"awq", "awq_marlin", "gptq", "gptq_marlin", "gptq_bitblas",
+                          "gptq_marlin_24", "marlin", "bitblas", "bitsandbytes", "gguf", "hqq",
+                          "mxfp4"})
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,8 @@ class KVInputs:
     dtype_line: Evidence | None  # "Using fp8 data type to store kv cache"
     capacity: CapacityCheck | None
     capacity_note: str | None  # why the capacity check did not run
+    quantization: str | None = None  # the config line's quantization method
+    quantization_evidence: Evidence | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,11 @@ def by_rules(kv: KVInputs) -> Decision:
             return Decision(_dtype(kv.model_dtype), "auto = model dtype (quantization=None in "
                             "the engine config line: no quantization_config, so no KV cache "
                             "scheme)", ev)
+        method = (kv.quantization or "").strip("'\"").lower()
+        if kv.checkpoint is None and method in NO_KV_SCHEME:
+            return Decision(_dtype(kv.model_dtype), f"auto = model dtype (quantization={method} "
+                            "in the engine config line: that method's config carries no KV "
+                            "cache scheme)", [*ev, *filter(None, [kv.quantization_evidence])])
         if kv.checkpoint is None:
             return Decision(None, "auto is not a dtype, and no checkpoint was inspected for a "
                                   "kv_cache_scheme", ev)

@@ -34,7 +34,8 @@ def kv_fields(f: Fields, checkpoints: Checkpoints) -> None:
         model_dtype=f.out["precision.dtype"].resolved, checkpoint=checkpoints.target,
         version=f.out["engine.version"].resolved,
         dtype_line=f.log.evidence(dtype_line) if dtype_line else None,
-        capacity=capacity, capacity_note=why_not,
+        capacity=capacity, capacity_note=why_not, quantization=quantization,
+        quantization_evidence=quantization_ev,
     )
     target, decision = kv.kv_cache_field(inputs, f.declared.get("precision.kv_cache"))
     f.out["precision.kv_cache"] = target

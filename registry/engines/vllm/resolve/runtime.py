@@ -140,22 +140,31 @@ def _capacity(f: Fields) -> Fact | None:
 
 def _v0_capacity(f: Fields) -> None:
     """V0 engines report blocks, not tokens: tokens = blocks x block size, accepted only
-    when the concurrency line printed with it agrees (it is tokens / max_model_len)."""
+    when the concurrency line printed with it agrees (it is tokens / max_model_len). The V0
+    CPU backend prints `# cpu blocks: N` alone, with no concurrency line: its blocks x
+    the block size the args state, checked against a concurrency line if one follows."""
     blocks = f.log.first(Kind.kv_blocks)
     conc = next((x for x in f.log.all(Kind.kv_concurrency) if blocks and x.line > blocks.line),
                 None)
     size, size_ev = f.log.namespace_arg("block_size")
-    if blocks is None or conc is None or size is None or not size.isdigit():
+    cpu = blocks is not None and blocks.values.get("cpu_blocks") is not None
+    count = blocks.values["cpu_blocks" if cpu else "blocks"] if blocks else None
+    if blocks is None or count is None or (conc is None and not cpu) or size is None or \
+            not size.isdigit():
         f.put("kv.capacity_tokens", None, "no KV cache size line")
         return
-    tokens = int(blocks.values["blocks"]) * int(size)
+    tokens = int(count) * int(size)
+    if conc is None:
+        f.put("kv.capacity_tokens", tokens, f"V0 CPU backend: {count} cpu blocks x block size "
+              f"{size}", f.log.evidence(blocks), size_ev)
+        return
     length = int(conc.values["len"].replace(",", ""))
     if f"{tokens / length:.2f}" != conc.values["concurrency"]:
-        f.put("kv.capacity_tokens", None, f"{blocks.values['blocks']} blocks x block size {size} "
+        f.put("kv.capacity_tokens", None, f"{count} blocks x block size {size} "
               "does not give the logged concurrency", f.log.evidence(blocks), size_ev,
               f.log.evidence(conc))
         return
-    f.put("kv.capacity_tokens", tokens, f"V0 engine: {blocks.values['blocks']} blocks x block "
+    f.put("kv.capacity_tokens", tokens, f"V0 engine: {count} blocks x block "
           f"size {size}, agreeing with the concurrency line", f.log.evidence(blocks), size_ev,
           f.log.evidence(conc))
 
@@ -175,8 +184,9 @@ def env_fields(f: Fields) -> None:
 
 
 # quantization methods whose name alone fixes the weight format, with or without a
-# quantized checkpoint (vLLM's fp8 method: fp8 weights, fp8 activations)
-METHOD_FORMATS = {"fp8": "fp8-w8a8"}
+# quantized checkpoint (vLLM's fp8 method: fp8 weights; whether activations are fp8 too
+# is precision.activations, decided by other evidence: activations.py)
+METHOD_FORMATS = {"fp8": "fp8"}
 
 
 def weight_fields(f: Fields, checkpoints: Checkpoints) -> None:
