@@ -146,7 +146,36 @@ def show(
         print_json(exits.with_code(found, code))
     else:
         _render(found)
+        _print_starts(find(home), found)
     exits.leave(code)
+
+
+def _print_starts(home: Home, record: ShownRecord) -> None:
+    """Each engine start's disturbance evidence, for a record of several starts (rule and
+    thresholds: docs/measurement.md, "Disturbed starts")."""
+    from registry.cli.output import print_fitted, say
+    from registry.contracts.sealed import sealed_run
+    from registry.errors import RegistryError
+    from registry.reproduce.host import starts_evidence
+
+    try:
+        rows = sealed_run(home, record.id, record.statement).bench.timed_rows
+    except RegistryError:
+        return  # no rows to read back: the banner above already says why
+    evidence = starts_evidence(home, record.statement, rows)
+    if not evidence:
+        return
+
+    def num(x: float | None, form: str) -> str:
+        return "" if x is None else format(x, form)
+
+    say()
+    print_fitted(["start", "tok/s", "row spread", "GPU busy %", "power W", "SM MHz",
+                  "stream", "disturbed"], [
+        [str(e.start), num(e.figure, ".1f"), num(e.spread, ".3f"), num(e.busy_pct, ".0f"),
+         num(e.power_w, ".0f"), num(e.sm_mhz, ".0f"), e.stream[:12], e.disturbed or "no"]
+        for e in evidence], keep=[True, True, True, True, True, True, True, False],
+        title="engine starts")
 
 
 def _render(record: ShownRecord) -> None:

@@ -6,12 +6,16 @@ GPU's clocks, power and throttle reasons through the new run's suite
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 from registry.base.safeload import loads_json
 from registry.executor.gpu import GpuSummary, parse, summary
 from registry.executor.probe import Probe, speed
 from registry.formats import rundir
 from registry.formats.record import Statement
+from registry.formats.rundir import BenchRow
+from registry.measure.disturbance import Sample, StartEvidence, record_evidence
+from registry.recipe.schema import MetricFormula
 from registry.store.home import Home
 
 
@@ -48,3 +52,24 @@ def gpu_summary(home: Home, statement: Statement) -> GpuSummary | None:
     """The GPU samples a record sealed, summarised; None when it has none."""
     data = _artifact(home, statement, rundir.GPU_SAMPLES)
     return summary(parse(data.decode("utf-8", errors="replace"))) if data else None
+
+
+def starts_evidence(home: Home, statement: Statement,
+                    rows: list[BenchRow]) -> list[StartEvidence]:
+    """Each engine start's disturbance evidence (registry/measure/disturbance.py), from its
+    rows and the GPU samples it sealed (start 0: `gpu-samples.csv`, start k:
+    `starts/<k>/gpu-samples.csv`); empty for a record of one start."""
+    starts = sorted({r.start for r in rows})
+    if len(starts) < 2:
+        return []
+    samples: dict[int, Sequence[Sample]] = {}
+    for k in starts:
+        name = rundir.GPU_SAMPLES if k == 0 else f"{rundir.STARTS}/{k}/{rundir.GPU_SAMPLES}"
+        data = _artifact(home, statement, name)
+        samples[k] = parse(data.decode("utf-8", errors="replace")) if data else []
+    p = statement.predicate
+    recipe = p.recipe or {}
+    bound = not (recipe.get("engine") or {}).get("args", {}).get("enforce_eager", False)
+    formula = MetricFormula(p.results[0].formula) if p.results else MetricFormula.intervals_99
+    window = p.results[0].window if p.results else 100
+    return record_evidence(rows, samples, formula, window, bound)
