@@ -242,7 +242,7 @@ def test_cancel_and_the_commands(fleet: Fleet, cli, monkeypatch) -> None:
     assert again.exit_code == 6 and "cancelled" in again.stderr
     table = cli("queue", "list")
     assert table.exit_code == 0 and "backlog:" in table.stdout
-    assert all(len(line) <= 80 for line in table.stdout.splitlines())
+    assert all(len(line) <= 80 for line in table.stdout.splitlines()), table.stdout
     site = fleet.root / "site"
     r = cli("report", "--fleet", "--out", site)
     assert r.exit_code == 0, r.stderr

@@ -114,10 +114,10 @@ def _shown(column: str, value: Value, *, short: bool = True) -> str:
         return short_id(value)
     if isinstance(value, str) and column == "sealed":
         return when(value)
-    if column == "lane":
-        return value if isinstance(value, str) and value else "-"  # no recipe, no lane
+    if column == "lane":  # no recipe, no lane
+        return one_line(value) if isinstance(value, str) and value else "-"
     if column == "suite" or column in FIELDS:
-        return identity(value)
+        return one_line(identity(value))
     if isinstance(value, float) and column.rpartition(":")[2] == HEADLINE:
         return f"{value:.2f}"  # as list and show write the headline figure
     return one_line(shown(value))

@@ -97,7 +97,8 @@ def _print(summary: QueueSummary) -> None:
 
     print_fitted(["job", "what", "hardware", "state", "phase", "try", "worker", "records"],
                  [_row(j) for j in summary.jobs],
-                 keep=[True, False, True, True, True, True, False, False], title="jobs")
+                 keep=[True, False, True, True, True, True, False, False], title="jobs",
+                 drop=[6, 4])  # when the words do not fit: the worker, then the phase
     backlog = ", ".join(f"{hw} {n}" for hw, n in sorted(summary.backlog.items())) or "none"
     console.print(f"backlog: {backlog}", highlight=False)
     for worker, doing in sorted(summary.hosts.items()):

@@ -152,7 +152,10 @@ def show(
 
 def _print_starts(home: Home, record: ShownRecord) -> None:
     """Each engine start's disturbance evidence, for a record of several starts (rule and
-    thresholds: docs/measurement.md, "Disturbed starts")."""
+    thresholds: docs/measurement.md, "Disturbed starts"). A record of one start is
+    known by its subjects, before anything is read or imported (`show` stays light)."""
+    if not any(s.name.startswith("starts/") for s in record.statement.subject):
+        return
     from registry.cli.output import print_fitted, say
     from registry.contracts.sealed import sealed_run
     from registry.errors import RegistryError

@@ -169,7 +169,8 @@ class RunStatus(Frozen):
 
 def require_run_dir(path: Path) -> Path:
     if not path.is_dir():
-        raise InvalidInput(f"{path}: not a run directory")
+        what = "not a run directory" if path.exists() else "no such run directory"
+        raise InvalidInput(f"{path}: {what}")
     if not (path / SERVER_LOG).is_file():
         raise InvalidInput(f"{path}: no {SERVER_LOG}", hint="a run directory holds the engine log")
     return path

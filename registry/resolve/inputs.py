@@ -51,7 +51,8 @@ def find_log(run_dir: Path, name: Path | None) -> Path:
     """The run's engine log: `name` (relative to the run directory, or a path), else the
     first pattern of LOG_NAMES with exactly one match; several matches are refused."""
     if not run_dir.is_dir():
-        raise InvalidInput(f"{run_dir}: not a run directory")
+        what = "not a run directory" if run_dir.exists() else "no such run directory"
+        raise InvalidInput(f"{run_dir}: {what}")
     if name is not None:
         path = name if name.is_absolute() else run_dir / name
         if not path.is_file():
