@@ -26,7 +26,7 @@ def run_with_log(tmp_path: Path, data: bytes) -> Path:
 
 
 def test_missing_run_dir_and_missing_log(tmp_path: Path, cli) -> None:
-    with pytest.raises(InvalidInput, match="not a run directory"):
+    with pytest.raises(InvalidInput, match="no such run directory"):
         resolve_run(tmp_path / "nope")
     with pytest.raises(InvalidInput, match=r"no server\.log"):
         resolve_run(tmp_path)

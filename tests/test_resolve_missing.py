@@ -14,6 +14,6 @@ def test_a_missing_run_directory_exits_4_outside_a_home(cli, tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     r = cli("resolve", tmp_path / "runs" / "gone")
     assert r.exit_code == 4, r.stderr
-    assert "not a run directory" in r.stderr
+    assert "no such run directory" in r.stderr
     r = cli("resolve", "3f2a9c")  # a record prefix: that needs a home
     assert r.exit_code == 5 and "no registry home" in r.stderr

@@ -209,7 +209,7 @@ def test_without_a_key_sealing_is_refused(cli, store_home, lab_run, recipe_repo,
 
 def test_bad_run_directories(cli, store_home, tmp_path) -> None:
     r = cli("seal", tmp_path / "absent")
-    assert r.exit_code == ExitCode.INVALID_INPUT and "not a run directory" in r.stderr
+    assert r.exit_code == ExitCode.INVALID_INPUT and "no such run directory" in r.stderr
     (tmp_path / "empty").mkdir()
     r = cli("seal", tmp_path / "empty")
     assert r.exit_code == ExitCode.INVALID_INPUT and "no server.log" in r.stderr
