@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from registry.formats.runfacts import Accelerator
@@ -89,14 +90,9 @@ def links(text: str) -> dict[str, str]:
     """Per PCI address, the negotiated link (`2.5GT/s x1`) from `lspci -vv` output, or
     from a snapshot of it headed `### 03:00.0` per card."""
     found: dict[str, str] = {}
-    current: str | None = None
-    for line in text.splitlines():
-        head = _HEADING.match(line)
-        if head:
-            current = bdf(head["bdf"])
-            continue
+    for current, line in _card_lines(text):
         m = _LINK.search(line)
-        if m and current and current not in found:
+        if m and current not in found:
             found[current] = f"{m['speed']} {m['width']}"
     return found
 
@@ -104,14 +100,21 @@ def links(text: str) -> dict[str, str]:
 def drivers(text: str) -> dict[str, str]:
     """Per PCI address, `Kernel driver in use` from `lspci -vv` output."""
     found: dict[str, str] = {}
+    for current, line in _card_lines(text):
+        if "Kernel driver in use:" in line:
+            found.setdefault(current, line.split(":", 1)[1].strip())
+    return found
+
+
+def _card_lines(text: str) -> Iterator[tuple[str, str]]:
+    """(PCI address, line) for each line under a card's heading in `lspci -vv` output."""
     current: str | None = None
     for line in text.splitlines():
         head = _HEADING.match(line)
         if head:
             current = bdf(head["bdf"])
-        elif current and "Kernel driver in use:" in line:
-            found.setdefault(current, line.split(":", 1)[1].strip())
-    return found
+        elif current:
+            yield current, line
 
 
 def topology(text: str) -> dict[str, dict[str, str]]:

@@ -122,13 +122,8 @@ def _is_digest(value: str) -> bool:
 
 
 def _sealed(home: Home, promotion: Promotion, policy: PromotionPolicy) -> Promotion:
-    from registry.errors import RegistryError
-    from registry.store.verifications import seal_verification
-    from registry.store.writer import ready_signer
+    from registry.store.verifications import seal_if_signer
 
-    try:
-        signer = ready_signer(home)
-    except RegistryError as e:  # a reader may judge without being a signer
-        return promotion.model_copy(update={"not_sealed": e.message})
-    stored = seal_verification(home, promotion_statement(promotion, policy, signer[0]), signer)
-    return promotion.model_copy(update={"verification": stored.id})
+    sealed, why = seal_if_signer(
+        home, lambda keyid: promotion_statement(promotion, policy, keyid))
+    return promotion.model_copy(update={"verification": sealed, "not_sealed": why})

@@ -120,17 +120,12 @@ def _leveled(home: Home, review: Review, statement: Statement | None,
 
 def _sealed(home: Home, review: Review, statement: Statement | None, seal: bool) -> Review:
     from registry.review.attestation import review_statement
-    from registry.store.verifications import seal_verification
-    from registry.store.writer import ready_signer
+    from registry.store.verifications import seal_if_signer
 
     if not seal:
         return review
-    try:
-        signer = ready_signer(home)
-    except RegistryError as e:  # a reader may review without being a signer
-        return review.model_copy(update={"not_sealed": e.message})
-    stored = seal_verification(home, review_statement(review, statement, signer[0]), signer)
-    return review.model_copy(update={"verification": stored.id})
+    sealed, why = seal_if_signer(home, lambda keyid: review_statement(review, statement, keyid))
+    return review.model_copy(update={"verification": sealed, "not_sealed": why})
 
 
 def _verdict(rid: str, findings: list[Finding]) -> Review:

@@ -9,6 +9,8 @@ anything else is listed by `check_verifications` (what `verify --all` reports) a
 shown as a verification.
 """
 
+from collections.abc import Callable
+
 from registry.base.model import Frozen
 from registry.errors import Failure, RegistryError
 from registry.formats.verification import (
@@ -56,6 +58,20 @@ def seal_verification(home: Home, statement: VerificationStatement,
     doc = add_document(home, VERIFICATIONS, data, PAYLOAD_TYPE, message, (keyid, key))
     return StoredVerification(id=doc.id, signer=keyid, ledger_commit=doc.ledger_commit,
                               statement=statement)
+
+
+def seal_if_signer(home: Home, build: Callable[[str], VerificationStatement]
+                   ) -> tuple[str | None, str | None]:
+    """(the sealed attestation's id, None), or (None, why not) when this home's key may not
+    sign: a reader may judge (review, promote) without being a signer. `build` makes the
+    statement for the signing key id."""
+    from registry.store.writer import ready_signer
+
+    try:
+        signer = ready_signer(home)
+    except RegistryError as e:
+        return None, e.message
+    return seal_verification(home, build(signer[0]), signer).id, None
 
 
 def all_verifications(home: Home) -> tuple[list[StoredVerification], list[VerificationProblem]]:
