@@ -75,7 +75,7 @@ def test_teacher_set_commits_indexes_and_shows(teacher_record, store_home, cli) 
     assert len(shown["prompts"]) == 13
     ledger = store_home.ledger
     log = _git(ledger, "log", "--format=%H %s", "--", f"teachers/{LANE}.json")
-    assert log == [f"{shown['ledger_commit']} teacher {LANE}: record {teacher_record[:16]}"]
+    assert log == [f"{shown['ledger_commit']} teacher {LANE}: record {teacher_record[:12]}"]
     with open_index(store_home).engine.connect() as db:
         [row] = db.execute(select(teachers)).all()
     assert (row.lane, row.sha256, row.rows) == (LANE, shown["sha256"], 13)
@@ -246,7 +246,7 @@ def test_a_teacher_must_verify_and_be_greedy(tmp_path, seal_run_dir, store_home,
     tampered = seal_run_dir(write_run(tmp_path, "tampered")).id
     change_sealed_token(cli, store_home, tampered, row=0, index=0)
     r = cli("teacher", "set", tampered, "--lane", LANE)
-    assert r.exit_code == 6 and f"record {tampered[:16]} does not verify" in r.stderr
+    assert r.exit_code == 6 and f"record {tampered[:12]} does not verify" in r.stderr
 
     recipe = load_recipe(ROOT / "recipes" / "tiny-bf16-kv.toml")
     sampled = recipe.model_copy(update={"benchmark": recipe.benchmark.model_copy(

@@ -102,7 +102,7 @@ def test_a_record_whose_statement_was_edited_is_not_compared(ab, store_home, cli
     path.write_text(json.dumps(statement))
     r = cli("diff", ids[0], ids[1], "--json")
     assert r.exit_code == 1 and "statement no longer hashes to its id" in r.stderr
-    assert ids[1][:16] in r.stderr and not r.stdout
+    assert ids[1][:12] in r.stderr and not r.stdout
 
 
 def test_a_record_whose_rows_were_changed_is_not_compared(ab, store_home, cli) -> None:

@@ -134,7 +134,7 @@ def test_cli_init_trusts_an_existing_key(cli, tmp_path, monkeypatch, no_env) -> 
     monkeypatch.setenv("REGISTRY_KEYS_DIR", str(tmp_path / "keys"))
     key = create_key(tmp_path / "keys")
     r = cli("init", tmp_path / "proj")
-    assert r.exit_code == 0 and f"root and signer {key.keyid[:16]}" in r.stdout
+    assert r.exit_code == 0 and f"root and signer {key.keyid[:12]}" in r.stdout
     assert set(trusted(find_home(tmp_path / "proj" / ".registry"))) == {key.keyid}
 
 

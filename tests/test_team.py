@@ -209,7 +209,7 @@ def test_a_deleted_record_is_refused(cli, shared, tmp_path, monkeypatch) -> None
     subprocess.run(["git", "-C", str(clone), "commit", "-qm", "tidy"], check=True)
     subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
     act(monkeypatch, bob)
-    refused(cli, bob, "not signed", f"record {ids[0][:16]}: statement.json deleted")
+    refused(cli, bob, "not signed", f"record {ids[0][:12]}: statement.json deleted")
     from registry.signing.failures import Kind
     from registry.team.incoming import PullRefused
 
@@ -350,7 +350,7 @@ def test_a_signed_record_that_does_not_parse_is_never_applied(cli, shared, tmp_p
     before, trust = head(bob), (bob.home / "trust.json").read_bytes()
     r = cli("pull", "--home", bob.home)
     assert r.exit_code == ExitCode.FAILED and "Traceback" not in r.stderr, r.stderr
-    assert "nothing was applied" in r.stderr and rid[:16] in r.stderr
+    assert "nothing was applied" in r.stderr and rid[:12] in r.stderr
     assert head(bob) == before and not (folder_at(bob.home / "ledger", rid)).exists()
     assert (bob.home / "trust.json").read_bytes() == trust
     assert verify_all(cli, bob)["code"] == 0

@@ -29,6 +29,7 @@ from registry.claims.models import (
     State,
 )
 from registry.errors import InvalidInput, NotFound, Refused, VerificationFailed
+from registry.formats.display import short_id
 from registry.signing.keys import Signer
 from registry.store.attestations import (
     CLAIMS,
@@ -133,7 +134,7 @@ def _untrusted_claim(claim_id: str, first: SignedDocument, why: str,
     event = _parse(first.payload, first.path, claim_id)
     if event.body is None:
         raise VerificationFailed(f"claim {claim_id}: its first event does not create it")
-    reason = f"its first event {first.id[:16]} is {why}"
+    reason = f"its first event {short_id(first.id)} is {why}"
     return Replayed(claim=event.body, state=event.state, trusted=False, reason=reason,
                     events=[Applied(id=first.id, event=event, signer=event.actor)],
                     untrusted=[NotApplied(id=d.id, reason=f"not applied: the claim is "
@@ -158,8 +159,8 @@ def _chain(home: Home, claim_id: str, events: list[tuple[str, str, ClaimEvent]])
             first.kind is EventKind.advanced:
         raise VerificationFailed(f"claim {claim_id}: its first event does not create it")
     if first.actor != first_signer:
-        raise VerificationFailed(f"claim {claim_id}: event {first_id[:16]} names actor "
-                                 f"{first.actor[:16]} but {first_signer[:16]} signed it")
+        raise VerificationFailed(f"claim {claim_id}: event {short_id(first_id)} names actor "
+                                 f"{short_id(first.actor)} but {short_id(first_signer)} signed it")
     body, state = first.body, first.state
     if first.kind is EventKind.created and state is not State.submitted:
         raise VerificationFailed(f"claim {claim_id}: a new claim starts submitted")
@@ -172,7 +173,7 @@ def _chain(home: Home, claim_id: str, events: list[tuple[str, str, ClaimEvent]])
             continue
         if event.kind is not EventKind.advanced or event.body is not None \
                 or event.actor != signer:
-            raise VerificationFailed(f"claim {claim_id}: event {eid[:16]} is not an advance "
+            raise VerificationFailed(f"claim {claim_id}: event {short_id(eid)} is not an advance "
                                      "signed by its actor")
         decision = decide(state, event.state, body, evidence_of(home, event), event.moved)
         state = decision.state
@@ -192,8 +193,8 @@ def _not_next(applied: list[Applied], state: State, event: ClaimEvent) -> str | 
         return None
     taken = next((i for i, a in enumerate(applied) if a.id == event.previous), None)
     if taken is not None and taken + 1 < len(applied):
-        return (f"{wants}: not applied, a second move from event {applied[taken].id[:16]} "
-                f"(event {applied[taken + 1].id[:16]}, committed first, moved it to "
+        return (f"{wants}: not applied, a second move from event {short_id(applied[taken].id)} "
+                f"(event {short_id(applied[taken + 1].id)}, committed first, moved it to "
                 f"{applied[taken + 1].event.state.value})")
     if event.previous == tip.id:
         return f"{wants}: not applied, its seq does not follow {tip.event.seq}"
@@ -210,13 +211,13 @@ def evidence_of(home: Home, event: ClaimEvent) -> Evidence | None:
     good, _ = all_verifications(home)
     found = next((v for v in good if v.id == event.verification), None)
     if found is None:
-        raise Refused(f"claim {event.claim}: verification {event.verification[:16]} is not a "
+        raise Refused(f"claim {event.claim}: verification {short_id(event.verification)} is not a "
                       "trusted attestation in this ledger", hint="registry verify --all")
     judged = found.statement.judged()
     rid = event.record or _measured(found.statement.predicate.records, judged)
     if rid not in judged:
-        raise Refused(f"claim {event.claim}: record {rid[:16]} is not one that verification "
-                      f"{event.verification[:16]} judged")
+        raise Refused(f"claim {event.claim}: record {short_id(rid)} is not one that verification "
+                      f"{short_id(event.verification)} judged")
     rid, record = sealed_statement(home, rid)
     return Evidence(verification_id=found.id, verification=found.statement, record_id=rid,
                     record=record)

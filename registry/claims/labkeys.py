@@ -10,6 +10,7 @@ import json
 from registry.base.files import write_bytes
 from registry.base.safeload import loads_json
 from registry.errors import InvalidInput
+from registry.formats.display import short_id
 from registry.store.home import Home
 
 FILE = "lab-keys.json"
@@ -40,7 +41,7 @@ def set_lab_keys(home: Home, keyids: list[str]) -> list[str]:
     signers = set(current_keyring(home).current.record_keys())
     unknown = [k for k in keyids if k not in signers]
     if unknown:
-        raise InvalidInput(f"key {unknown[0][:16]} is not a signer in this home's keyring",
+        raise InvalidInput(f"key {short_id(unknown[0])} is not a signer in this home's keyring",
                            hint="registry keys list shows the keys")
     write_bytes(home.root / FILE, json.dumps(sorted(set(keyids))).encode())
     return sorted(set(keyids))

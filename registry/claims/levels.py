@@ -18,6 +18,7 @@ from registry.base.model import Frozen
 from registry.claims.lifecycle import WHAT_RAN
 from registry.claims.match import confirms, match
 from registry.claims.models import ClaimBody, State
+from registry.formats.display import short_id
 from registry.formats.verification import Result
 from registry.store.home import Home
 
@@ -73,10 +74,10 @@ def _level(home: Home, claim: ClaimBody, linked: list[str], hardware: str | None
     for rid in tested:
         if reproduced := _reproduced(rid, verifications):
             return Level(level=f"{label}-verified",
-                         reason=f"lab record {rid[:16]} matches the claim and reproduction "
-                                f"{reproduced[:16]} passed (identity, contract, performance)")
+                         reason=f"lab record {short_id(rid)} matches the claim and reproduction "
+                                f"{short_id(reproduced)} passed (identity, contract, performance)")
     return Level(level=f"{label}-tested",
-                 reason=f"lab record {tested[0][:16]} matches the claim on what ran; no "
+                 reason=f"lab record {short_id(tested[0])} matches the claim on what ran; no "
                         "passed reproduction of it yet")
 
 
@@ -97,7 +98,7 @@ def record_level(home: Home, rid: str, statement: Statement, signer: str | None)
     reproduced = _reproduced(rid, all_verifications(home)[0])
     if reproduced:
         return Level(level=f"{label}-verified",
-                     reason=f"signed by a lab key; reproduction {reproduced[:16]} passed")
+                     reason=f"signed by a lab key; reproduction {short_id(reproduced)} passed")
     return Level(level=f"{label}-tested", reason="signed by a lab key; not reproduced yet")
 
 

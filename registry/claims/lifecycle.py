@@ -22,6 +22,7 @@ from registry.base.model import Frozen
 from registry.claims.match import AXES, AxisMatch, confirms, match
 from registry.claims.models import ClaimBody, State
 from registry.errors import Refused
+from registry.formats.display import short_id
 from registry.formats.record import Statement
 from registry.formats.verification import Figure, Result, VerificationStatement
 
@@ -100,26 +101,27 @@ def _refuted(claim: ClaimBody, e: Evidence) -> Decision:
     p = e.verification.predicate
     if p.policy.name != "reproduce" or p.result is not Result.failed:
         raise Refused(f"claim {claim.id}: refuted needs a failed reproduction; verification "
-                      f"{e.verification_id[:16]} is {p.policy.name} {p.result.value}")
+                      f"{short_id(e.verification_id)} is {p.policy.name} {p.result.value}")
     axes = [a for a in match(claim.identity, claim.claimed.metric, e.record,
                              contract_passed=None) if a.axis in WHAT_RAN]
     _require(claim, "refuted", axes, e.record_id)
     failed = [c.name for c in p.checks if c.result is Result.failed]
     if not set(failed) & REFUTING:  # the record moved; the claim was not shown wrong
         raise Refused(f"claim {claim.id}: refuted needs a failed contract or performance "
-                      f"check; verification {e.verification_id[:16]} failed only "
+                      f"check; verification {short_id(e.verification_id)} failed only "
                       f"{', '.join(failed) or 'no check'} (an identity drift)",
                       hint="the claim is stale: advance it --to stale --moved AXIS=NOW, or "
                            "reproduce on the claim's identity")
     return Decision(state=S.refuted, axes=axes,
-                    reason=f"reproduction {e.verification_id[:16]} failed: {', '.join(failed)}")
+                    reason=f"reproduction {short_id(e.verification_id)} failed: "
+                           f"{', '.join(failed)}")
 
 
 def _verified(claim: ClaimBody, target: State, e: Evidence) -> Decision:
     p = e.verification.predicate
     if p.result is not Result.passed:
         raise Refused(f"claim {claim.id}: {target.value} needs a PASSED verification; "
-                      f"{e.verification_id[:16]} is {p.result.value}")
+                      f"{short_id(e.verification_id)} is {p.result.value}")
     if target is S.lab_verified and claim.claimed.by != "lab":
         raise Refused(f"claim {claim.id}: lab-verified is for the lab's own claims "
                       f"(claimed by {claim.claimed.by}); use confirmed")
@@ -140,7 +142,7 @@ def _verified(claim: ClaimBody, target: State, e: Evidence) -> Decision:
                       f"{claim.claimed.value:g}: the move is {right.value}, not {target.value}")
     return Decision(state=target, axes=axes, figure=figure,
                     reason=f"{figure.metric} {figure.value:.6g} [{figure.low:.6g}, "
-                           f"{figure.high:.6g}] on record {e.record_id[:16]}")
+                           f"{figure.high:.6g}] on record {short_id(e.record_id)}")
 
 
 def _require(claim: ClaimBody, what: str, axes: list[AxisMatch], rid: str) -> None:
@@ -148,7 +150,8 @@ def _require(claim: ClaimBody, what: str, axes: list[AxisMatch], rid: str) -> No
         bad = [a for a in axes if a.outcome != "same"]
         shown = "; ".join(f"{a.axis}: claim {a.claimed!r}, record {a.record!r} ({a.outcome}: "
                           f"{a.rule})" for a in bad)
-        raise Refused(f"claim {claim.id}: {what} needs record {rid[:16]} to match the claim on "
+        raise Refused(f"claim {claim.id}: {what} needs record {short_id(rid)} to match the "
+                      "claim on "
                       f"every confirmation axis; {shown}")
 
 
@@ -160,6 +163,6 @@ def _figure(claim: ClaimBody, e: Evidence) -> Figure:
     want = {"mean": ".mean"}.get(claim.claimed.metric.aggregation or "", ".median")
     found = next((f for f in figures if f.metric.endswith(want)), None)
     if found is None:
-        raise Refused(f"claim {claim.id}: verification {e.verification_id[:16]} measured no "
-                      f"figure ending {want} on record {e.record_id[:16]}")
+        raise Refused(f"claim {claim.id}: verification {short_id(e.verification_id)} measured no "
+                      f"figure ending {want} on record {short_id(e.record_id)}")
     return found

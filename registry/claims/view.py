@@ -12,6 +12,7 @@ from registry.claims.levels import Level, claim_level
 from registry.claims.match import AxisMatch
 from registry.claims.models import REDERIVED, ClaimBody, ClaimedIdentity, EventKind
 from registry.errors import RegistryError
+from registry.formats.display import short_id
 from registry.formats.metricwords import label
 from registry.formats.record import PublishedFigure
 from registry.store.home import Home
@@ -180,7 +181,7 @@ def _derived(home: Home, body: ClaimBody, verification: ShownFigure, level: Leve
         if rows is not None:
             return Derived(level=level, figure=rows.rederived, record=rid)
         note = next((f.note for f in published if f.note), None)
-        why = (f"record {rid[:16]} carries the lab's figure but no rows to re-derive it"
+        why = (f"record {short_id(rid)} carries the lab's figure but no rows to re-derive it"
                + (f" ({note.split('not re-derived: ', 1)[-1]})" if note else ""))
     return Derived(level=level, not_rederived=why)
 

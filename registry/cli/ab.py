@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from registry.cli.options import HomeOpt, Json
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.ab.result import AbResult, SuiteBoost
@@ -87,7 +88,7 @@ def _print(done: AbResult) -> None:
     if done.dry_run:
         return
     for s in done.starts:
-        console.print(f"  start {s.start} {s.side}: record {s.record[:16]}  "
+        console.print(f"  start {s.start} {s.side}: record {short_id(s.record)}  "
                       + "  ".join(_num(f.value) for f in s.figures) + " tok/s", highlight=False)
     if done.outcome and not done.outcome.comparable:
         console.print("outputs differ between A and B (quality outcome): no boost; name the "
@@ -96,7 +97,7 @@ def _print(done: AbResult) -> None:
         _print_suite(done, suite)
     console.print(f"verdict: {done.verdict.upper()}", highlight=False)
     if done.verification:
-        console.print(f"verification {done.verification[:16]} signed and committed",
+        console.print(f"verification {short_id(done.verification)} signed and committed",
                       highlight=False)
 
 

@@ -11,6 +11,7 @@ import typer
 from registry.cli.app import new_app
 from registry.cli.options import HomeOpt, Json, find
 from registry.errors import InvalidInput
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.claims.view import ClaimView
@@ -225,7 +226,7 @@ def _lab_says(view: ClaimView) -> str:
 
 def _derived(view: ClaimView) -> str:
     d = view.derived
-    figure = (f"figure {_value(d.figure)} re-derived from record {d.record[:16]}"
+    figure = (f"figure {_value(d.figure)} re-derived from record {short_id(d.record)}"
               if d.figure is not None and d.record else
               f"figure {_value(d.figure)} re-derived from the packet's {d.series}"
               if d.figure is not None and d.series else
@@ -246,7 +247,7 @@ def _print(view: ClaimView, json: bool) -> None:
              ("status", f"{view.status} (stated by {view.status_by})"),
              ("claimed", f"{_value(c.value)} ({c.metric}) by {c.by}, {c.date or '?'}"),
              ("verified", v.value is not None and f"{_value(v.value)} ({v.metric}), {v.date or '?'}"
-                                + (f", record {v.record[:16]}" if v.record else "")
+                                + (f", record {short_id(v.record)}" if v.record else "")
                                 + (f", evidence {v.evidence}" if v.evidence else "")),
              ("lab says", view.lab and _lab_says(view)),
              ("derived", _derived(view))]
@@ -260,7 +261,7 @@ def _print(view: ClaimView, json: bool) -> None:
     console.print("history (the lab's statements, then this ledger's signed events)",
                   style="bold", highlight=False)
     for h in view.history:  # whole: a statement is never cut (rich wraps it to the width)
-        who = "lab" if h.by.startswith("lab (") else f"key {h.by[:12]}"
+        who = "lab" if h.by.startswith("lab (") else f"key {short_id(h.by)}"
         console.print(f"  {h.date or '?':10}  [{who}] {safe(h.event)}", highlight=False,
                       markup=False)
     for label, items in (("conflicts (signed, kept, never applied)", view.conflicts),
@@ -268,6 +269,6 @@ def _print(view: ClaimView, json: bool) -> None:
         if items:
             console.print(label, style="bold", highlight=False)
         for n in items:
-            who = f" [key {n.by[:12]}]" if n.by else ""
-            console.print(f"  {n.id[:16]}{who} {safe(n.reason)}", highlight=False,
+            who = f" [key {short_id(n.by)}]" if n.by else ""
+            console.print(f"  {short_id(n.id)}{who} {safe(n.reason)}", highlight=False,
                           markup=False)

@@ -9,6 +9,7 @@ import typer
 
 from registry.cli.app import new_app
 from registry.cli.options import HomeOpt, Json, find
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.contracts.bindings import TeacherBinding
@@ -140,7 +141,7 @@ def _render(result: CheckResult) -> None:
     verdict = result.verdict
     stored = result.stored_verdict.status if result.stored_verdict else "none"
     status = verdict.status.value if verdict else "no contract"
-    console.print(f"[bold]{safe(result.contract)}[/] on {safe(result.record[:16])}: "
+    console.print(f"[bold]{safe(result.contract)}[/] on {safe(short_id(result.record))}: "
                   f"[bold]{safe(status)}[/]  (the record stored: {safe(stored)}; not used)",
                   highlight=False, markup=True)
     for problem in result.problems:

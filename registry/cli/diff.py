@@ -89,6 +89,7 @@ def _metrics_table(metrics: list[MetricDiff]) -> None:
     """Suite by suite: a suite's quality on each side goes in its title, so a flag is
     never cut from its figure and the numbers keep their columns at 80."""
     from registry.cli.output import console, print_fitted
+    from registry.formats.display import metric_label
 
     console.print("metrics (relative: ~ within noise, ! beyond it; 95% intervals)",
                   style="bold", highlight=False)
@@ -98,7 +99,8 @@ def _metrics_table(metrics: list[MetricDiff]) -> None:
         sides = "" if qa is None and qb is None else \
             f": a {qa or 'not judged'}, b {qb or 'not judged'}"
         print_fitted(["metric", "a", "b", "delta", "relative", "ratio"], [
-            [m.name, _flagged(m.a, m.quality_a), _flagged(m.b, m.quality_b),
+            [metric_label(m.name, m.formula_a), _flagged(m.a, m.quality_a),
+             _flagged(m.b, m.quality_b),
              _num(m.delta), _percent(m.relative) + _noise(m.beyond_noise),
              f"{m.ratio:.2f}x" if m.ratio is not None else ""] for m in group],
             keep=[True, True, True, True, True, True], drop=[5, 3], title=f"  {suite}{sides}")
@@ -107,6 +109,7 @@ def _metrics_table(metrics: list[MetricDiff]) -> None:
 def render(d: Diff, *, show_all: bool) -> None:
     from registry.base.text import one_line
     from registry.cli.output import console, say_wrapped, shown, table
+    from registry.formats.display import metric_label
     from registry.formats.identity import PRECISION_AXES
 
     console.print(f"a: {one_line(d.a)}\nb: {one_line(d.b)}", highlight=False)
@@ -127,7 +130,8 @@ def render(d: Diff, *, show_all: bool) -> None:
     shown_metrics = [m for m in d.metrics if show_all or m.comparable or m.note]
     if shown_metrics:  # delta is b - a, as docs/diff.md defines it; the relative change beside
         _metrics_table(shown_metrics)
-        notes = {m.name: m.note or m.formula_a for m in shown_metrics}
+        notes = {metric_label(m.name, m.formula_a): m.note or m.formula_a
+                 for m in shown_metrics}
         for name, note in notes.items():  # below the table: never cut
             say_wrapped(f"{name}: {note}", label="  ", indent=4)
     if d.published:

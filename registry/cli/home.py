@@ -13,6 +13,7 @@ import typer
 
 from registry.cli.options import HomeOpt, Json, find
 from registry.errors import UsageError
+from registry.formats.display import short_id
 
 
 def register(app: typer.Typer) -> None:
@@ -55,7 +56,7 @@ def init(
     console.print(f"registry home: {created.root}", highlight=False)
     if pin:
         pin_keys(created, pin, 1)
-        console.print(f"pinned root key(s) {', '.join(k[:16] for k in pin)}: registry remote "
+        console.print(f"pinned root key(s) {', '.join(short_id(k) for k in pin)}: registry remote "
                       "add NAME URL, then registry pull", highlight=False)
         return
     console.print(start_keyring(created), highlight=False)
@@ -75,4 +76,4 @@ def reindex(home: HomeOpt = None, json: Json = False) -> None:
         return
     console.print(f"indexed {report.indexed} records", highlight=False)
     for rid, why in report.skipped.items():
-        console.print(f"skipped {rid[:16]}: {why}", highlight=False)
+        console.print(f"skipped {short_id(rid)}: {why}", highlight=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from registry.base.text import one_line
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.cli.output import Grid
@@ -94,7 +95,7 @@ def print_folder(done: FolderImport) -> None:
     for r in done.records:
         decode = headline(r.results).value
         checked = [p for p in r.published if p.agrees is not None]
-        rows.append([r.capsule, r.arm or "-", r.record.id[:12] + ("=" if r.already else ""),
+        rows.append([r.capsule, r.arm or "-", short_id(r.record.id) + ("=" if r.already else ""),
                      r.state, "-" if decode is None else f"{decode:.2f}",
                      f"{sum(bool(p.agrees) for p in checked)}/{len(checked)}",
                      len(r.findings)])

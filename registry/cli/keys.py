@@ -11,6 +11,7 @@ import typer
 from registry.cli.app import new_app
 from registry.cli.options import HomeOpt, Json, find
 from registry.errors import RegistryError
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.signing.keyring import Keyring
@@ -56,16 +57,16 @@ def start_keyring(home: Home) -> str:
             genesis(home, signer)
         except RegistryError as e:  # a home that pinned a team's roots keeps its pin
             return e.message
-        return f"keyring v1: root and signer {signer[0][:16]} (pinned by this home)"
+        return f"keyring v1: root and signer {short_id(signer[0])} (pinned by this home)"
     try:
         ring = current_keyring(home).current
     except RegistryError as e:
         return f"ledger keyring not trusted here: {e.message}"
     role = ring.entry(signer[0])
     if role is None:
-        return (f"key {signer[0][:16]} is not in this ledger's keyring: a root holder runs "
+        return (f"key {short_id(signer[0])} is not in this ledger's keyring: a root holder runs "
                 "`registry keys trust KEY.pub`")
-    return f"key {signer[0][:16]} is {' and '.join(role.roles)} in keyring v{ring.version}"
+    return f"key {short_id(signer[0])} is {' and '.join(role.roles)} in keyring v{ring.version}"
 
 
 @keys_app.command("init")

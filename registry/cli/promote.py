@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from registry.cli.options import HomeOpt, Json, find
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -76,7 +77,7 @@ def _print_promotion(done: Promotion) -> None:
 
     from registry.cli.output import console, table
 
-    console.print(table(f"promotion of {done.id[:16]} under {done.policy}",
+    console.print(table(f"promotion of {short_id(done.id)} under {done.policy}",
                         ["gate", "result", "detail"],
                         [[g.gate.value, Text("passed" if g.passed else "failed",
                                              style="green" if g.passed else "bold red"),
@@ -85,7 +86,7 @@ def _print_promotion(done: Promotion) -> None:
     console.print("promoted" if done.promoted else "not promoted", highlight=False,
                   style="green" if done.promoted else "bold red")
     if done.verification:
-        console.print(f"verification {done.verification[:16]} signed and committed",
+        console.print(f"verification {short_id(done.verification)} signed and committed",
                       highlight=False)
     elif done.not_sealed:
         console.print(f"not sealed: {done.not_sealed}", highlight=False, style="yellow")

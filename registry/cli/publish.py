@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from registry.cli.options import HomeOpt, Json, find
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.publish.closure import Closure
@@ -72,7 +73,7 @@ def publish(
     if json:
         print_json(package)
     else:
-        typer.echo(f"package of {package.record[:16]} written to {out} "
+        typer.echo(f"package of {short_id(package.record)} written to {out} "
                    f"({len(package.suites)} suites, {len(package.figures)} figures), "
                    f"signed by {package.signer}")
 

@@ -8,6 +8,7 @@ import typer
 
 from registry.cli.app import new_app
 from registry.cli.options import HomeOpt, Json, find
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.fleet.queue import Job, QueueSummary
@@ -117,7 +118,7 @@ def _print(summary: QueueSummary) -> None:
 def _row(j: Job) -> list[str]:
     what = j.what(8 if j.control else 12)  # it may wrap, at its spaces
     return [str(j.id), what, j.hardware, j.state.value, j.phase, str(j.attempts),
-            j.worker or "-", " ".join(r[:12] for r in j.records) or "-"]
+            j.worker or "-", " ".join(short_id(r) for r in j.records) or "-"]
 
 
 @queue_app.command("cancel")

@@ -47,7 +47,7 @@ def validate(
         sha256 = digest(recipe)
         results.append({"path": str(path), "ok": True, "lane": recipe.lane, "sha256": sha256})
         if not json:
-            console.print(f"ok  {path}  {recipe.lane}  sha256:{sha256[:16]}", highlight=False)
+            console.print(f"ok  {path}  {recipe.lane}  sha256:{sha256}", highlight=False)
     if json:
         print_json(results)
     if failures:

@@ -143,11 +143,22 @@ def show(
     found = show_record(find(home), record)
     code = exits.shown(found)  # shown, under its banner, but not as a record that verifies
     if json:
-        print_json(exits.with_code(found, code))
+        print_json({**exits.with_code(found, code), **_labels(found)})
     else:
         _render(found)
         _print_starts(find(home), found)
     exits.leave(code)
+
+
+def _labels(record: ShownRecord) -> dict[str, dict[str, str]]:
+    """`metric_labels`: stored metric name -> the name every view shows, where they differ
+    (the other formula's decode figure under the lab's name; formats/display.py)."""
+    from registry.formats.display import metric_label
+
+    labels = {m.name: metric_label(m.name, m.formula)
+              for s in record.statement.predicate.results for m in s.metrics.values()}
+    shown = {name: label for name, label in labels.items() if label != name}
+    return {"metric_labels": shown} if shown else {}
 
 
 def _print_starts(home: Home, record: ShownRecord) -> None:
@@ -187,7 +198,7 @@ def _render(record: ShownRecord) -> None:
 
     from registry.base.text import one_line
     from registry.cli.output import print_fitted, say, say_wrapped, shown
-    from registry.formats.display import KEY_DIGITS, UNRESOLVED, commit, short_id
+    from registry.formats.display import UNRESOLVED, commit, metric_label, short_id
     from registry.formats.figures import record_headline
     from registry.formats.identity import failed_check
     from registry.formats.record import summary_line
@@ -213,7 +224,7 @@ def _render(record: ShownRecord) -> None:
                      if f.status.value in ("mismatch", "unresolved"))
     facts = [("record", record.id), ("what", summary_line(p)),
              ("sealed", f"{p.run.sealed_at[:19].replace('T', ' ')} by "
-                        f"{check.signer[:KEY_DIGITS] if check.signer else 'no trusted signer'}"),
+                        f"{short_id(check.signer) if check.signer else 'no trusted signer'}"),
              ("commit", f"ledger commit {commit(record.ledger_commit) or UNRESOLVED}"),
              ("recipe", (p.recipe or {}).get("name")), ("parent", p.parent),
              ("imported", p.imported and f"from {p.imported.capsule}; "
@@ -251,13 +262,15 @@ def _render(record: ShownRecord) -> None:
     say(("results", "bold"))
     for suite in p.results:  # the suite in a title: never squeezed beside its figures
         print_fitted(["metric", "value [95% CI]", "unit", "n"], [
-            [m.name, value_text(m, suite.quality), m.unit, str(m.count)]
+            [metric_label(m.name, m.formula), value_text(m, suite.quality), m.unit,
+             str(m.count)]
             for m in suite.metrics.values()],
             keep=[True, True, True, True], title=f"  {suite.suite}")
     for line in quality_lines(p.results):
         for n, part in enumerate(line.split("\n")):
             say_wrapped(part.strip(), indent=4 if n else 2, label="  " * min(n, 1))
-    formulas = {m.name: m.formula for s in p.results for m in s.metrics.values()}
+    formulas = {metric_label(m.name, m.formula): m.formula
+                for s in p.results for m in s.metrics.values()}
     for name, formula in formulas.items():  # below the table: a formula is never cut
         say_wrapped(f"{name} = {formula}", label="  ", indent=4)
     say()
@@ -274,7 +287,7 @@ def _render(record: ShownRecord) -> None:
 def _print_verifications(record: ShownRecord) -> None:
     """Every trusted verification that judged the record, one line each."""
     from registry.cli.output import print_fitted, say
-    from registry.formats.display import KEY_DIGITS, short_id, when
+    from registry.formats.display import short_id, when
 
     if not record.verifications:
         say("verifications: none")
@@ -283,7 +296,7 @@ def _print_verifications(record: ShownRecord) -> None:
     print_fitted(["verification", "time", "policy", "result", "signer", "as"], [
         [short_id(v.id), when(v.statement.predicate.time_verified),
          v.statement.predicate.policy.name, v.statement.predicate.result.value,
-         v.signer[:KEY_DIGITS],
+         short_id(v.signer),
          next((role for role, rid in v.statement.predicate.records.items()
                if rid == record.id), "")]
         for v in record.verifications],

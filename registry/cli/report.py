@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from registry.cli.options import HomeOpt, Json, find
+from registry.formats.display import short_id
 
 
 def register(app: typer.Typer) -> None:
@@ -57,5 +58,5 @@ def report(
     console.print(f"wrote {summary.index} ({counts}) in {summary.seconds:.1f} s",
                   highlight=False)
     for s in summary.skipped:
-        console.print(f"not shown {s.id[:16]}: {s.reason}", highlight=False)
+        console.print(f"not shown {short_id(s.id)}: {s.reason}", highlight=False)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from registry.cli.options import HomeOpt, Json, find
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.reproduce import Reproduction
@@ -95,7 +96,8 @@ def _print(done: Reproduction) -> None:
                       + (" (allowed: recorded in the new record)" if env.allowed else ""))
     if done.record is None:
         return
-    console.print(f"new record {done.record} (parent {done.original[:16]}), run {done.run_dir}",
+    console.print(f"new record {done.record} (parent {short_id(done.original)}), run "
+                  f"{done.run_dir}",
                   highlight=False)
     for line in _verdict_lines(done):
         console.print(line, highlight=False)
@@ -136,7 +138,7 @@ def _verdict_lines(done: Reproduction) -> list[str]:
     lines.append(("REPRODUCED" if done.passed else "NOT REPRODUCED")
                  + (f" (not judged: {', '.join(done.not_judged)})" if done.not_judged else ""))
     if done.verification:
-        lines.append(f"verification {done.verification[:16]} signed and committed")
+        lines.append(f"verification {short_id(done.verification)} signed and committed")
     return lines
 
 
@@ -144,7 +146,7 @@ def _controlled_lines(done: Reproduction) -> list[str]:
     c = done.controlled
     if c is None:
         return []
-    lines = [f"control     {c.control[:16]}, starts {' '.join(c.order)}"]
+    lines = [f"control     {short_id(c.control)}, starts {' '.join(c.order)}"]
     for s in c.suites:
         host = "-" if s.host_factor is None else f"{s.host_factor:.3f}"
         lines.append(f"  {s.suite}: the host ran at {host} x the control's sealed speed; "

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from registry.cli.options import HomeOpt, Json, find
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.formats.identity import ResolvedIdentity
@@ -132,7 +133,7 @@ def _record(prefix: str, home: Path | None, json: bool) -> None:
         print_json({**report.model_dump(mode="json"), "reproduced": report.reproduced,
                     "exit_code": int(reresolved(report))})
     else:
-        console.print(table(f"record {report.id[:16]} re-resolved from its sealed evidence",
+        console.print(table(f"record {short_id(report.id)} re-resolved from its sealed evidence",
                             ["field", "signed", "again", "status", ""], [
             [f.name, _text(f.signed), _text(f.again), f.status or "-",
              Text("same", style="green") if f.same else Text("DIFFERS", style="bold red")]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from registry.cli.options import HomeOpt, Json, find
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -200,7 +201,7 @@ def _print_record(record: SealedRecord) -> None:
 
     console.print(f"sealed record {record.id}", highlight=False)
     console.print(f"{record.summary}\n{record.artifacts} artifacts, {record.bytes:,} bytes, "
-                  f"ledger commit {record.ledger_commit[:12]}", highlight=False, style="dim")
+                  f"ledger commit {short_id(record.ledger_commit)}", highlight=False, style="dim")
 
 
 def _print_result(result: RunResult) -> None:

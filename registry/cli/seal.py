@@ -11,6 +11,7 @@ import typer
 
 from registry.cli.options import HomeOpt, Json, find
 from registry.errors import UsageError
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.base.hashing import Progress
@@ -90,13 +91,13 @@ def seal(
     console.print(sealed.id, highlight=False)
     if sealed.already:
         console.print(f"already sealed: this run's engine log and rows are record "
-                      f"{sealed.id[:12]}'s (registry seal --again makes another)",
+                      f"{short_id(sealed.id)}'s (registry seal --again makes another)",
                       style="yellow", highlight=False)
         return
     if allow_unproven is not None:
         console.print(f"marked unproven: {allow_unproven}", style="bold red", highlight=False)
     console.print(f"{sealed.summary}\n{sealed.artifacts} artifacts, {sealed.bytes:,} bytes, "
-                  f"ledger commit {sealed.ledger_commit[:12]}", highlight=False, style="dim")
+                  f"ledger commit {short_id(sealed.ledger_commit)}", highlight=False, style="dim")
     for line in sealed.measurement:
         console.print(line, highlight=False)
 

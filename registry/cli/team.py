@@ -9,6 +9,7 @@ import typer
 from registry.cli.app import new_app
 from registry.cli.options import HomeOpt, Json, find
 from registry.errors import RegistryError
+from registry.formats.display import commit, short_id
 
 if TYPE_CHECKING:
     from registry.team.sync import SyncReport
@@ -72,7 +73,7 @@ def remote_list(home: HomeOpt = None, json: Json = False) -> None:
                     for name, r in remotes.items()})
         return
     console.print(table("remotes", ["name", "url", "verified head"], [
-        [name, r.url, (heads.get(name) or "-")[:12]] for name, r in remotes.items()]))
+        [name, r.url, commit(heads.get(name)) or "-"] for name, r in remotes.items()]))
 
 
 @remote_app.command("remove")
@@ -128,12 +129,12 @@ def _print(report: SyncReport, json: bool) -> None:
         print_json(report)
         return
     moved = report.before != report.after
-    lines = [f"{report.remote}: ledger {(report.before or 'empty')[:12]} -> "
-             f"{(report.after or 'empty')[:12]}" if moved else f"{report.remote}: ledger "
-             f"up to date at {(report.after or 'empty')[:12]}"]
+    lines = [f"{report.remote}: ledger {commit(report.before) or 'empty'} -> "
+             f"{commit(report.after) or 'empty'}" if moved else f"{report.remote}: ledger "
+             f"up to date at {commit(report.after) or 'empty'}"]
     if report.pushed:  # what the remote got, a keyring version or a claim event too
         lines = [f"{report.remote}: pushed {len(report.pushed)} commit(s), remote ledger "
-                 f"{(report.remote_before or 'empty')[:12]} -> {(report.after or '')[:12]}",
+                 f"{commit(report.remote_before) or 'empty'} -> {commit(report.after)}",
                  *(f"  {subject}" for subject in report.pushed)]
     if report.received:
         lines.append(f"received {len(report.received)} record(s), {report.objects_in.objects} "
@@ -144,5 +145,5 @@ def _print(report: SyncReport, json: bool) -> None:
         lines.append(f"sent {len(report.sent)} record(s), {report.objects_out.objects} "
                      f"object(s), {report.objects_out.bytes:,} bytes")
     lines += report.keyring
-    lines += [f"untrusted {rid[:16]}: {why}" for rid, why in report.untrusted.items()]
+    lines += [f"untrusted {short_id(rid)}: {why}" for rid, why in report.untrusted.items()]
     console.print("\n".join(lines), highlight=False)

@@ -8,6 +8,7 @@ import typer
 
 from registry.cli.options import HomeOpt, Json, find
 from registry.errors import UsageError
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.store.verify import VerifyReport
@@ -53,8 +54,8 @@ def _print(report: VerifyReport, code: int) -> None:
     for problem in report.ledger:
         say((f"FAILED {problem.part}: {problem.detail}", "red"))
     for check in report.records:
-        signer = f"signer {check.signer[:16]}" if check.signer else "no trusted signer"
-        say((f"{'ok    ' if check.verified else 'FAILED'} {check.id[:16]}  "
+        signer = f"signer {short_id(check.signer)}" if check.signer else "no trusted signer"
+        say((f"{'ok    ' if check.verified else 'FAILED'} {short_id(check.id)}  "
              f"{check.artifacts} artifacts  {signer}", None if check.verified else "red"))
         for p in check.problems:
             say(f"       {p.part}: {p.detail}")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from registry.compare.diff import Side
 from registry.errors import VerificationFailed
+from registry.formats.display import short_id
 from registry.formats.rundir import BENCH
 from registry.formats.unproven import mark
 from registry.store.home import Home
@@ -42,8 +43,8 @@ def side_from_record(home: Home, prefix: str) -> Side:
         return side_from_sealed(rid, statement, None, None)  # e.g. an engine-only run
     run = sealed_run(home, rid, statement)
     if not run.bench_intact:
-        raise VerificationFailed(f"record {rid[:16]}: its {BENCH} was changed after sealing",
-                                 hint=f"registry verify {rid[:16]}")
+        raise VerificationFailed(f"record {short_id(rid)}: its {BENCH} was changed after sealing",
+                                 hint=f"registry verify {short_id(rid)}")
     return side_from_sealed(rid, statement, run.bench, run.recipe)
 
 

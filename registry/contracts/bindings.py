@@ -27,6 +27,7 @@ from registry.contracts.teacher import (
     teacher_from_rows,
 )
 from registry.errors import InvalidInput, NotFound, Refused, VerificationFailed
+from registry.formats.display import short_id
 from registry.formats.rundir import SuiteRef
 from registry.store.home import Home
 from registry.store.teachers import TEACHERS, StoredBinding, lanes, read_binding, save_binding
@@ -51,16 +52,18 @@ def set_teacher(home: Home, prefix: str, lane: str, *, suite: str | None = None)
     report = verify_records(home, run.id)
     if report.worst is not None:
         problem = report.records[0].problems[0]
-        raise Refused(f"record {run.id[:16]} does not verify ({problem.part}: {problem.detail})",
-                      hint=f"registry verify {run.id[:16]}: a teacher must be intact")
+        raise Refused(f"record {short_id(run.id)} does not verify ({problem.part}: "
+                      f"{problem.detail})",
+                      hint=f"registry verify {short_id(run.id)}: a teacher must be intact")
     if run.recipe is None or run.recipe.benchmark.temperature != 0:
-        raise Refused(f"record {run.id[:16]} is not a greedy run (temperature 0)",
+        raise Refused(f"record {short_id(run.id)} is not a greedy run (temperature 0)",
                       hint="a teacher's outputs must be deterministic references")
     name = _suite(run.bench.suites, suite, run.id)
     rows = [r for r in run.bench.rows if r.suite == name]
     warm = [r.index for r in rows if r.cached_tokens != 0]
     if warm:
-        raise Refused(f"record {run.id[:16]}: rows {warm} were not served cold (cached_tokens)",
+        raise Refused(f"record {short_id(run.id)}: rows {warm} were not served cold "
+                      "(cached_tokens)",
                       hint="a teacher is a cold run: prefix caching off, each prompt once")
     return save_teacher(home, _record_teacher(run, lane, name))
 
@@ -91,7 +94,7 @@ def save_teacher(home: Home, teacher: Teacher) -> TeacherBinding:
     """Sign and commit `teachers/<lane>.json` with the user's key, then index it."""
     from registry.store.writer import ready_signer
 
-    message = f"teacher {teacher.lane}: {teacher.source.kind} {teacher.source.ref[:16]}"
+    message = f"teacher {teacher.lane}: {teacher.source.kind} {short_id(teacher.source.ref)}"
     stored = save_binding(home, teacher.lane, canonical_bytes(teacher), message,
                           ready_signer(home))
     return _binding(teacher, stored)
@@ -123,9 +126,9 @@ def get_teacher(home: Home, lane: str) -> Teacher | None:
         made = made.model_copy(update={"kernel": None})
     if not run.bench_intact or made != teacher:
         raise VerificationFailed(f"the teacher of lane {lane} ({TEACHERS}/{lane}.json) no longer "
-                                 f"matches record {run.id[:16]} it was set from",
-                                 hint=f"registry verify {run.id[:16]}; then registry teacher "
-                                      f"set {run.id[:16]} --lane {lane}")
+                                 f"matches record {short_id(run.id)} it was set from",
+                                 hint=f"registry verify {short_id(run.id)}; then registry teacher "
+                                      f"set {short_id(run.id)} --lane {lane}")
     return teacher
 
 
@@ -153,7 +156,7 @@ def _suite(suites: list[SuiteRef], wanted: str | None, rid: str) -> str:
         return wanted
     problem = (f"has no suite {wanted!r}" if wanted is not None
                else "has several: name the teacher's with --suite")
-    raise InvalidInput(f"record {rid[:16]} {problem} (suites: {', '.join(names) or 'none'})",
+    raise InvalidInput(f"record {short_id(rid)} {problem} (suites: {', '.join(names) or 'none'})",
                        hint=f"--suite {names[0]}" if names else None)
 
 

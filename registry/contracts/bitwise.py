@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from registry.contracts.teacher import AXES, Teacher, TeacherRow, row_text_sha256
+from registry.formats.display import short_id
 from registry.formats.rundir import BenchRow
 from registry.formats.verdict import (
     Check,
@@ -38,7 +39,8 @@ def bitwise_teacher(rows: Sequence[BenchRow], teacher: Teacher | None,
     if teacher is None:
         return refused(CONTRACT, ["no teacher is set for this lane: set one with "
                                   "`registry teacher set RECORD --lane LANE`"])
-    reference = f"teacher of lane {teacher.lane} ({teacher.source.kind} {teacher.source.ref[:12]})"
+    reference = (f"teacher of lane {teacher.lane} ({teacher.source.kind} "
+                 f"{short_id(teacher.source.ref)})")
     differences = axis_differences(teacher.axes, run_axes)
     differences += kernel_differences(teacher.kernel, run_kernel or {})
     if differences:
@@ -89,8 +91,9 @@ def _row(expected: TeacherRow, row: BenchRow | None) -> RowVerdict:
     return row_verdict(row.index, row.prompt_id, {
         "identity_equal": ((row.prompt_id, row.prompt_sha256)
                            == (expected.prompt_id, expected.prompt_sha256),
-                           f"prompt {row.prompt_id} {row.prompt_sha256[:12]} is not the teacher's "
-                           f"{expected.prompt_id} {expected.prompt_sha256[:12]}"),
+                           f"prompt {row.prompt_id} {short_id(row.prompt_sha256)} is not the "
+                           "teacher's "
+                           f"{expected.prompt_id} {short_id(expected.prompt_sha256)}"),
         "cached_zero": (row.cached_tokens == 0,
                         f"cached_tokens = {row.cached_tokens} (must be 0: served cold)"),
         "token_ids_equal": (diff is None, describe(diff) if diff else ""),

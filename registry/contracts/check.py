@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput
+from registry.formats.display import short_id
 from registry.formats.identity import ResolvedIdentity
 from registry.formats.rundir import Bench, BenchRow
 from registry.formats.verdict import Verdict
@@ -34,10 +35,10 @@ def check_record(home: Home, prefix: str, *, contract: str | None = None,
 
     run = load_sealed(home, prefix)
     if run.recipe is None:
-        raise InvalidInput(f"record {run.id[:16]} carries no recipe: its contract is unknown",
+        raise InvalidInput(f"record {short_id(run.id)} carries no recipe: its contract is unknown",
                            hint="records sealed with a recipe name their contract")
     others = [load_sealed(home, other) for other in against]
-    problems = [f"record {r.id[:16]}: bench.json no longer matches the digest the record "
+    problems = [f"record {short_id(r.id)}: bench.json no longer matches the digest the record "
                 "signed: its rows were changed after sealing"
                 for r in (run, *others) if not r.bench_intact]
     name = contract or run.recipe.quality.contract.value

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, Unverifiable, VerificationFailed
 from registry.formats import rundir
+from registry.formats.display import short_id
 from registry.formats.identity import ResolvedIdentity
 from registry.formats.record import Statement
 from registry.formats.rundir import Bench
@@ -47,14 +48,14 @@ def sealed_run(home: Home, rid: str, statement: Statement) -> SealedRun:
     name = predicate.artifacts.get(rundir.BENCH, rundir.BENCH)
     subject = statement.subject_named(name)
     if subject is None:
-        raise InvalidInput(f"record {rid[:16]} has no {rundir.BENCH}: no rows to judge",
+        raise InvalidInput(f"record {short_id(rid)} has no {rundir.BENCH}: no rows to judge",
                            hint="only records of a benchmark run carry a quality verdict")
     path = ObjectStore(home.objects).path(subject.sha256)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise Unverifiable(f"record {rid[:16]}: the {name} object {path} is missing",
-                           hint=f"registry verify {rid[:16]}") from None
+        raise Unverifiable(f"record {short_id(rid)}: the {name} object {path} is missing",
+                           hint=f"registry verify {short_id(rid)}") from None
     intact = hashlib.sha256(data).hexdigest() == subject.sha256
     return SealedRun(id=rid, recipe=_recipe(rid, predicate.recipe),
                      identity=predicate.identity, bench=_bench(rid, name, data, intact),
@@ -68,8 +69,8 @@ def _bench(rid: str, name: str, data: bytes, intact: bool) -> Bench:
     except ValidationError as e:
         error = InvalidInput if intact else VerificationFailed
         why = "" if intact else " was changed after sealing and"
-        raise error(f"record {rid[:16]}: {name}{why} is not a bench file "
-                    f"({e.errors()[0]['msg']})", hint=f"registry verify {rid[:16]}") from None
+        raise error(f"record {short_id(rid)}: {name}{why} is not a bench file "
+                    f"({e.errors()[0]['msg']})", hint=f"registry verify {short_id(rid)}") from None
 
 
 def _recipe(rid: str, raw: dict[str, Any] | None) -> Recipe | None:
@@ -78,7 +79,7 @@ def _recipe(rid: str, raw: dict[str, Any] | None) -> Recipe | None:
     try:
         return Recipe.model_validate(raw)
     except ValidationError as e:
-        raise InvalidInput(f"record {rid[:16]}: its recipe no longer validates "
+        raise InvalidInput(f"record {short_id(rid)}: its recipe no longer validates "
                            f"({e.errors()[0]['msg']})",
                            hint="the recipe schema changed since sealing") from None
 

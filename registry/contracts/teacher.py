@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput
+from registry.formats.display import short_id
 from registry.formats.identity import ResolvedIdentity, Status
 from registry.formats.rundir import BenchRow, read_model
 from registry.recipe.schema import NAME_RE, Recipe
@@ -184,7 +185,7 @@ def teacher_from_lab_oracles(token_oracle: Path, text_oracle: Path,
     if tokens.source_sha256 != texts.source_sha256:
         raise InvalidInput(
             f"{token_oracle} and {text_oracle} come from different teacher runs "
-            f"({tokens.source_sha256[:12]} vs {texts.source_sha256[:12]})",
+            f"({short_id(tokens.source_sha256)} vs {short_id(texts.source_sha256)})",
             hint="import the two oracle files written from the same teacher bench")
     digests = {(r.prompt_index, r.prompt_id): r.sha256 for r in texts.rows}
     keys = [(r.prompt_index, r.prompt_id) for r in tokens.rows]

@@ -10,9 +10,10 @@ a number one way, an id prefix at one length.
 
 from __future__ import annotations
 
-ID_DIGITS = 12  # a record or verification id in a view, as git's short hashes (full in --json)
-KEY_DIGITS = 16  # a key id, as `registry keys list` and every message write it
-COMMIT_DIGITS = 12  # a git commit, as git writes its short hashes
+ID_DIGITS = 12
+"""Every id a person reads (record, verification, claim event, key, object, commit) is
+its first 12 hex digits, as git's short hashes; --json has it whole, and so do the few
+places a person must copy the whole id (`keys list`, what `init --pin` takes)."""
 UNRESOLVED = "?"  # an identity value the evidence did not settle (its status says why)
 NOT_JUDGED = "not judged"  # a figure with no measurement judgement (imported, old records)
 NOT_APPLICABLE = "not applicable"  # a check that cannot apply (one run: no self-consistency)
@@ -20,12 +21,13 @@ NO_FIGURE = "-"  # a record that has results, but not this figure
 
 
 def short_id(value: str | None) -> str:
-    """A record or verification id as every view writes it: 12 hex digits."""
+    """An id (record, verification, event, key, object) as every view and message
+    writes it: 12 hex digits."""
     return (value or "")[:ID_DIGITS]
 
 
 def commit(value: str | None) -> str:
-    return (value or "")[:COMMIT_DIGITS]
+    return (value or "")[:ID_DIGITS]
 
 
 def identity(value: object) -> str:
@@ -77,3 +79,20 @@ def verdict_word(status: str) -> str:
     run: one run where self-consistency needs two, no teacher, another precision) is
     `not applicable`, never shown as a failure."""
     return NOT_APPLICABLE if status == "refused" else status
+
+
+OTHER_FORMULA = "decode_tok_s_other_formula"
+"""The stored name of the decode figure by the formula the recipe did not choose (signed
+records keep it). Where the lab publishes `decode_tok_s` it means `100 / (t[99] - t[0])`,
+which is this figure for a record on the registry's `99 / (t[99] - t[0])`."""
+
+
+def metric_label(name: str, formula: str | None = None) -> str:
+    """A metric's name as a person reads it: the registry's own names as stored, and the
+    other formula's decode figure under the lab's name, `decode_tok_s`, with its per-row
+    formula beside it (`decode_tok_s.median (100/(t[99]-t[0]))`), so neither name is taken
+    for the other. --json keeps the stored name and gives this one as `label`."""
+    if not name.startswith(OTHER_FORMULA):
+        return name
+    per_row = (formula or "").rsplit(" of ", 1)[-1].replace(" ", "") or "other formula"
+    return f"decode_tok_s{name[len(OTHER_FORMULA):]} ({per_row})"

@@ -17,7 +17,7 @@ from registry.base.redaction import Redaction
 from registry.base.safeload import loads_json
 from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NotFound, VerificationFailed
-from registry.formats.display import identity
+from registry.formats.display import identity, short_id
 from registry.formats.figures import SuiteResult as SuiteResult  # where its readers find it
 from registry.formats.identity import ResolvedIdentity
 from registry.formats.runfacts import Environment as HostFacts
@@ -203,7 +203,7 @@ def match_id(prefix: str, candidates: list[str]) -> str:
         raise NotFound(f"record id prefix {prefix!r} is too short",
                        hint="give at least 4 hex digits")
     if len(found) > 1:
-        listing = ", ".join(c[:16] for c in found[:10])
+        listing = ", ".join(short_id(c) for c in found[:10])
         raise NotFound(f"record id {prefix} is ambiguous: {listing}", hint="give more digits")
     return found[0]
 

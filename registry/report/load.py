@@ -15,6 +15,7 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.contracts.teacher import Teacher
 from registry.errors import RegistryError
+from registry.formats.display import short_id
 from registry.formats.figures import Headline, Quality, record_headline
 from registry.formats.record import Statement
 from registry.formats.rundir import Bench, BenchRow
@@ -107,7 +108,7 @@ def load_record(home: Home, row: RecordRow, teachers: Teachers,
 
     rid, check, signed = checked_statement(home, row.id, committed)
     if not check.ok:
-        raise check.error(f"record {rid[:16]}")
+        raise check.error(f"record {short_id(rid)}")
     statement = parse_statement(signed)
     # shown as signed: the index row only chose the record (the ledger's id names its page)
     row = signed_row(rid, statement, check.signer, row.ledger_commit)

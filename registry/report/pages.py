@@ -14,8 +14,10 @@ from registry.compare.diff import Diff
 from registry.formats.display import (
     NOT_JUDGED,
     identity,
+    metric_label,
     number,
     record_quality,
+    short_id,
     verdict_word,
     when,
 )
@@ -136,7 +138,7 @@ def side_by_side(r: RecordData) -> dict[str, Any]:
     facts |= {name: identity(p.identity.value(name)) for name in (
         "model.architecture", *PRECISION_AXES, "parallel.tensor", "engine.version",
         "engine.commit")}
-    facts |= {f"{s.suite}: {m.name}": number(m.value) + (
+    facts |= {f"{s.suite}: {metric_label(m.name, m.formula)}": number(m.value) + (
         f" ({s.quality.state})" if s.quality and s.quality.degraded else "")
         for s in p.results for m in s.metrics.values()}
     facts |= {f"published: {f.metric} {f.aggregation}": number(f.value) + (
@@ -305,7 +307,8 @@ def _metrics(r: RecordData) -> Html:
     rows = []
     for s in r.statement.predicate.results:
         for m in s.metrics.values():
-            rows.append([s.suite, m.name, (m.value, number(m.value)), m.unit, m.formula,
+            rows.append([s.suite, metric_label(m.name, m.formula), (m.value, number(m.value)),
+                         m.unit, m.formula,
                          m.count, _interval(m)])
     published = _published(r)
     if not rows:
@@ -360,7 +363,8 @@ def diff_page(d: Diff, a: RecordData, b: RecordData) -> str:
         for c in d.contracts])
     metrics = table(["suite", "metric", "a", "b", "delta (b - a)", "relative", "ratio",
                      "formula"], [
-        [m.suite, m.name, _flagged(m.a, m.quality_a), _flagged(m.b, m.quality_b),
+        [m.suite, metric_label(m.name, m.formula_a), _flagged(m.a, m.quality_a),
+         _flagged(m.b, m.quality_b),
          _num(m.delta),
          "" if m.relative is None else f"{m.relative * 100:+.2f}%",
          "" if m.ratio is None else f"{m.ratio:.3f}x", m.note or m.formula_a]
@@ -432,7 +436,7 @@ def lane_page(lane: str, records: Sequence[RecordData],
                  cls="sortable", kinds=["ident", "ident", "", "", "", "", ""]))]
     if teacher_changes:
         parts.append(section("teacher changes", table(["when", "teacher", "commit"], [
-            [t["at"], t["teacher"], Html(f"<code>{esc(t['commit'][:12])}</code>")]
+            [t["at"], t["teacher"], Html(f"<code>{esc(short_id(t['commit']))}</code>")]
             for t in teacher_changes])))
     return page(f"lane {lane}", "\n".join(parts), depth=1, charts=bool(points))
 

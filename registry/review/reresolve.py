@@ -22,6 +22,7 @@ from typing import Any
 from registry.base.hashing import sha256_file
 from registry.base.model import Frozen
 from registry.errors import Unverifiable, VerificationFailed
+from registry.formats.display import short_id
 from registry.formats.identity import ResolvedField, ResolvedIdentity, status_for
 from registry.formats.record import Statement
 from registry.store.home import Home
@@ -91,12 +92,13 @@ def _files(home: Home, statement: Statement) -> dict[str, Path]:
     for s in statement.subject:
         path = store.path(s.sha256)
         if not path.is_file():
-            raise Unverifiable(f"artifact {s.name}: object {s.sha256[:16]} is not in this home",
+            raise Unverifiable(f"artifact {s.name}: object {short_id(s.sha256)} is not in this "
+                               "home",
                                hint="registry pull brings a record's objects")
         checked = s.name.startswith("evidence/") or s.name in wanted
         if checked and sha256_file(path) != s.sha256:
             raise VerificationFailed(f"artifact {s.name}: its object no longer hashes to "
-                                         f"{s.sha256[:16]}", hint="registry verify --all")
+                                         f"{short_id(s.sha256)}", hint="registry verify --all")
         out[s.name] = path
     return out
 

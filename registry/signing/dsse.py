@@ -18,6 +18,7 @@ from registry.base.canonical import canonical_bytes
 from registry.base.model import Frozen
 from registry.base.safeload import loads_json
 from registry.errors import Unverifiable, VerificationFailed
+from registry.formats.display import short_id
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
@@ -75,7 +76,7 @@ def verify(envelope: Envelope, trusted: dict[str, Ed25519PublicKey]) -> str:
     message = pae(envelope.payloadType, envelope.payload_bytes())
     known = [s for s in envelope.signatures if s.keyid in trusted]
     if not known:
-        ids = ", ".join(s.keyid[:16] for s in envelope.signatures)
+        ids = ", ".join(short_id(s.keyid) for s in envelope.signatures)
         raise Unverifiable(f"signature: signed by unknown key {ids}",
                            hint="trust the signer's public key: registry keys trust KEY.pub")
     for s in known:
@@ -84,7 +85,7 @@ def verify(envelope: Envelope, trusted: dict[str, Ed25519PublicKey]) -> str:
             return s.keyid
         except InvalidSignature:
             continue
-    raise VerificationFailed(f"signature: invalid for key {known[0].keyid[:16]}")
+    raise VerificationFailed(f"signature: invalid for key {short_id(known[0].keyid)}")
 
 
 def decode_sig(text: str) -> bytes:

@@ -30,6 +30,7 @@ from registry.base.model import Frozen, empty_list
 from registry.base.safeload import loads_json
 from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NewerFormat, RegistryError
+from registry.formats.display import short_id
 from registry.signing import dsse
 from registry.signing.failures import (
     KeyringConflict,
@@ -156,7 +157,7 @@ def compose(theirs: Keyring, before: Keyring, after: Keyring) -> Keyring:
     for entry in after.keys:
         if (prior := was.get(entry.keyid)) is None or prior.model_dump() != entry.model_dump():
             if revoked := theirs.revocation(entry.keyid):
-                raise KeyringConflict(f"key {entry.keyid[:16]} was revoked on the other side "
+                raise KeyringConflict(f"key {short_id(entry.keyid)} was revoked on the other side "
                                       f"({revoked.reason}); a revoked key is never trusted "
                                       "again")
             keys[entry.keyid] = entry
@@ -245,16 +246,16 @@ def _revocations_kept(keyring: Keyring, previous: Keyring) -> None:
     listed = {d.keyid: d for d in keyring.revoked}
     for gone in previous.revoked:
         if gone.keyid not in listed:
-            raise Revoked(f"keyring: {where} drops the revocation of key {gone.keyid[:16]} "
+            raise Revoked(f"keyring: {where} drops the revocation of key {short_id(gone.keyid)} "
                           f"(revoked in version {gone.version}: {gone.reason}); a revoked key "
                           "is never trusted again")
         if gone.voids_past and not listed[gone.keyid].voids_past:
             raise Revoked(f"keyring: {where} narrows the revocation of compromised key "
-                          f"{gone.keyid[:16]} to later records; what a compromised key signed "
+                          f"{short_id(gone.keyid)} to later records; what a compromised key signed "
                           "is never trusted again")
     back = [k.keyid for k in keyring.keys if k.keyid in listed]
     if back:
-        raise Revoked(f"keyring: {where} trusts key {back[0][:16]}, which it lists as revoked")
+        raise Revoked(f"keyring: {where} trusts key {short_id(back[0])}, which it lists as revoked")
 
 
 def _parse(data: bytes, version: int) -> Keyring:

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from registry.base.canonical import is_sha256
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, Refused
+from registry.formats.display import short_id
 
 ENV_KEYS_DIR = "REGISTRY_KEYS_DIR"
 DEFAULT = "default"
@@ -167,7 +168,7 @@ def signing_key(directory: Path | None = None) -> Signer:
         raise NoSigningKey(f"no signing key in {directory}", hint=KEYS_HINT)
     key = load_private(path)
     if key_id(key.public_key()) != keyid:
-        raise InvalidInput(f"{path}: not the Ed25519 key {keyid[:16]}", hint=KEYS_HINT)
+        raise InvalidInput(f"{path}: not the Ed25519 key {short_id(keyid)}", hint=KEYS_HINT)
     return keyid, key
 
 

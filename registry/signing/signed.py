@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from registry.base.canonical import sha256_hex
 from registry.base.model import Frozen
 from registry.errors import RegistryError, Unverifiable, VerificationFailed
+from registry.formats.display import short_id
 from registry.signing import dsse
 from registry.signing.failures import Kind
 from registry.signing.keyring import Keyring
@@ -75,12 +76,12 @@ def check_signed(payload: bytes | None, envelope: bytes | None, *, expected_id: 
                 return SignatureCheck(trust=Trust.verified, signer=keyid)
             if revoked.voids_past or keyid not in allowed:
                 return SignatureCheck(trust=Trust.untrusted, kind=Kind.revoked,
-                                      detail=f"signed by revoked key {keyid[:16]} "
+                                      detail=f"signed by revoked key {short_id(keyid)} "
                                              f"({revoked.reason})")
             return SignatureCheck(trust=Trust.verified, signer=keyid, note=(
-                f"signed by key {keyid[:16]} before its revocation in keyring version "
+                f"signed by key {short_id(keyid)} before its revocation in keyring version "
                 f"{revoked.version} ({revoked.reason})"))
-    names = ", ".join(sorted(k[:16] for k in claimed))
+    names = ", ".join(sorted(short_id(k) for k in claimed))
     return SignatureCheck(trust=Trust.untrusted, kind=Kind.unknown_key,
                           detail=f"no signature by a key this home trusts (claims {names})")
 

@@ -23,6 +23,7 @@ import re
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from registry.base.model import Frozen
+from registry.formats.display import short_id
 from registry.signing.commits import Commit, parse_commit
 from registry.signing.failures import Failure, Kind, failure
 from registry.signing.keyring import VERSION_FILE, Chain, Keyring, Role
@@ -71,7 +72,7 @@ def oversized(ledger: Ledger, ref: str, known: str | None) -> list[HistoryProble
         if size > cap:
             found.append(HistoryProblem(
                 commit=None, kind=Kind.malformed,
-                detail=f"{kind} {sha[:12]} is {size:,} bytes, over the {cap:,} byte cap "
+                detail=f"{kind} {short_id(sha)} is {size:,} bytes, over the {cap:,} byte cap "
                        "of a ledger's objects: not read"))
     return found
 
@@ -130,8 +131,8 @@ def walk(commits: Commits, chain: Chain, last_verified: str | None) -> History:
         return History(head=None, added={}, keyring_at={}, problems=[])
     state = _Walk(chain)
     if last_verified and last_verified not in {entry[0] for entry in commits.order}:
-        state.problem(None, f"history was rewritten: the ledger's head {head[:12]} does not "
-                            f"descend from {last_verified[:12]}, the head this home last "
+        state.problem(None, f"history was rewritten: the ledger's head {short_id(head)} does not "
+                            f"descend from {short_id(last_verified)}, the head this home last "
                             "verified", Kind.rolled_back)
     for entry in commits.order:
         sha = entry[0]
@@ -197,10 +198,10 @@ class _Walk:
 
     def step(self, sha: str, commit: Commit | None, parents: int, changes: list[Change]) -> None:
         if commit is None:
-            self.problem(sha, f"commit {sha[:12]} cannot be read")
+            self.problem(sha, f"commit {short_id(sha)} cannot be read")
             return
         if parents > 1:
-            self.problem(sha, f"merge commit {sha[:12]}: a ledger's history must be linear",
+            self.problem(sha, f"merge commit {short_id(sha)}: a ledger's history must be linear",
                          Kind.not_linear)
         versions = [int(m.group(1)) for _, path in changes
                     if (m := VERSION_FILE.match(path))]
@@ -220,7 +221,7 @@ class _Walk:
         return keys
 
     def _check_signature(self, commit: Commit, versions: list[int]) -> None:
-        sha = commit.sha[:12]
+        sha = short_id(commit.sha)
         if commit.foreign:
             self.problem(commit.sha, f"commit {sha} {commit.foreign}", Kind.unsigned)
             return
@@ -231,18 +232,20 @@ class _Walk:
         keys = self._signers(versions)
         key = keys.get(commit.keyid)
         if key is None:
-            self.problem(commit.sha, f"commit {sha} is signed by key {commit.keyid[:16]}, which "
+            self.problem(commit.sha, f"commit {sha} is signed by key {short_id(commit.keyid)}, "
+                                     "which "
                                      "the keyring in effect does not trust", Kind.unknown_key)
         elif not commit.verifies(key):
             self.problem(commit.sha, f"commit {sha}: its signature does not verify",
                          Kind.bad_signature)
         elif commit.keyid in self.revoked and self.revoked[commit.keyid].voids_past:
             self.problem(commit.sha, f"commit {sha} is signed by revoked key "
-                                     f"{commit.keyid[:16]} ({self.revoked[commit.keyid].reason})",
+                                     f"{short_id(commit.keyid)} "
+                                     f"({self.revoked[commit.keyid].reason})",
                          Kind.revoked)
 
     def _check_change(self, sha: str, status: str, path: str) -> None:
-        short = sha[:12]
+        short = short_id(sha)
         rule = next((r for r in ALLOWED if r.pattern.match(path)), None)
         if rule is None:
             self.problem(sha, f"commit {short} {'adds' if status == 'A' else 'touches'} "
@@ -258,7 +261,7 @@ class _Walk:
             return
         rid = m.group("id")
         if rid in self.added:
-            self.problem(sha, f"record {rid[:16]} added twice (again by {sha[:12]})",
+            self.problem(sha, f"record {short_id(rid)} added twice (again by {short_id(sha)})",
                          Kind.not_append_only)
         self.added[rid] = sha
         self.keyring_at[rid] = self.keyring.version if self.keyring else 0
@@ -267,7 +270,7 @@ class _Walk:
 def _not_allowed(rule: Rule, path: str, status: str, short: str) -> str:
     what = "deleted" if status == "D" else "changed"
     if rule.name == "record" and (m := _RECORD_FILE.match(path)):
-        return f"record {m.group('id')[:16]}: {m.group('name')} {what} by commit {short}"
+        return f"record {short_id(m.group('id'))}: {m.group('name')} {what} by commit {short}"
     if rule.name == "keyring":
         return f"{path} changed by commit {short}: keyring versions are never changed"
     if rule.name == "attestation":

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from registry.errors import NotFound, Refused, VerificationFailed
+from registry.formats.display import short_id
 from registry.signing.keyring import (
     Departed,
     KeyEntry,
@@ -68,7 +69,8 @@ def add_key(home: Home, pem: bytes, source: object, roles: list[Role]) -> tuple[
     if old is not None and set(old.roles) >= set(roles):
         return entry.keyid, False
     if current.revocation(entry.keyid):
-        raise Refused(f"key {entry.keyid[:16]} was revoked; a revoked key is never trusted again")
+        raise Refused(f"key {short_id(entry.keyid)} was revoked; a revoked key is never trusted "
+                      "again")
 
     def edit(ring: Keyring) -> Keyring:
         keys = [k for k in ring.keys if k.keyid != entry.keyid]
@@ -76,7 +78,7 @@ def add_key(home: Home, pem: bytes, source: object, roles: list[Role]) -> tuple[
         return ring.model_copy(update={"keys": [*keys, entry.model_copy(
             update={"roles": merged})]})
 
-    _locked_change(home, edit, f"trust {entry.keyid[:16]} as {', '.join(roles)}")
+    _locked_change(home, edit, f"trust {short_id(entry.keyid)} as {', '.join(roles)}")
     return entry.keyid, True
 
 
@@ -102,7 +104,7 @@ def remove_key(home: Home, prefix: str, reason: str, *, revoke: bool,
         return ring.model_copy(update={"keys": keys, field: [*getattr(ring, field), gone]})
 
     verb = ("revoke compromised" if compromised else "revoke") if revoke else "retire"
-    _locked_change(home, edit, f"{verb} {entry.keyid[:16]}: {reason}")
+    _locked_change(home, edit, f"{verb} {short_id(entry.keyid)}: {reason}")
     return entry.keyid
 
 
@@ -126,7 +128,7 @@ def _revoke_departed(home: Home, left: Departed, reason: str, compromised: bool)
         return ring.model_copy(update={"revoked": [*revoked, gone], "retired": retired})
 
     verb = "revoke compromised" if compromised else "revoke"
-    _locked_change(home, edit, f"{verb} {left.keyid[:16]}: {reason}")
+    _locked_change(home, edit, f"{verb} {short_id(left.keyid)}: {reason}")
     return left.keyid
 
 
@@ -142,5 +144,5 @@ def rotate_key(home: Home) -> str:
         raise Refused("your default key is not in this ledger's keyring: nothing to rotate")
     new = create_key()
     add_key(home, new.public_pem.encode(), new.private_path, list(entry.roles))
-    remove_key(home, entry.keyid, f"rotated to {new.keyid[:16]}", revoke=False)
+    remove_key(home, entry.keyid, f"rotated to {short_id(new.keyid)}", revoke=False)
     return new.keyid

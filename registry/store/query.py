@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from registry.errors import InvalidInput, NotFound
-from registry.formats.display import record_quality
+from registry.formats.display import record_quality, short_id
 from registry.formats.record import Statement, match_id, parse_statement, summary_line
 from registry.signing.signed import SignatureCheck, Trust, check_signed
 from registry.store.home import Home
@@ -143,8 +143,8 @@ def checked_statement(home: Home, prefix: str, committed: Sequence[str] | None =
     rid = resolve_id(home, prefix) if committed is None else match_id(prefix, list(committed))
     statement, envelope = _ledger_files(home, rid)
     if statement is None:
-        raise NotFound(f"record {rid[:16]} is committed but its statement file is missing",
-                       hint="registry verify " + rid[:16])
+        raise NotFound(f"record {short_id(rid)} is committed but its statement file is missing",
+                       hint="registry verify " + short_id(rid))
     check = check_signed(statement, envelope, expected_id=rid,
                          keyring=current_keyring(home).current)
     return rid, check, statement
@@ -156,7 +156,7 @@ def sealed_statement(home: Home, prefix: str, committed: Sequence[str] | None = 
     compares records reads (`registry verify` checks the rest)."""
     rid, check, data = checked_statement(home, prefix, committed)
     if not check.ok:
-        raise check.error(f"record {rid[:16]}")
+        raise check.error(f"record {short_id(rid)}")
     return rid, parse_statement(data)
 
 

@@ -5,6 +5,7 @@ from pydantic import Field
 
 from registry.base.canonical import is_git_sha
 from registry.base.model import Frozen, empty_list
+from registry.formats.display import short_id
 from registry.formats.record import Statement, parse_statement
 from registry.signing.signed import SignatureCheck
 from registry.store.home import Home
@@ -77,9 +78,9 @@ def artifact_problems(home: Home, statement: Statement) -> list[tuple[bool, str]
     for subject in statement.subject:
         state = store.state(subject.sha256)
         if state is ObjectState.missing:
-            out.append((False, f"artifact {subject.name}: object {subject.sha256[:16]} is "
+            out.append((False, f"artifact {subject.name}: object {short_id(subject.sha256)} is "
                                "missing from the store"))
         elif state is ObjectState.corrupt:
             out.append((True, f"artifact {subject.name}: stored bytes no longer hash to "
-                              f"{subject.sha256[:16]}"))
+                              f"{short_id(subject.sha256)}"))
     return out

@@ -17,6 +17,7 @@ from registry.base.canonical import sha256_hex
 from registry.base.files import write_model
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, Refused, RegistryError, RegistryWarning, Unverifiable
+from registry.formats.display import short_id
 from registry.signing.keyring import (
     FOLDER,
     VERSION_FILE,
@@ -178,7 +179,7 @@ def genesis(home: Home, signer: Signer) -> Keyring:
     if path_of(home).exists():
         pinned = load_state(home).pin
         if pinned.roots and keyid not in pinned.roots:
-            raise Refused(f"{home.root} pins root key {pinned.roots[0][:16]} (a team's "
+            raise Refused(f"{home.root} pins root key {short_id(pinned.roots[0])} (a team's "
                           "ledger): this key does not start a keyring of its own here",
                           hint="registry pull brings the team's keyring; then a root holder "
                                "trusts your key (registry keys export)")
@@ -186,7 +187,7 @@ def genesis(home: Home, signer: Signer) -> Keyring:
                                                 roles=[Role.root, Role.signer])])
     data = sign_version(keyring, [signer])
     commit = Ledger(home.ledger).commit({file_name(1): data}, "keyring v1: root "
-                                        f"{keyid[:16]}", signer)
+                                        f"{short_id(keyid)}", signer)
     pin = Pin(roots=[keyid], version=1, sha256=sha256_hex(data))
     save_state(home, TrustState(pin=pin, head=commit))
     return keyring

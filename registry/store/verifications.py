@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from registry.base.model import Frozen
 from registry.errors import Failure, RegistryError
+from registry.formats.display import short_id
 from registry.formats.verification import (
     VerificationStatement,
     parse_verification,
@@ -49,11 +50,11 @@ def seal_verification(home: Home, statement: VerificationStatement,
     keyid, key = ready_signer(home, signer)
     missing = sorted(set(statement.judged()) - set(committed_ids(home.ledger)))
     if missing:
-        raise NotFound(f"verification names record {missing[0][:16]}, which is not in this "
+        raise NotFound(f"verification names record {short_id(missing[0])}, which is not in this "
                        "ledger", hint="seal or pull the record first")
     data = verification_bytes(statement)
     p = statement.predicate
-    judged = ", ".join(f"{role} {rid[:16]}" for role, rid in sorted(p.records.items()))
+    judged = ", ".join(f"{role} {short_id(rid)}" for role, rid in sorted(p.records.items()))
     message = f"verification: {p.policy.name} {p.result.value}\n\n{judged}"
     doc = add_document(home, VERIFICATIONS, data, PAYLOAD_TYPE, message, (keyid, key))
     return StoredVerification(id=doc.id, signer=keyid, ledger_commit=doc.ledger_commit,
@@ -114,6 +115,6 @@ def _checked(doc: SignedDocument, records: set[str]) -> StoredVerification | Ver
     unknown = sorted(set(statement.judged()) - records)
     if unknown:
         return VerificationProblem(id=doc.id, detail=f"{doc.path} judges record "
-                                   f"{unknown[0][:16]}, which is not in the ledger",
+                                   f"{short_id(unknown[0])}, which is not in the ledger",
                                    failure=Failure.unverifiable)
     return StoredVerification(id=doc.id, signer=doc.check.signer, statement=statement)

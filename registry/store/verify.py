@@ -25,6 +25,7 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.base.parallel import map_parts
 from registry.errors import Failure, RegistryError, Unverifiable
+from registry.formats.display import short_id
 from registry.formats.record import Statement, Subject, match_id, parse_statement
 from registry.signing.keyring import Chain, Role
 from registry.signing.signed import Trust, check_signed
@@ -138,7 +139,7 @@ def _attestations(home: Home) -> tuple[int, list[Problem]]:
     from registry.store.verifications import all_verifications
 
     good, bad = all_verifications(home)
-    return len(good), [Problem(part=f"verification {b.id[:16]}", detail=b.detail,
+    return len(good), [Problem(part=f"verification {short_id(b.id)}", detail=b.detail,
                                failure=b.failure) for b in bad]
 
 
@@ -216,10 +217,11 @@ def _check_artifacts(ctx: _Context, subjects: list[Subject]) -> list[Problem]:
         state = ctx.state(subject.sha256)
         if state is ObjectState.missing:
             out.append(_unverifiable(f"artifact {subject.name}",
-                                     f"object {subject.sha256[:16]} is missing from the store"))
+                                     f"object {short_id(subject.sha256)} is missing from the "
+                                     "store"))
         elif state is ObjectState.corrupt:
             out.append(_failed(f"artifact {subject.name}",
-                               f"stored bytes no longer hash to {subject.sha256[:16]}"))
+                               f"stored bytes no longer hash to {short_id(subject.sha256)}"))
     return out
 
 

@@ -25,6 +25,7 @@ from registry.base.model import Frozen
 from registry.base.safeload import SURROGATE
 from registry.base.secrets import redact_bytes, redact_json, scan_file
 from registry.errors import InvalidInput, Refused
+from registry.formats.display import short_id
 from registry.formats.record import (
     Predicate,
     Statement,
@@ -133,9 +134,10 @@ def ready_signer(home: Home, signer: Signer | None = None) -> Signer:
 
     keyid, key = signer or signing_key()
     if keyid not in current_keyring(home).current.with_role(Role.signer):
-        raise Refused(f"signing key {keyid[:16]} is not a signer in the keyring of {home.root}",
+        raise Refused(f"signing key {short_id(keyid)} is not a signer in the keyring of "
+                      f"{home.root}",
                       hint=f"a root holder runs `registry keys trust KEY.pub` for it "
-                           f"(registry keys export {keyid[:16]} > KEY.pub)")
+                           f"(registry keys export {short_id(keyid)} > KEY.pub)")
     return keyid, key
 
 

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from registry.base.model import Frozen
 from registry.errors import RegistryError, VerificationFailed
+from registry.formats.display import short_id
 from registry.formats.record import Statement, parse_statement
 from registry.signing.failures import Failure, Kind, Malformed, Revoked, failure, kind_of
 from registry.signing.keyring import Chain, Pin, Role, verify_chain
@@ -98,7 +99,7 @@ def verify_incoming(remote: str, pin: Pin, last_verified: str | None,
         except Revoked as e:  # signed while its key was trusted; revoked since
             untrusted[rid] = e.message
         except RegistryError as e:
-            failures.append(_typed(e, f"record {rid[:16]}: "))
+            failures.append(_typed(e, f"record {short_id(rid)}: "))
     if failures:
         raise PullRefused(remote, failures)
     return Trusted(head=commits.head, chain=chain, history=history, records=records,
@@ -116,7 +117,7 @@ def trusted_record(chain: Chain, history: History, rid: str, statement: bytes | 
                    envelope: bytes | None) -> TrustedRecord:
     """One record checked and parsed, or a typed failure."""
     if rid not in history.added:
-        raise Malformed(f"record {rid[:16]} is in the tree but no commit added it")
+        raise Malformed(f"record {short_id(rid)} is in the tree but no commit added it")
     ring = chain.versions.get(history.keyring_at.get(rid) or 0)
     check = check_signed(statement, envelope, expected_id=rid, keyring=chain.current,
                          keys=ring.with_role(Role.signer) if ring else {})

@@ -37,6 +37,7 @@ from registry.base.canonical import sha256_hex
 from registry.base.model import Frozen
 from registry.base.safeload import loads_json
 from registry.errors import RegistryError, Unverifiable
+from registry.formats.display import short_id
 from registry.signing.commits import parse_commit
 from registry.signing.failures import KeyringConflict, Malformed, RolledBack, Unrelated
 from registry.signing.keyring import (
@@ -266,7 +267,7 @@ def _integrate(home: Home, ledger: Ledger, remote: Remote, incoming: str | None,
         trusted = _trusted(ledger, remote, pin, state, head, lambda ids: sorted(applying))
         lost = ours - set(trusted.history.added)
         if lost:  # a replay keeps every record: anything else is a bug, not applied
-            raise PullRefused(remote.name, [Malformed(f"record {r[:16]} would be lost")
+            raise PullRefused(remote.name, [Malformed(f"record {short_id(r)} would be lost")
                                             for r in sorted(lost)])
     _apply(home, ledger, remote, trusted, state, local, incoming)
     return report.model_copy(update={
@@ -330,10 +331,10 @@ def _no_rollback(home: Home, ledger: Ledger, remote: Remote, incoming: str | Non
     if seen is None or seen == incoming:
         return
     if incoming is None or not _is_ancestor(ledger, seen, incoming):
-        now = incoming[:12] if incoming else "no branch at all"
+        now = short_id(incoming) if incoming else "no branch at all"
         raise PullRefused(remote.name, [RolledBack(
             f"history was rewritten: the remote's head is {now}, which does not descend from "
-            f"{seen[:12]}, the remote head this home last verified (commits were removed)")])
+            f"{short_id(seen)}, the remote head this home last verified (commits were removed)")])
 
 
 def _trusted(ledger: Ledger, remote: Remote, pin: Pin, state: TrustState, ref: str,
@@ -375,9 +376,9 @@ def _fetch_objects(home: Home, remote: Remote, digests: Iterable[list[str]]) -> 
         return TransferReport()
     report = object_remote(remote).fetch(store, wanted)
     if report.missing or report.corrupt or report.refused:
-        bad = [*(f"object {d[:16]} is missing from the remote" for d in report.missing),
-               *(f"object {d[:16]} arrived with other bytes" for d in report.corrupt),
-               *(f"object {d[:16]} refused: {why}" for d, why in report.refused.items())]
+        bad = [*(f"object {short_id(d)} is missing from the remote" for d in report.missing),
+               *(f"object {short_id(d)} arrived with other bytes" for d in report.corrupt),
+               *(f"object {short_id(d)} refused: {why}" for d, why in report.refused.items())]
         raise Unverifiable(f"remote {remote.name!r}: pull not applied:\n  " + "\n  ".join(bad[:20]),
                            hint="the pusher's objects did not all arrive: ask them to push "
                                 "again; the objects that did arrive are kept")
