@@ -5,7 +5,11 @@ tests/test_tutorial.py, from the built wheel)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from itertools import pairwise
+from pathlib import Path
 
+import pytest
 import typer
 
 from registry.cli import app
@@ -52,3 +56,107 @@ def test_every_exit_code_is_in_the_table() -> None:
     rows = {int(m) for m in re.findall(r"^\| (\d+) \|", table, flags=re.M)}
     assert {int(code) for code in ExitCode} <= rows, sorted(
         {int(c) for c in ExitCode} - rows)
+
+
+# ---- every command block of the reference docs runs as printed ----
+
+DOCS = ("cli", "team", "claims", "fleet")
+NOT_RUN = re.compile(r"^# not run: (\S.*)$", re.M)  # a block that needs what CI lacks, and why
+EXITS = re.compile(r"^# exits (\d+): (\S.*)$", re.M)  # a block whose last command refuses
+BLOCK_MARK = "@@ docs block {} done @@"
+CHECKOUT = ("recipes", "identities", "tools", "tests/data")  # what the examples name
+
+
+def command_blocks(doc: str) -> list[str]:
+    """Every `bash` and `sh` block of docs/DOC.md, in order."""
+    text = (ROOT / "docs" / f"{doc}.md").read_text()
+    return re.findall(r"^```(?:bash|sh)\n(.*?)^```", text, flags=re.M | re.S)
+
+
+def blocks_script(blocks: list[str]) -> tuple[str, int, list[str]]:
+    """The blocks as one shell session (variables carry over), a mark after each; a block
+    marked `# not run: WHY` is left out and its reason kept; one marked `# exits N: WHY`
+    must end with that exit status."""
+    parts, ran, skipped = ["set -euo pipefail"], 0, []
+    for i, block in enumerate(blocks):
+        if why := NOT_RUN.search(block):
+            skipped.append(why[1])
+            continue
+        ran += 1
+        if code := EXITS.search(block):
+            parts += ["set +e", block, f"rc=$?; set -e; test \"$rc\" = {code[1]} "
+                      f"|| {{ echo \"block {i} exited $rc, not {code[1]}\" >&2; exit 1; }}"]
+        else:
+            parts.append(block)
+        parts.append(f"echo \"{BLOCK_MARK.format(i)} $(date +%s.%N)\"")
+    return "\n".join(parts) + "\n", ran, skipped
+
+
+def slowest(out: str, n: int = 3) -> str:
+    """The n blocks that took longest, from the marks' clocks."""
+    marks = [(int(m[1]), float(m[2])) for m in
+             re.finditer(r"^@@ docs block (\d+) done @@ ([\d.]+)$", out, flags=re.M)]
+    spans = sorted(((b - a, i) for (_, a), (i, b) in pairwise(marks)), reverse=True)
+    return ", ".join(f"block {i} {s:.1f} s" for s, i in spans[:n]) or "-"
+
+
+def checkout(where: Path) -> None:
+    """The parts of a checkout the examples name, copied (some write beside them)."""
+    import shutil
+
+    for part in CHECKOUT:
+        shutil.copytree(ROOT / part, where / part, symlinks=True)
+
+
+@pytest.fixture
+def queue_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh PostgreSQL database for the blocks that queue work (cli, fleet)."""
+    import uuid
+
+    import psycopg
+
+    server = request.getfixturevalue("postgres_server")
+    name = f"docs{uuid.uuid4().hex[:12]}"
+    admin = server.format(db="postgres").replace("+psycopg", "")
+    with psycopg.connect(admin, autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {name}")
+    yield server.format(db=name).replace("+psycopg", "")
+    with psycopg.connect(admin, autocommit=True) as db:
+        db.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("doc", DOCS)
+def test_command_blocks_run_as_printed(doc: str, queue_url: str, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    blocks = command_blocks(doc)
+    script, ran, skipped = blocks_script(blocks)
+    work, home = tmp_path / "checkout", tmp_path / "home"
+    home.mkdir()
+    checkout(work)
+    venv = Path(sys.executable).parent
+    env = {"PATH": f"{venv}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home),
+           "LANG": "C.UTF-8", "TMPDIR": str(tmp_path), "COLUMNS": "100",
+           "PYTHONPATH": str(ROOT), "REGISTRY_QUEUE_URL": queue_url,
+           "REGISTRY_ENGINE_PYTHON": str(venv / "python")}
+    if "REGISTRY_HASH_CACHE" in os.environ:
+        env["REGISTRY_HASH_CACHE"] = os.environ["REGISTRY_HASH_CACHE"]
+    started = time.monotonic()
+    done = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=600)
+    seconds = time.monotonic() - started
+    marks = [i for i in range(len(blocks)) if BLOCK_MARK.format(i) in done.stdout]
+    print(f"docs/{doc}.md: {ran} blocks ran, {len(skipped)} not run "
+          f"({'; '.join(skipped) or 'none'}), {seconds:.1f} s; slowest: {slowest(done.stdout)}")
+    failed = next((i for i in range(len(blocks)) if i not in marks
+                   and not NOT_RUN.search(blocks[i])), None)
+    assert done.returncode == 0, (
+        f"docs/{doc}.md block {failed} failed (exit {done.returncode}):\n"
+        f"{blocks[failed] if failed is not None else ''}\n{done.stderr[-3000:]}\n"
+        f"stdout:\n{done.stdout[-3000:]}")
+    assert ran, f"docs/{doc}.md: no command block ran: nothing was checked"
+    assert len(skipped) <= 2, f"docs/{doc}.md: {len(skipped)} blocks not run: {skipped}"
