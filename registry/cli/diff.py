@@ -98,12 +98,14 @@ def _metrics_table(metrics: list[MetricDiff]) -> None:
         qa, qb = group[0].quality_a, group[0].quality_b
         sides = "" if qa is None and qb is None else \
             f": a {qa or 'not judged'}, b {qb or 'not judged'}"
+        # a metric name has no space to break at; the other formula's label may wrap
+        # before its formula, `decode_tok_s.median` / `(100/(t[99]-t[0]))`
         print_fitted(["metric", "a", "b", "delta", "relative", "ratio"], [
             [metric_label(m.name, m.formula_a), _flagged(m.a, m.quality_a),
              _flagged(m.b, m.quality_b),
              _num(m.delta), _percent(m.relative) + _noise(m.beyond_noise),
              f"{m.ratio:.2f}x" if m.ratio is not None else ""] for m in group],
-            keep=[True, True, True, True, True, True], drop=[5, 3], title=f"  {suite}{sides}")
+            keep=[False, True, True, True, True, True], drop=[5, 3], title=f"  {suite}{sides}")
 
 
 def render(d: Diff, *, show_all: bool) -> None:
