@@ -76,16 +76,17 @@ def command_blocks(doc: str) -> list[str]:
 def blocks_script(blocks: list[str]) -> tuple[str, int, list[str]]:
     """The blocks as one shell session (variables carry over), a mark after each; a block
     marked `# not run: WHY` is left out and its reason kept; one marked `# exits N: WHY`
-    must end with that exit status."""
+    must end with that exit status, and no command in it may fail otherwise."""
     parts, ran, skipped = ["set -euo pipefail"], 0, []
     for i, block in enumerate(blocks):
         if why := NOT_RUN.search(block):
             skipped.append(why[1])
             continue
         ran += 1
-        if code := EXITS.search(block):
-            parts += ["set +e", block, f"rc=$?; set -e; test \"$rc\" = {code[1]} "
-                      f"|| {{ echo \"block {i} exited $rc, not {code[1]}\" >&2; exit 1; }}"]
+        if code := EXITS.search(block):  # any other failure in it still stops the run
+            wrong = f"{{ echo \"docs block {i}: exit $rc, not {code[1]}\" >&2; exit 1; }}"
+            parts += ["set +e", f"trap 'rc=$?; test \"$rc\" = {code[1]} || {wrong}' ERR",
+                      block, f"rc=$?; trap - ERR; set -e; test \"$rc\" = {code[1]} || {wrong}"]
         else:
             parts.append(block)
         parts.append(f"echo \"{BLOCK_MARK.format(i)} $(date +%s.%N)\"")
