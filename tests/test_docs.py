@@ -169,5 +169,7 @@ def test_command_blocks_run_as_printed(doc: str, request: pytest.FixtureRequest,
         f"docs/{doc}.md block {failed} failed (exit {done.returncode}):\n"
         f"{blocks[failed] if failed is not None else ''}\n{done.stderr[-3000:]}\n"
         f"stdout:\n{done.stdout[-3000:]}")
+    (tmp_path / "blocks.out").write_text(done.stdout + done.stderr)  # to read after a run
+    assert "Traceback" not in done.stdout + done.stderr, f"docs/{doc}.md: a traceback"
     assert ran, f"docs/{doc}.md: no command block ran: nothing was checked"
     assert len(skipped) <= 2, f"docs/{doc}.md: {len(skipped)} blocks not run: {skipped}"

@@ -8,7 +8,7 @@ import typer
 
 from registry.cli.app import new_app
 from registry.cli.options import HomeOpt, Json, find
-from registry.formats.display import short_id
+from registry.formats.display import ID_DIGITS, short_id
 
 if TYPE_CHECKING:
     from registry.fleet.queue import Job, QueueSummary
@@ -61,7 +61,7 @@ def add(
     if json:
         print_json(job)
     else:
-        console.print(f"job {job.id} queued: {job.what(16)} on {job.hardware}"
+        console.print(f"job {job.id} queued: {job.what(ID_DIGITS)} on {job.hardware}"
                       + (" (environment drift allowed)" if job.allow_env_drift else ""),
                       highlight=False)
 
@@ -116,7 +116,7 @@ def _print(summary: QueueSummary) -> None:
 
 
 def _row(j: Job) -> list[str]:
-    what = j.what(8 if j.control else 12)  # it may wrap, at its spaces
+    what = j.what(ID_DIGITS)  # one id length (formats/display.py); it may wrap at its spaces
     return [str(j.id), what, j.hardware, j.state.value, j.phase, str(j.attempts),
             j.worker or "-", " ".join(short_id(r) for r in j.records) or "-"]
 
