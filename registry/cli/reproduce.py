@@ -93,7 +93,9 @@ def _print(done: Reproduction) -> None:
     console.print(table("environment (sealed vs now)", ["fact", "sealed", "now", ""], rows))
     if env.drift:
         console.print(f"drift: {', '.join(env.drift)}"
-                      + (" (allowed: recorded in the new record)" if env.allowed else ""))
+                      + (" (allowed: recorded in the new record)" if env.allowed else
+                         " (refused, exit 6: --allow-env-drift runs despite it and records "
+                         "it in the new record)"), highlight=False)
     if done.record is None:
         return
     console.print(f"new record {done.record} (parent {short_id(done.original)}), run "
