@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from registry.formats.display import ID_DIGITS, metric_label, short_id
+from registry.formats.display import ID_DIGITS, figure_label, metric_label, short_id
 from tests.conftest import ROOT
 
 # Packages other work owns at the moment; their hand-cut ids are routed when it lands.
@@ -44,3 +44,6 @@ def test_the_other_formula_is_shown_under_the_labs_name() -> None:
     assert metric_label("decode_tok_s_other_formula.p10", None) == \
         "decode_tok_s.p10 (other formula)"
     assert metric_label("ttft_ms.p50", "x") == "ttft_ms.p50"
+    assert figure_label("tiny-cold/decode_tok_s_other_formula.median", legacy) == \
+        "tiny-cold/decode_tok_s.median (100/(t[99]-t[0]))"
+    assert figure_label("tiny-cold/decode_tok_s.median") == "tiny-cold/decode_tok_s.median"

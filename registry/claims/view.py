@@ -12,7 +12,7 @@ from registry.claims.levels import Level, claim_level
 from registry.claims.match import AxisMatch
 from registry.claims.models import REDERIVED, ClaimBody, ClaimedIdentity, EventKind
 from registry.errors import RegistryError
-from registry.formats.display import short_id
+from registry.formats.display import figure_label, short_id
 from registry.formats.metricwords import label
 from registry.formats.record import PublishedFigure
 from registry.store.home import Home
@@ -137,7 +137,7 @@ def view(home: Home, r: Replayed) -> ClaimView:
         history.append(HistoryEntry(date=e.time, event=text, by=applied.signer))
         status_by = applied.signer
         if d is not None and d.figure is not None:
-            verification = ShownFigure(value=d.figure.value, metric=d.figure.metric,
+            verification = ShownFigure(value=d.figure.value, metric=figure_label(d.figure.metric),
                                        date=e.time, record=d.figure.record or e.record,
                                        verification=e.verification)
     last = next((a.decision for a in reversed(r.events[1:]) if a.decision and a.decision.axes),

@@ -96,3 +96,10 @@ def metric_label(name: str, formula: str | None = None) -> str:
         return name
     per_row = (formula or "").rsplit(" of ", 1)[-1].replace(" ", "") or "other formula"
     return f"decode_tok_s{name[len(OTHER_FORMULA):]} ({per_row})"
+
+
+def figure_label(metric: str, formula: str | None = None) -> str:
+    """A signed figure's metric (`SUITE/NAME`, as verifications name them) with its name
+    written as `metric_label` writes it."""
+    suite, sep, name = metric.rpartition("/")
+    return f"{suite}{sep}{metric_label(name, formula)}"
