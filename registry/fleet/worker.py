@@ -355,8 +355,10 @@ def _fault(opts: WorkerOptions, spec: JobSpec, e: Exception) -> str:
     write_model(evidence, probe)
     why = str(e) if isinstance(e, RegistryError) else f"{type(e).__name__}: {e}"
     verdict = "passed" if probe.passed else f"FAILED (exit {probe.exit_code})"
+    kernel = probe.kernel_log.note if probe.kernel_log else "not read"
     reason = (f"engine fault, not retried (host policy): {why}; health probe "
-              f"`{' '.join(probe.argv)}` {verdict} in {probe.seconds} s ({evidence}); "
+              f"`{' '.join(probe.argv)}` {verdict} in {probe.seconds} s, kernel log: "
+              f"{kernel} ({evidence}); "
               f"host held for a person: {opts.policy.hold_file}")
     hold(opts.policy, reason, spec.id, str(evidence))
     return reason
