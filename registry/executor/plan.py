@@ -124,8 +124,12 @@ def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
                                             "engine.launcher_args")]
         if python:  # the launcher gets the engine's interpreter by its path
             argv = [python, *argv[1:]]
+        stop = recipe.engine.stop
+        if stop and stop.command:
+            stop = stop.model_copy(update={"command": expand(stop.command, found,
+                                                             "engine.stop.command")})
         return launch.model_copy(update={"argv": [*launcher_argv, "--", *argv],
-                                         "launcher": str(path),
+                                         "launcher": str(path), "stop": stop,
                                          "python": None})
     if container:
         return _in_container(launch, container, found, cache_root)
