@@ -97,6 +97,8 @@ class ContainerLaunch(Frozen):
     image: str
     name: str = Field(description="the container's name: `<runtime> stop NAME` stops it")
     pinned: bool = Field(description="the image is named by its digest")
+    cidfile: str | None = Field(None, description="where the runtime writes the container's "
+                                                  "id (`--cidfile`)")
 
 
 class LaunchPlan(Frozen):
