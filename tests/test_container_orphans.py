@@ -48,7 +48,8 @@ def test_a_worker_killed_with_9_leaves_no_container(fleet: Fleet) -> None:  # no
         # the lab's default (SIGKILL allowed after the grace): stopped by id, verified gone
         [reaped] = orphans.reap(pids, grace_s=1, kill=True)
         assert reaped.container == cid and reaped.gone, reaped
-        assert reaped.steps[0] == f"podman stop --time 1 {cid}: exit 0", reaped.steps
+        assert reaped.steps[:2] == [f"podman kill --signal SIGTERM {cid}: exit 0",
+                                    f"podman kill --signal SIGKILL {cid}: exit 0"], reaped.steps
         assert not runtime.exists("podman", cid)
         assert not list(pids.glob("engine-*.json")) and orphans.reap(pids) == []
     finally:

@@ -197,6 +197,8 @@ class ContainerEngine(Engine):
         later = [s.model_copy(update={"at_s": round(s.at_s + offset, 3)})
                  for s in cleanup.steps]
         stopped_by = cleanup.stopped_by if cleanup.steps else f"{box.runtime} stop"
+        if any("--signal SIGKILL" in step for step in steps):
+            stopped_by = "KILL container"  # a hard kill, as the host policy counts them
         self.cleanup = cleanup.model_copy(update={
             "steps": [first, *later], "seconds": round(time.monotonic() - at, 3),
             "stopped_by": stopped_by if gone else "left running"})

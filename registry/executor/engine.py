@@ -87,7 +87,7 @@ class Cleanup(Frozen):
     pid: int | None = None  # the server's pid, also its session and process group id
     exit_code: int | None
     # "exited" | "TERM server" | "stop command" | "<SIGNAL> launcher" | "TERM group" |
-    # "KILL group" | "left running"
+    # "KILL group" | "<runtime> stop" | "KILL container" | "left running"
     stopped_by: str
     seconds: float
     port_closed: bool

@@ -2,10 +2,11 @@
 never by a pattern: whether it exists or runs, whose it is (its `registry.owner`
 label), and its stop under the host's policy.
 
-A stop is `<runtime> stop --time GRACE REF` where SIGKILL is allowed (the runtime sends
-the container's stop signal, then SIGKILL after the grace), else `<runtime> kill
---signal SIGTERM REF` and the grace, with a container that outlives it left running and
-reported; then `<runtime> rm REF` of a stopped container (`--rm` usually did it). Every
+A stop is `<runtime> kill --signal SIGTERM REF` and the grace, then `<runtime> kill
+--signal SIGKILL REF` only where the policy allows SIGKILL (a step of its own: a hard
+kill is a fault under the lab's rules), else a container that outlives the grace is
+left running and reported; then `<runtime> rm REF` of a stopped container (`--rm`
+usually did it). Every
 call is bounded in time; each step is returned as a line for the run's record.
 """
 
@@ -61,21 +62,19 @@ def labelled(runtime: str, key: str, value: str | None = None) -> list[str]:
 
 
 def stop(runtime: str, ref: str, grace_s: float, kill: bool) -> tuple[list[str], bool]:
-    """Stop and remove one container under the policy: (the steps, whether it is gone)."""
+    """Stop and remove one container under the policy: (the steps, whether it is gone).
+    SIGTERM, the grace; SIGKILL only where `kill` allows it (its own step, so that a
+    hard kill can be told); then `rm` of a stopped container that `--rm` left."""
     steps = []
-    grace = max(1, round(grace_s))
-    if running(runtime, ref):
-        if kill:
-            code, out = _call(runtime, ["stop", "--time", str(grace), ref],
-                              timeout=grace + CALL_TIMEOUT_S)
-            steps.append(f"{runtime} stop --time {grace} {ref}: exit {code}"
-                         + (f" ({out})" if code else ""))
-            _wait(lambda: not exists(runtime, ref), 5.0)  # `--rm` removes it meanwhile
-        else:
-            code, out = _call(runtime, ["kill", "--signal", "SIGTERM", ref])
-            steps.append(f"{runtime} kill --signal SIGTERM {ref}: exit {code}"
-                         + (f" ({out})" if code else ""))
-            _wait(lambda: not running(runtime, ref), grace_s)
+    for sig, allowed, wait in (("SIGTERM", True, grace_s), ("SIGKILL", kill, 10.0)):
+        if not allowed or not running(runtime, ref):
+            break
+        code, out = _call(runtime, ["kill", "--signal", sig, ref])
+        steps.append(f"{runtime} kill --signal {sig} {ref}: exit {code}"
+                     + (f" ({out})" if code else ""))
+        _wait(lambda: not running(runtime, ref), wait)
+    if not running(runtime, ref):
+        _wait(lambda: not exists(runtime, ref), 5.0)  # `--rm` removes it meanwhile
     if exists(runtime, ref) and not running(runtime, ref):
         code, out = _call(runtime, ["rm", ref])
         steps.append(f"{runtime} rm {ref}: exit {code}" + (f" ({out})" if code else ""))

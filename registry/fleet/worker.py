@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("registry.fleet")
 SEALED = ("sealing", "sealed", "pushing")
+HARD_KILLS = ("KILL group", "KILL container")  # a stop that needed SIGKILL
 """Phases after which the record may exist only in the worker's own home."""
 
 
@@ -382,7 +383,7 @@ def _hard_kill(opts: WorkerOptions, spec: JobSpec) -> str | None:
             cleanup = json.loads((run / "status.json").read_text()).get("cleanup") or {}
         except (OSError, ValueError, AttributeError):
             continue
-        if isinstance(cleanup, dict) and cleanup.get("stopped_by") == "KILL group":
+        if isinstance(cleanup, dict) and cleanup.get("stopped_by") in HARD_KILLS:
             reason = (f"the engine of {run.name} ignored SIGTERM and was killed (SIGKILL of "
                       f"its group): a hard kill is a fault; host held for a person: "
                       f"{opts.policy.hold_file}")

@@ -5,6 +5,7 @@ is refused for sealing; the launcher lane keeps its printed settings as declared
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,11 @@ def test_the_lane_in_a_container_seals_diffs_and_reproduces(home: Path, gguf_mod
     assert fields["container.image_id"]["resolved"].startswith("sha256:")
     assert not list(subprocess.run(["podman", "ps", "-aq"], capture_output=True,
                                    text=True).stdout.split())  # stopped and removed
+    cleanup = json.loads((home / "runs" / "boxed" / "status.json").read_text())["cleanup"]
+    first = cleanup["steps"][0]  # through the runtime, by the container's id
+    assert first["step"] == "podman stop" and first["gone"], cleanup
+    assert first["detail"].startswith("podman kill --signal SIGTERM ") and \
+        "SIGKILL" not in first["detail"] and cleanup["stopped_by"] == "podman stop", cleanup
     code, diff, stderr = run_cli("diff", host["record"]["id"], boxed["record"]["id"], "--json")
     assert code in (0, 1), stderr
     # identity and environment: only the container axis (timing figures differ run to run)
