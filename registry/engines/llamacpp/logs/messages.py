@@ -66,7 +66,8 @@ PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(rx) for name, rx in {
     "iswa": r"^llama_kv_cache\w*_iswa: creating\s+(?P<which>non-SWA|SWA) KV cache",
     "kv_size": rf"^llama_kv_cache\w*: size =\s+(?P<total>{NUM}) MiB \(\s*(?P<cells>\d+) cells,"
                rf"\s+(?P<layers>\d+) layers,\s+(?P<seqs>\d+/\s*\d+|\d+) seqs\), "
-               rf"K \((?P<k_type>\w+)\):\s+(?P<k_mib>{NUM}) MiB, V \((?P<v_type>\w+)\):\s+(?P<v_mib>{NUM}) MiB",
+               rf"K \((?P<k_type>\w+)\):\s+(?P<k_mib>{NUM}) MiB, "
+               rf"V \((?P<v_type>\w+)\):\s+(?P<v_mib>{NUM}) MiB",
     "kv_init": r"^llama_kv_cache\w*: kv_size = (?P<cells>\d+), .*type_k = '(?P<k_type>\w+)', "
                r"type_v = '(?P<v_type>\w+)', n_layer = (?P<layers>\d+)",
     "kv_self": rf"KV self size\s+=\s+(?P<total>{NUM}) MiB, K \((?P<k_type>\w+)\):\s+"
