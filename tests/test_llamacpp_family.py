@@ -78,8 +78,12 @@ def test_the_corpus_is_kept_byte_for_byte() -> None:
     for case in json.loads((DATA / "truth.json").read_text()):
         data = (DATA / case["case"] / case["log"]).read_bytes()
         assert (len(data), hashlib.sha256(data).hexdigest()) == (case["bytes"], case["sha256"])
+    for case in json.loads((DATA / "bench" / "truth.json").read_text()):
+        data = (DATA / "bench" / case["case"] / case["file"]).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (case["bytes"], case["sha256"])
     sources = (DATA / "SOURCES.md").read_text()
-    for case in json.loads((DATA / "truth.json").read_text()):
+    for case in [*json.loads((DATA / "truth.json").read_text()),
+                 *json.loads((DATA / "bench" / "truth.json").read_text())]:
         assert case["case"] in sources and case["source_url"] in sources
 
 
@@ -171,3 +175,89 @@ def test_an_argument_failure_is_llama_cpp_and_reported(cli, tmp_path: Path) -> N
     failed = [n for n in out["notes"] if n.startswith("failed before loading a model")]
     assert failed and 'handling argument "-c": stoi' in failed[0]
     assert out["errors"]
+
+
+BENCH = DATA / "bench"
+
+
+def test_llama_bench_tables_each_row_a_measurement() -> None:
+    """Every row of the four real tables (markdown and `-o json`) with its own identity and
+    figure; a row the excerpt cut is skipped and said, never half-read."""
+    from registry.engines.llamacpp.bench import bench_figures, read_bench
+
+    right = total = 0
+    for case in json.loads((BENCH / "truth.json").read_text()):
+        table = read_bench(BENCH / case["case"] / case["file"])
+        assert table is not None, case["case"]
+        assert len(table.skipped) == case["skipped"], table.skipped
+        assert len(table.rows) == len(case["rows"]), case["case"]
+        for row, truth in zip(table.rows, case["rows"], strict=True):
+            got = row.model_dump(include=set(truth))
+            total += len(truth)
+            right += sum(got[k] == v or (isinstance(v, float) and _same(v, got[k]))
+                         for k, v in truth.items())
+            assert all(got[k] == v or (isinstance(v, float) and _same(v, got[k]))
+                       for k, v in truth.items()), (case["case"], got, truth)
+        figures = bench_figures(table)
+        assert [f.value for f in figures] == [r.mean_tps for r in table.rows]
+        assert all(f.rederived is None and f.agrees is None for f in figures)  # published only
+        assert len({f.key for f in figures}) == len(figures)  # each row its own identity
+    print(f"llama-bench: {right} of {total} row values right")
+
+
+def test_llama_bench_refuses_what_is_not_a_table(tmp_path: Path) -> None:
+    from registry.engines.llamacpp.bench import parse_test, read_bench
+
+    cases = {"empty.md": "", "prose.md": "| a | b |\n|---|---|\n| 1 | 2 |\n",
+             "other.json": '[{"avg": 1}]', "broken.json": "[{", "nan.json":
+             '[{"avg_ts": NaN, "n_prompt": 512, "n_gen": 0}]'}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+    assert read_bench(tmp_path / "empty.md") is None
+    assert read_bench(tmp_path / "prose.md") is None
+    assert read_bench(tmp_path / "other.json") is None
+    assert read_bench(tmp_path / "broken.json") is None
+    nan = read_bench(tmp_path / "nan.json")
+    assert nan is not None and not nan.rows and nan.skipped
+    assert read_bench(tmp_path / "missing.md") is None
+    assert parse_test("pp512+tg128") == (512, 128, 0)
+    assert parse_test("tg 128 @ d4096") == (None, 128, 4096)
+    assert parse_test("pp") is None
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_capsule_s_llama_bench_tables_import_as_published_figures(cli, store_home,
+                                                                    tmp_path: Path) -> None:
+    """A capsule with a llama-server log and llama-bench's README table and JSON: each row
+    is a published figure of the record, keyed by its identity, never re-derived."""
+    capsule = tmp_path / "capsule"
+    capsule.mkdir()
+    (capsule / "server.log").write_text("srv    load_model: loading model 'm.gguf'\n")
+    shutil.copy(BENCH / "10-readme-depth-md" / "excerpt.md", capsule / "README.md")
+    shutil.copy(BENCH / "11-readme-json" / "llama-bench.json", capsule / "llama-bench.json")
+    r = cli("import", capsule, "--json")
+    assert r.exit_code == 0, r.stderr
+    rid = json.loads(r.stdout)[0]["record"]["id"]
+    shown = json.loads(cli("show", rid, "--json").stdout)
+    figures = shown["statement"]["predicate"]["published"]
+    bench = {(f["source"], f["key"]): f for f in figures if f["metric"].startswith("llama_bench")}
+    assert len(bench) == 6
+    depth = bench[("README.md", "qwen2 7B Q4_K - Medium | CUDA | ngl=-1 | pp512 @ d512")]
+    assert (depth["value"], depth["aggregation"], depth.get("rederived")) == (6425.91, "mean", None)
+    assert "not re-derived" in depth["note"] and "18.88" in depth["note"]
+    tg = [f for (source, key), f in bench.items() if source == "llama-bench.json"
+          and key.endswith("| tg128")]
+    assert len(tg) == 1 and "type_k=f16" in tg[0]["key"] and tg[0]["value"] == 118.881588
+
+
+@pytest.mark.parametrize("line, types", [
+    # a public llama-server log found by exact-string search (the index names no repository)
+    ("0.11.149.637 I spec common_specu: - gpu_layers=-1, cache_k=f16, cache_v=f16, "
+     "ctx_tgt=yes, ctx_dft=yes, devices=[default]", ("f16", "f16", "yes")),
+    # issue 35 quotes the held-out log's verbosity-3 draft line
+    ("common_speculative_impl_draft_mtp: - gpu_layers=-1, cache_k=f16, cache_v=q8_0, "
+     "ctx_tgt=yes, ctx_dft=yes, devices=[default]", ("f16", "q8_0", "yes")),
+])
+def test_draft_cache_types_at_verbosity_3(line: str, types: tuple[str, str, str]) -> None:
+    got = _match("spec_cache", line)
+    assert (got["k_type"], got["v_type"], got["dft"]) == types

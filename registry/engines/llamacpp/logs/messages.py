@@ -82,6 +82,11 @@ PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(rx) for name, rx in {
     "gpu_layers_user": r"n_gpu_layers already set by user to (?P<n>-?\d+)",
     "spec_impl": r"adding speculative implementation '(?P<method>[^']+)'",
     "spec_limits": r"(?:^|\s|-\s)n_max\s*=\s*(?P<n_max>\d+),\s*n_min\s*=\s*(?P<n_min>\d+)",
+    # the draft context's own settings (printed at -lv 3, where no llama_context line is):
+    # `common_speculative_impl_draft_mtp: - gpu_layers=-1, cache_k=f16, cache_v=q8_0,
+    # ctx_tgt=yes, ctx_dft=yes, devices=[default]`
+    "spec_cache": r"(?:^|\s)-\s*gpu_layers=-?\d+, cache_k=(?P<k_type>\w+), "
+                  r"cache_v=(?P<v_type>\w+), ctx_tgt=\w+, ctx_dft=(?P<dft>\w+)",
     "spec_none": r"(?P<why>no implementations specified for speculative decoding|speculative "
                  r"decoding not supported by this context)",
     "ready": r"(?:main|llama_server): (?:model loaded|server is listening|listening on)",
@@ -115,7 +120,7 @@ NORMAL_ERRORS = re.compile(r"this warning is normal|failed to mlock|HEAD failed|
                            r"ggml_print_backtrace|error_log|n_errors|errors? = 0")
 
 # Kinds that belong to the next server start when printed before its model loads.
-PREAMBLE = frozenset({"build", "listed_device", "parallel_auto", "backend_init"})
+PREAMBLE = frozenset({"build", "listed_device", "parallel_auto", "backend_init", "metal_gpu"})
 
 # A llama-server log: any of these (a vLLM log prints none of them); the plug-in's log
 # signature.

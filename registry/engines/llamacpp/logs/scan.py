@@ -33,7 +33,8 @@ CONTEXT_KINDS = frozenset({"context_setting", "fa_resolved", "kv_init"})
 START_KINDS = frozenset({"draft_load", "mtp_path", "n_slots", "slot_ctx", "gpu_layers_user",
                          "spec_impl", "spec_limits", "spec_none", "ready", "parallel_auto",
                          "build", "listed_device", "metal_gpu", "pipeline", "generate",
-                         "ctx_size_set", "ppl_chunks", "ppl_final", "backend_init", "arg_env"})
+                         "ctx_size_set", "ppl_chunks", "ppl_final", "backend_init", "arg_env",
+                         "spec_cache"})
 TIMING_KINDS = frozenset({"cli_timing", "timing_task", "prompt_eval", "eval", "acceptance"})
 MAX_PER_KIND = 64  # a start's repeated lines (slots, device lists) are bounded
 MAX_ERRORS = 20

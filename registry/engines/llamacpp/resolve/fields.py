@@ -54,9 +54,14 @@ def cache_fields(out: Out, start: ServerStart) -> None:
     _types(out, "precision.kv_cache", target, main, why)
     _types(out, "precision.swa_kv_cache", target, swa,
            "no SWA cache" if target and target.caches else why)
+    spec = start.first("spec_cache")
     if draft is not None:
         _types(out, "precision.draft_kv_cache", draft, _cache(draft, "main"),
                "no KV cache line in the draft's context")
+    elif spec is not None and spec.values["dft"] == "yes":
+        for side in ("k", "v"):  # -lv 3 prints the draft context's settings, not its cache
+            out.put(f"precision.draft_kv_cache_{side}", spec.values[f"{side}_type"],
+                    f"the speculative draft context's cache_{side}", [spec])
     else:
         for side in ("k", "v"):
             out.put(f"precision.draft_kv_cache_{side}", None, "no draft context")
