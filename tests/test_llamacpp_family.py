@@ -261,3 +261,19 @@ def test_a_capsule_s_llama_bench_tables_import_as_published_figures(cli, store_h
 def test_draft_cache_types_at_verbosity_3(line: str, types: tuple[str, str, str]) -> None:
     got = _match("spec_cache", line)
     assert (got["k_type"], got["v_type"], got["dft"]) == types
+
+
+def test_old_vulkan_buffers_named_by_device_description() -> None:
+    # two public logs found by exact-string search (the index names no repository)
+    for line, device in [
+        ("llm_load_tensors: AMD Radeon RX 7900 XTX (RADV NAVI31) buffer size = 18671.19 MiB",
+         "AMD Radeon RX 7900 XTX (RADV NAVI31)"),
+        ("llm_load_tensors: AMD Radeon Graphics (RADV RENOIR) buffer size =  3820.93 MiB",
+         "AMD Radeon Graphics (RADV RENOIR)")]:
+        assert _match("model_buffer", line)["device"] == device
+
+
+def test_pipeline_parallelism_line() -> None:
+    # a public log found by exact-string search (the index names no repository)
+    line = "llama_new_context_with_model: pipeline parallelism enabled (n_copies=4)"
+    assert _match("pipeline", line) == {}
