@@ -259,13 +259,22 @@ def _device_name(out: Out, start: ServerStart, used: list[str]) -> None:
     chosen = [by_device[d] for d in used if d in by_device] or \
         (named if not used and len({f.values["name"] for f in named}) == 1 else [])
     if not chosen:
-        listed = [f for f in start.all("listed_device") + start.all("metal_gpu")
-                  if not _is_cpu(f)]
-        chosen = listed if len({_listed_name(f) for f in listed}) == 1 else []
+        chosen = _one_name(start)
     names = sorted({f.values["name"] if "name" in f.values else _listed_name(f) for f in chosen})
     out.put("platform.device", names[0] if len(names) == 1 else None,
             "the device holding the model" if len(names) == 1 else
             "devices of different names" if names else "no device named", list(chosen[:4]))
+
+
+def _one_name(start: ServerStart) -> list[Fact]:
+    """The devices listed, when they bear one name: the device lists first, then Metal's
+    `GPU name`, then the SYCL table (which spells the same card without `(R)`/`(TM)`)."""
+    listed = [f for f in start.all("listed_device") + start.all("metal_gpu") if not _is_cpu(f)]
+    for group in ([f for f in listed if "device4" not in f.values],
+                  [f for f in listed if "device4" in f.values]):
+        if group:
+            return group if len({_listed_name(f) for f in group}) == 1 else []
+    return []
 
 
 def _listed_name(fact: Fact) -> str:
