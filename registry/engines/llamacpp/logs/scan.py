@@ -133,7 +133,6 @@ class _Reader:
     errors: list[Fact] = field(default_factory=list)
     first: dict[str, Fact] = field(default_factory=dict)
     settings: list[Fact] = field(default_factory=list)
-    generations: int = 0  # llama-cli timing blocks whose eval line completed
 
     def read(self, line: Line) -> None:
         stream = self.streams.setdefault(line.stream, _Stream(line.stream))
@@ -219,7 +218,6 @@ class _Reader:
         if fact.kind != "eval":
             return
         stream.done.setdefault((len(stream.starts), f"line {fact.line}"), fact)
-        self.generations += 1
         if "eval" not in self.first:
             self.first["eval"] = fact
             if stream.cli_prompt is not None:
@@ -267,7 +265,8 @@ def scan_llamacpp(path: Path) -> LlamaScan:
         recognised=reader.recognised, settings=reader.settings,
         starts=[s.freeze() for s in own.starts] if own else [],
         timings=Timings(requests=len(done), evals=list(done.values()),
-                        generations=reader.generations,
+                        generations=sum(bool(PATTERNS["cli_timing"].search(f.text))
+                                        for f in done.values()),
                         first_prompt=first.get("prompt_eval"),
                         first_eval=first.get("eval"), first_acceptance=first.get("acceptance")),
         errors=reader.errors,
