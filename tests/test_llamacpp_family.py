@@ -210,13 +210,14 @@ def test_llama_bench_refuses_what_is_not_a_table(tmp_path: Path) -> None:
 
     cases = {"empty.md": "", "prose.md": "| a | b |\n|---|---|\n| 1 | 2 |\n",
              "other.json": '[{"avg": 1}]', "broken.json": "[{", "nan.json":
-             '[{"avg_ts": NaN, "n_prompt": 512, "n_gen": 0}]'}
+             '[{"avg_ts": NaN, "n_prompt": 512, "n_gen": 0}]', "deep.json": "[" * 100000}
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
     assert read_bench(tmp_path / "empty.md") is None
     assert read_bench(tmp_path / "prose.md") is None
     assert read_bench(tmp_path / "other.json") is None
     assert read_bench(tmp_path / "broken.json") is None
+    assert read_bench(tmp_path / "deep.json") is None
     nan = read_bench(tmp_path / "nan.json")
     assert nan is not None and not nan.rows and nan.skipped
     assert read_bench(tmp_path / "missing.md") is None

@@ -79,9 +79,12 @@ class BenchTable(Frozen):
 
 def read_bench(path: Path, name: str | None = None) -> BenchTable | None:
     """The llama-bench table in `path` (a README around it is fine); None: none there."""
-    if not path.is_file() or path.stat().st_size > MAX_BYTES:
-        return None
-    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_BYTES:
+            return None
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None  # unreadable: not a table (the capsule's own checks name it)
     source = name or path.name
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
@@ -159,11 +162,11 @@ def _json_table(source: str, text: str) -> BenchTable | None:
     try:
         data: Any = json.loads(text)
         fmt: Literal["json", "jsonl"] = "json"
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # hostile nesting too: not a table
         try:
             data = [json.loads(line) for line in text.splitlines() if line.strip()]
             fmt = "jsonl"
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             return None
     objects = data if isinstance(data, list) else [data]
     if not objects or not all(isinstance(o, dict) and "avg_ts" in o for o in objects):
