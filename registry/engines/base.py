@@ -17,6 +17,7 @@ from registry.errors import InvalidInput
 
 if TYPE_CHECKING:  # the types only: the engines' own modules sit above these layers
     from registry.formats.identity import ResolvedIdentity
+    from registry.formats.record import PublishedFigure
     from registry.logs import LogScan
     from registry.recipe.schema import BenchmarkSpec, PrecisionSpec, Recipe
     from registry.resolve.inputs import Checkpoints
@@ -94,6 +95,11 @@ class EnginePlugin(Protocol):
     def resolve(self, run_dir: Path, log: Path, name: str, recipe: Recipe | None,
                 given: Given) -> ResolvedIdentity:
         """The run's identity from its log `name` (at `log`), each field with evidence."""
+        ...
+
+    def published_figures(self, path: Path, name: str) -> list[PublishedFigure]:
+        """Figures the engine's own tools publish in a capsule file `name` (at `path`), as
+        published figures, unproven (llama.cpp: llama-bench tables); none: []."""
         ...
 
 

@@ -35,7 +35,7 @@ from registry.importer.findings import findings
 from registry.importer.labbench import convert_bench
 from registry.importer.layout import Arm, Layout, Role, detect
 from registry.importer.manifest import Checked, check
-from registry.importer.published import published_figures
+from registry.importer.published import engine_figures, published_figures
 from registry.importer.status import lab_outcome
 from registry.importer.walk import load_json
 from registry.measure.results import suite_results
@@ -137,7 +137,8 @@ def _predicate(capsule: Path, layout: Layout, arm: Arm, checked: Checked, arms: 
     identity = _identity(capsule, arm, recipe, options, declared)
     published = published_figures(
         capsule, [*arm.files.get(Role.summary, []), *([rows_file] if rows_file else []),
-                  *arm.files.get(Role.claim, [])], bench.rows if bench else None)
+                  *arm.files.get(Role.claim, [])], bench.rows if bench else None) \
+        + engine_figures(capsule, arm_files(layout, arm))
     missing = [m for m in checked.missing if _belongs(layout, arm, m)]
     state, reason = lab_outcome(capsule, arm.files.get(Role.status, []),
                                 arm.files.get(Role.summary, []), log, missing)

@@ -98,7 +98,8 @@ def detect(capsule: Path, *, log: Path | None = None, bench: Path | None = None,
                for role, p in given.items() if p is not None}
     found = find_manifest(capsule, files, inside(capsule, manifest, "--manifest")
                           if manifest else None)
-    arms = _arms([f for f in files if not _other_summary(capsule, f)], pointed)
+    arms = _arms([f for f in files if not _other_summary(capsule, f)
+                  and not _engine_table(capsule, f)], pointed)
     if not any(role in arm.files for arm in arms for role in EVIDENCE_ROLES):
         raise InvalidInput(
             f"{capsule}: no run evidence found ({len(files)} files; manifest: "
@@ -139,6 +140,16 @@ def _arms(files: list[str], pointed: dict[Role, str]) -> list[Arm]:
     return [Arm(name=_arm_name(folder, run), folder=folder, run=run,
                 files={r: sorted(v, key=_preference) for r, v in roles.items()})
             for (folder, run), roles in sorted(groups.items())]
+
+
+def _engine_table(capsule: Path, name: str) -> bool:
+    """A file named like the lab's rows that an engine reads as its own benchmark tool's
+    table (`llama-bench -o json > llama-bench.json`): published figures, not rows."""
+    from registry.engines.plugin import plugins
+
+    if _role(PurePosixPath(name))[0] is not Role.rows:
+        return False
+    return any(p.published_figures(capsule / name, name) for p in plugins().values())
 
 
 def _other_summary(capsule: Path, name: str) -> bool:

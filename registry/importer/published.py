@@ -46,6 +46,7 @@ SCALARS = {"mean_output_toks_per_second": ("output_tok_s", "mean"),
            "mean_total_toks_per_second": ("total_tok_s", "mean")}
 ALIASES = {"median_tok_s_1_100_after_ttft": "median"}
 CLAIM = "claim.json"  # the claim file a lab packet carries beside its evidence
+ENGINE_TABLES = (".md", ".json", ".jsonl", ".txt")  # where a benchmark tool's table may be
 
 
 def published_figures(capsule: Path, files: list[str], rows: list[BenchRow] | None
@@ -62,6 +63,19 @@ def published_figures(capsule: Path, files: list[str], rows: list[BenchRow] | No
             block = data.get(top) if top else data
             if isinstance(block, dict):
                 out += _summary(name, top, block, rows)
+    return out
+
+
+def engine_figures(capsule: Path, files: list[str]) -> list[PublishedFigure]:
+    """Figures an engine's own benchmark tool publishes in the capsule's text files (a
+    llama-bench table in a README or a `-o json` file): each engine plug-in reads its own."""
+    from registry.engines.plugin import plugins
+
+    out: list[PublishedFigure] = []
+    for name in files:
+        if PurePosixPath(name).suffix.lower() in ENGINE_TABLES:
+            for plugin in plugins().values():
+                out += plugin.published_figures(capsule / name, name)
     return out
 
 

@@ -17,6 +17,7 @@ from registry.engines.llamacpp.ggml import kv_bytes
 from registry.engines.llamacpp.logs.messages import SIGNATURE
 from registry.errors import InvalidInput
 from registry.formats.identity import ResolvedIdentity
+from registry.formats.record import PublishedFigure
 from registry.logs import LogScan
 from registry.recipe.schema import BenchmarkSpec, PrecisionSpec, Recipe
 
@@ -133,6 +134,13 @@ class LlamaServer:
             log, name, recipe_declared(recipe) if recipe else {}, checkpoint=given.checkpoint,
             models=() if given.confined or not recipe else (recipe.model.path,),
             log_models=not given.confined)
+
+    def published_figures(self, path: Path, name: str) -> list[PublishedFigure]:
+        """A llama-bench table (markdown, `-o json`, `-o jsonl`): one figure a row."""
+        from registry.engines.llamacpp.bench import bench_figures, read_bench
+
+        table = read_bench(path, name)
+        return bench_figures(table) if table else []
 
 
 LLAMACPP = LlamaServer()

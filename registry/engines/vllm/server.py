@@ -12,6 +12,7 @@ from typing import Any
 from registry.engines.base import Chunk, Given, owned_keys_clash
 from registry.engines.vllm import args as vllm
 from registry.formats.identity import ResolvedIdentity
+from registry.formats.record import PublishedFigure
 from registry.logs import LogScan
 from registry.recipe.schema import BenchmarkSpec, PrecisionSpec, Recipe
 
@@ -101,6 +102,10 @@ class VLLMServer:
         from registry.engines.vllm.resolve import resolve_vllm
 
         return resolve_vllm(run_dir, log, name, recipe, given)
+
+    def published_figures(self, path: Path, name: str) -> list[PublishedFigure]:
+        """vLLM's benchmark JSONs are read by the importer's own summary readers."""
+        return []
 
 
 VLLM = VLLMServer()
