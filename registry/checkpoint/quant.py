@@ -129,8 +129,9 @@ def _kv_scheme(q: dict[str, Any], source: object) -> KVCacheScheme | None:
     engine honours it is the engine's rule, not the checkpoint's."""
     scheme = q.get("kv_cache_scheme")
     if scheme is None:
-        inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else {}
-        algo = inner.get("kv_cache_quant_algo") or q.get("kv_cache_quant_algo")
+        inner = q.get("quantization")
+        nested = inner.get("kv_cache_quant_algo") if isinstance(inner, dict) else None
+        algo = nested or q.get("kv_cache_quant_algo")
         return MODELOPT_KV.get(algo.lower()) if isinstance(algo, str) else None
     if not isinstance(scheme, dict):
         raise InvalidInput(f"{source}: quantization_config.kv_cache_scheme is not an object")

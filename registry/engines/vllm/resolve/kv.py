@@ -126,7 +126,8 @@ def by_rules(kv: KVInputs) -> Decision:
         if kv.checkpoint is None and method in NO_KV_SCHEME:
             return Decision(_dtype(kv.model_dtype), f"auto = model dtype (quantization={method} "
                             "in the engine config line: vLLM reads no KV cache scheme from "
-                            "that method's config)", [*ev, *filter(None, [kv.quantization_evidence])])
+                            "that method's config)",
+                            [*ev, *filter(None, [kv.quantization_evidence])])
         if kv.checkpoint is None:
             return Decision(None, "auto is not a dtype, and no checkpoint was inspected for a "
                                   "kv_cache_scheme", ev)
