@@ -46,6 +46,13 @@ def precision(weights: object, activations: object) -> str:
     return shown if activations is None else f"{shown} activations={identity(activations)}"
 
 
+def against(declared: object, by: str | None, resolved: object, evidence: str | None) -> str:
+    """A declaration the evidence contradicts, one way in every view: `declared 4
+    (launch.json: argv), evidence 2 (server.log:30)`: both values and where each is."""
+    return (f"declared {identity(declared)}" + (f" ({by})" if by else "")
+            + f", evidence {identity(resolved)}" + (f" ({evidence})" if evidence else ""))
+
+
 def number(value: float | int | None) -> str:
     """A figure one way in every view: whole numbers in plain digits (`1112832`, as
     --json and CSV have them), others to 6 significant figures; `-` for none."""
