@@ -61,3 +61,31 @@ FP8_KV = {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False
 def test_auto_with_the_checkpoint(tmp_path: Path, q: dict[str, Any], value: str) -> None:
     ck = _checkpoint(tmp_path, q)
     assert by_rules(_inputs(q["quant_method"], ck)).value == value
+
+
+def test_activations_are_an_axis_of_diff_and_of_the_bitwise_teacher() -> None:
+    """The same fp8 weights run W8A8 and W8A16: diff names the change first among the
+    precision axes, bitwise comparison refuses, and a teacher that names its activations
+    binds them (one that names none binds none)."""
+    from registry.compare.diff import Side, compare_contracts, compare_identity
+    from registry.contracts.bitwise import axis_differences
+    from registry.formats.identity import ResolvedField, ResolvedIdentity, Status
+
+    def side(acts: str) -> Side:
+        fields = {"precision.weights": ResolvedField(resolved="fp8", status=Status.undeclared),
+                  "precision.activations": ResolvedField(resolved=acts,
+                                                         status=Status.undeclared)}
+        return Side(label=acts, identity=ResolvedIdentity(fields=fields))
+
+    a, b = side("fp8"), side("bfloat16")
+    first = compare_identity(a.identity, b.identity)[0]
+    assert (first.name, first.changed, first.kind.value) == ("precision.activations", True,
+                                                             "identity")
+    bitwise = compare_contracts(a, b)[0]
+    assert not bitwise.comparable
+    assert any(r.startswith("precision.activations fp8 vs bfloat16") for r in bitwise.reasons)
+    assert axis_differences({"precision.activations": "fp8"},
+                            {"precision.activations": "bfloat16"})
+    assert not [d for d in axis_differences({"precision.activations": None},
+                                            {"precision.activations": "bfloat16"})
+                if d.startswith("precision.activations")]
