@@ -133,7 +133,8 @@ def _predicate(capsule: Path, layout: Layout, arm: Arm, checked: Checked, arms: 
     lab = _lab_identity(capsule, arm)
     bench = convert_bench(capsule / rows_file, lab.get("suite_sha256")) if rows_file else None
     declared = declared_from(capsule, log, arm.files.get(Role.launch, []),
-                             arm.files.get(Role.identity, []))
+                             arm.files.get(Role.identity, []), arm.files.get(Role.summary, []),
+                             _readmes(files, arm))
     identity = _identity(capsule, arm, recipe, options, declared)
     published = published_figures(
         capsule, [*arm.files.get(Role.summary, []), *([rows_file] if rows_file else []),
@@ -227,6 +228,14 @@ def _identity(capsule: Path, arm: Arm, recipe: Recipe | None, options: Options,
         identity = identity.model_copy(update={"notes": [
             "the capsule holds no engine log for this run: no field is resolved"]})
     return identity if recipe else with_declared(identity, declared)
+
+
+def _readmes(files: list[str], arm: Arm) -> list[str]:
+    """The README of the arm's folder, then those of the folders above it (the capsule's)."""
+    folders = [arm.folder, *(str(p) for p in PurePosixPath(arm.folder).parents)]
+    names = {PurePosixPath(f).parent.as_posix(): f for f in files
+             if PurePosixPath(f).name.lower() == "readme.md"}
+    return [names[d] for d in ("." if f in ("", ".") else f for f in folders) if d in names]
 
 
 def with_declared(identity: ResolvedIdentity, declared: Declared) -> ResolvedIdentity:

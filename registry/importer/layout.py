@@ -12,7 +12,8 @@ claims: unproven, its figures published). Lab harness logs (`validate-<stamp>.lo
 `<name>-server-<run>.log`) are logs. A `*-summary.json` is a run's summary only when it
 holds a figure a run summary carries (`summary`, `primary_metric`,
 `tok_s_1_100_after_ttft`, ...): a quality decision named `...-summary.json` is not a
-run.
+run. A screen's receipt (`<stamp>-<name>-screen.json`, its medians in a block per suite)
+is a summary too.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ PATTERNS: list[tuple[Role, re.Pattern[str]]] = [(role, re.compile(p)) for role, 
                r"|[\w.]+-server-[\w.-]+\.log|validate-[\w.-]+\.log"),
     (Role.rows, r"(?:(?P<run>.+?)-)?(?:bench|strict-performance)\.json"),
     (Role.summary, r"summary(?:-[\w.-]+)?\.json|(?P<run>.+?)-summary\.json"
-                   r"|[\w.-]+-summary-\d{8}\.json"),
+                   r"|[\w.-]+-summary-\d{8}\.json|[\w.-]+-screen\.json"),
     (Role.launch, r"(?:(?P<run>.+?)-)?(?:launch(?:-env|-args)?|server-args)\.json"),
     (Role.identity, r".+\.env|identity\.(?:txt|json)|(?P<run>.+?)-(?:strict-)?identity\.json"),
     (Role.status, r"status\.(?:txt|json)|verdict\.json|result\.json|runner\.exit-code"
@@ -154,13 +155,14 @@ def _engine_table(capsule: Path, name: str) -> bool:
 
 def _other_summary(capsule: Path, name: str) -> bool:
     """A file named like a summary that holds none of a run summary's figures."""
-    from registry.importer.published import SCALARS, SERIES
+    from registry.importer.published import SCALARS, SERIES, figure_blocks
     from registry.importer.walk import load_json
 
     if _role(PurePosixPath(name))[0] is not Role.summary:
         return False
     data = load_json(capsule / name)
-    return not (isinstance(data, dict) and ({"summary", *SERIES, *SCALARS} & set(data)))
+    return not (isinstance(data, dict) and ({"summary", *SERIES, *SCALARS} & set(data)
+                                            or figure_blocks(data)))
 
 
 def _role(path: PurePosixPath) -> tuple[Role | None, str | None]:

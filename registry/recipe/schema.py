@@ -134,7 +134,7 @@ class DraftSpec(ModelSpec):
 class PrecisionSpec(Frozen):
     """Each precision axis on its own; none is inferred from another."""
 
-    weights: str = Field(description="target weight format, e.g. bfloat16, int4-w4a16, fp8-w8a8")
+    weights: str = Field(description="target weight format, e.g. bfloat16, int4-w4a16, fp8")
     draft_weights: str | None = Field(None, description="draft weight format (what runs)")
     activations: Activations | None = Field(None, description="activation / model dtype")
     kv_cache: KVCacheDtype | GGMLCacheType | None = Field(

@@ -119,6 +119,17 @@ class LlamaServer:
 
         return recipe_declared(recipe)
 
+    def declared_launch(self, argv: list[str]) -> dict[str, Any] | None:
+        from registry.engines.llamacpp.declared import launch_declared
+
+        return launch_declared(argv)
+
+    def declared_named(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        return {}  # named values in a capsule are a vLLM launcher's; llama-server takes argv
+
+    def declared_log(self, log: Path) -> tuple[dict[str, Any], int] | None:
+        return None  # a launcher's printed settings are read by the resolver (declared there)
+
     def scan_log(self, log: Path, markers: dict[str, str]) -> LogScan:
         """No facts: llama-server prints no Python traceback and no ready line in vLLM's
         terms; `resolve` reads the log with the llama.cpp reader."""

@@ -92,6 +92,21 @@ class VLLMServer:
 
         return declared_values(recipe)
 
+    def declared_launch(self, argv: list[str]) -> dict[str, Any] | None:
+        from registry.engines.vllm.launch import argv_declared
+
+        return argv_declared(argv)
+
+    def declared_named(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        from registry.engines.vllm.launch import named_declared
+
+        return named_declared(values)
+
+    def declared_log(self, log: Path) -> tuple[dict[str, Any], int] | None:
+        from registry.engines.vllm.launch import log_declared
+
+        return log_declared(log)
+
     def scan_log(self, log: Path, markers: dict[str, str]) -> LogScan:
         from registry.engines.vllm.logs import scan_log
 
