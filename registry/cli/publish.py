@@ -33,7 +33,12 @@ def publish(
         "--contributors", help="TOML of [[contributor]] entries; each status is derived "
                                "from evidence.")] = None,
     check: Annotated[Path | None, typer.Option(
-        "--check", help="Check the package in this folder instead of writing one.")] = None,
+        "--check", help="Check the package in this folder instead of writing one; or a "
+                        "lab publication-manifest.json or package.json, by the lab's "
+                        "rules.")] = None,
+    catalog: Annotated[Path | None, typer.Option(
+        "--catalog", help="With --check of a lab package.json: the lab's "
+                          "repro/guide-catalog.json (its entry, its guide class).")] = None,
     remote: Annotated[bool, typer.Option(
         "--remote", help="With --check: fetch every asset and upstream again.")] = False,
     home: HomeOpt = None,
@@ -45,8 +50,13 @@ def publish(
     `--check DIR` checks a package's closure (exit 0 closed, 1 not), with its guide
     class and what the next class needs; `--remote` fetches every asset and upstream.
 
+    `--check FILE` checks a lab `publication-manifest.json` or `package.json` the way
+    the lab's validators do (exit 0 passed, 1 a rule broken); rules that need the lab's
+    clone are listed as not checked.
+
     Example: registry publish 3f2a9c --promotion 9e1d --out pkg
     Example: registry publish --check pkg --remote
+    Example: registry publish --check publication-manifest.json
     """
     from registry.cli.exits import leave, with_code
     from registry.cli.output import print_json
@@ -56,6 +66,9 @@ def publish(
         if record is not None or out is not None:
             raise InvalidInput("--check takes a package folder alone",
                                hint="registry publish --check DIR [--remote]")
+        if check.is_file():
+            _lab(check, catalog, remote, json)
+            return
         closure = _check(check, remote, home)
         code = ExitCode.OK if closure.passed else ExitCode.FAILED
         print_json(with_code(closure, code)) if json else _print_closure(closure)
@@ -75,6 +88,36 @@ def publish(
         typer.echo(f"package of {package.record[:16]} written to {out} "
                    f"({len(package.suites)} suites, {len(package.figures)} figures), "
                    f"signed by {package.signer}")
+
+
+def _lab(path: Path, catalog: Path | None, remote: bool, json: bool) -> None:
+    from registry.cli.exits import leave, with_code
+    from registry.cli.output import console, print_json, table
+    from registry.errors import ExitCode, InvalidInput
+    from registry.publish.labcheck import check_lab_file
+
+    if remote:
+        raise InvalidInput("--remote checks registry packages; the lab's own remote audit "
+                           "(download, readelf, objcopy) is not done here",
+                           hint=f"registry publish --check {path}")
+    done = check_lab_file(path, catalog=catalog)
+    code = ExitCode.OK if done.passed else ExitCode.FAILED
+    if json:
+        print_json(with_code(done, code))
+    else:
+        if done.findings:
+            console.print(table(f"{done.kind} {path}", ["rule", "the lab's message"],
+                                [[f.rule, f.message] for f in done.findings]))
+        for rule in done.not_checked:
+            console.print(f"not checked (needs the lab's clone): {rule}", highlight=False)
+        if done.guide_class or done.missing:
+            console.print(f"guide class: {done.guide_class or 'none'}"
+                          + (f" (starter needs: {'; '.join(done.missing)})"
+                             if done.missing else ""), highlight=False)
+        console.print(f"{done.format} {done.status}: "
+                      + ("passed" if done.passed else f"{len(done.findings)} rules broken"),
+                      highlight=False, style="green" if done.passed else "bold red")
+    leave(code)
 
 
 def _sweep(text: str) -> tuple[XMetric, list[str]]:
