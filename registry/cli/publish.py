@@ -32,6 +32,9 @@ def publish(
     contributors: Annotated[Path | None, typer.Option(
         "--contributors", help="TOML of [[contributor]] entries; each status is derived "
                                "from evidence.")] = None,
+    credit: Annotated[list[str] | None, typer.Option(
+        "--credit", help="A contributor whose standing signed credit fact of this ledger "
+                         "the package carries (registry credit add).")] = None,
     check: Annotated[Path | None, typer.Option(
         "--check", help="Check the package in this folder instead of writing one; or a "
                         "lab publication-manifest.json or package.json, by the lab's "
@@ -81,7 +84,7 @@ def publish(
 
     package = publish_record(find(home), record, out, promotion=promotion,
                              profiles=[_sweep(p) for p in profile or []],
-                             contributors=contributors)
+                             contributors=contributors, credits=credit or [])
     if json:
         print_json(package)
     else:

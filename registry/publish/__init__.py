@@ -54,12 +54,14 @@ COMMANDS = {
 
 def publish_record(home: Home, prefix: str, out: Path, *, promotion: str | None = None,
                    profiles: Sequence[tuple[XMetric, Sequence[str]]] = (),
-                   contributors: Path | None = None) -> Package:
+                   contributors: Path | None = None, credits: Sequence[str] = ()) -> Package:
     """Write the package of record `prefix` into `out` (a new or empty folder), signed
     with this home's key; refused, writing nothing, when the record does not verify or
     carries something host-specific. `profiles`: sweeps, each an x metric and the
     records of its points (registry/publish/profile.py); `contributors`: a TOML file of
-    contributors, each status derived (registry/publish/contributors.py)."""
+    contributors, each status derived (registry/publish/contributors.py); `credits`:
+    contributors whose standing signed credit fact the package carries
+    (registry/publish/credits.py)."""
     from registry.errors import VerificationFailed
     from registry.formats.record import parse_statement
     from registry.store.query import checked_statement
@@ -74,8 +76,11 @@ def publish_record(home: Home, prefix: str, out: Path, *, promotion: str | None 
     keyid, key = ready_signer(home)
     files = _files(home, rid, statement)
     package = _package(home, rid, statement, files, promotion, keyid)
+    from registry.publish.credits import as_contributor, standing
+
     credited = [] if contributors is None else contributors_of(
         home, contributors, [p.sha256 for p in package.engine.patches])
+    credited += [as_contributor(standing(home, who)) for who in credits]
     package = package.model_copy(update={
         "profiles": [profile_of(home, ids, x) for x, ids in profiles],
         "contributors": credited})

@@ -113,6 +113,9 @@ class Contributor(Frozen):
     evidence: list[str] = Field(default_factory=empty_list)
     intake: Intake = Field(default_factory=Intake)
     provenance: Provenance = Field(default_factory=Provenance)
+    credit_fact: str | None = Field(None, description="the ledger's signed credit fact "
+                                                      "(registry/publish/credits.py)")
+    credit_signer: str | None = Field(None, description="the key that signed that fact")
 
 
 class PromotionRef(Frozen):
