@@ -39,6 +39,14 @@ def publish(
         "--check", help="Check the package in this folder instead of writing one; or a "
                         "lab publication-manifest.json or package.json, by the lab's "
                         "rules.")] = None,
+    rerun: Annotated[Path | None, typer.Option(
+        "--rerun", help="Run the package in this folder again from its own files (its "
+                        "launch, into DIR/run; a run/ already there is taken as it is), "
+                        "seal it here and judge it against the package's figures.")] = None,
+    models: Annotated[Path | None, typer.Option(
+        "--models", help="With --rerun: the folder ${REGISTRY_MODELS} names.")] = None,
+    min_performance: Annotated[float, typer.Option(
+        "--min-performance", help="With --rerun: the floor, new/packaged.")] = 0.95,
     catalog: Annotated[Path | None, typer.Option(
         "--catalog", help="With --check of a lab package.json: the lab's "
                           "repro/guide-catalog.json (its entry, its guide class).")] = None,
@@ -59,12 +67,22 @@ def publish(
 
     Example: registry publish 3f2a9c --promotion 9e1d --out pkg
     Example: registry publish --check pkg --remote
+    `--rerun DIR` runs a package again from its own files in this home and judges the
+    new run against the package's figures, one row each (exit 0 passed, 1 not).
+
     Example: registry publish --check publication-manifest.json
+    Example: registry publish --rerun pkg --models ~/models
     """
     from registry.cli.exits import leave, with_code
     from registry.cli.output import print_json
     from registry.errors import ExitCode, InvalidInput
 
+    if rerun is not None:
+        if record is not None or out is not None or check is not None:
+            raise InvalidInput("--rerun takes a package folder alone",
+                               hint="registry publish --rerun DIR [--models M]")
+        _rerun(rerun, models, min_performance, home, json)
+        return
     if check is not None:
         if record is not None or out is not None:
             raise InvalidInput("--check takes a package folder alone",
@@ -91,6 +109,27 @@ def publish(
         typer.echo(f"package of {package.record[:16]} written to {out} "
                    f"({len(package.suites)} suites, {len(package.figures)} figures), "
                    f"signed by {package.signer}")
+
+
+def _rerun(folder: Path, models: Path | None, floor: float, home: Path | None,
+           json: bool) -> None:
+    from registry.cli.exits import leave, with_code
+    from registry.cli.output import console, print_json, table
+    from registry.errors import ExitCode
+    from registry.publish.rerun import rerun_package
+
+    done = rerun_package(find(home), folder, models_dir=models, min_performance=floor)
+    code = ExitCode.OK if done.passed else ExitCode.FAILED
+    if json:
+        print_json(with_code(done, code))
+    else:
+        console.print(table(f"re-run of {done.package[:16]} as {done.record[:16]}",
+                            ["figure", "packaged", "re-run", "verdict", "why"],
+                            [[r.name, r.packaged, r.new or "-", r.verdict, r.why]
+                             for r in done.rows]))
+        console.print(f"verdict: {done.verdict}", highlight=False,
+                      style="green" if done.passed else "bold red")
+    leave(code)
 
 
 def _lab(path: Path, catalog: Path | None, remote: bool, json: bool) -> None:
