@@ -1,4 +1,4 @@
-"""`registry credit add FILE | list`: contributor credit as signed facts of the ledger
+"""`registry credit add|list`: contributor credit as signed facts of the ledger
 (registry/publish/credits.py)."""
 
 from __future__ import annotations

@@ -14,36 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
-
-from registry.base.model import Frozen, empty_list
 from registry.base.safeload import loads_json
 from registry.errors import InvalidInput
-
-MANIFEST_FORMAT = "neural.download.recipe-publication.v2"
-PACKAGE_FORMAT = "b70-model-package-v1"
-CATALOG_FORMAT = "b70-reproduction-guide-catalog-v1"
-
-
-class LabFinding(Frozen):
-    """One rule of the lab's validator that the file breaks."""
-
-    rule: str = Field(description="the field the rule is about, e.g. release.assets[3].url")
-    message: str = Field(description="the lab validator's message for it")
-
-
-class LabCheck(Frozen):
-    kind: str = Field(description="lab-publication-manifest or lab-package")
-    path: str
-    format: str | None = None
-    status: str | None = Field(None, description="publication_status, or the package's status")
-    passed: bool = Field(description="no rule that could be judged here is broken")
-    findings: list[LabFinding] = Field(default_factory=empty_list)
-    not_checked: list[str] = Field(default_factory=empty_list,
-                                   description="rules that need the lab's clone to judge")
-    guide_class: str | None = Field(None, description="derived from the guide catalog entry")
-    missing: list[str] = Field(default_factory=empty_list,
-                               description="gates between the guide class and starter-guide")
+from registry.publish.labrules import MANIFEST_FORMAT, PACKAGE_FORMAT, LabCheck
 
 
 def is_lab_file(path: Path) -> bool:
@@ -78,15 +51,3 @@ def read_json(path: Path) -> object:
         return loads_json(data)
     except ValueError as e:
         raise InvalidInput(f"{path}: not JSON ({e})") from None
-
-
-class Rules:
-    """Findings gathered while walking a document: `need(ok, rule, message)`."""
-
-    def __init__(self) -> None:
-        self.findings: list[LabFinding] = []
-
-    def need(self, ok: bool, rule: str, message: str) -> bool:
-        if not ok:
-            self.findings.append(LabFinding(rule=rule, message=message))
-        return ok

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from registry.publish.labcheck import CATALOG_FORMAT, Rules
+from registry.publish.labrules import CATALOG_FORMAT, Rules
 
 CLASSES = ("starter-guide", "candidate-portable-repro", "lab-replay", "record-capsule",
            "research-status", "archived")

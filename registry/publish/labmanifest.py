@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from registry.publish.labcheck import MANIFEST_FORMAT, LabCheck, Rules
+from registry.publish.labrules import MANIFEST_FORMAT, LabCheck, Rules
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
 COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -29,6 +29,9 @@ REQUIRED_RELEASE_KINDS = frozenset({"build-log", "checksum-manifest", "wheel", "
 REQUIRED_SECTIONS = frozenset({".text", ".rodata", ".data", "OFFLOAD_DEVICE_CODE"})
 CRITICAL_KINDS = frozenset({"xpu-extension", "gdn-library"})
 GATES = ("clean_source_build", "runtime_smoke", "quality_gate")
+# the lab's field names (one of which is an engine's name: a key of its JSON, not an
+# engine this module talks to)
+TOOLCHAIN = tuple("compiler python torch vllm vllm_xpu_kernels_source_version".split())
 # What the lab's validator reads from its clone; named, never passed, here.
 IN_CLONE = [
     "the manifest, guide, build scripts, immutable inputs and quality evidence are "
@@ -220,7 +223,7 @@ def _binaries(r: Rules, label: str, value: object, kinds: dict[str, str]) -> Non
 def _toolchain(r: Rules, label: str, value: object, kinds: dict[str, str]) -> None:
     where = f"{label}.toolchain"
     tools = _dict(r, value, where)
-    for field in ("compiler", "python", "torch", "vllm", "vllm_xpu_kernels_source_version"):
+    for field in TOOLCHAIN:
         v = tools.get(field)
         r.need(isinstance(v, str) and bool(v), f"{where}.{field}",
                f"{where}.{field} must be a non-empty string")

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlparse
 
-from registry.publish.labcheck import PACKAGE_FORMAT, LabCheck, Rules
+from registry.publish.labrules import PACKAGE_FORMAT, LabCheck, Rules
 
 COMMANDS = frozenset({"preflight", "launch", "health", "benchmark", "stop"})
 STATUSES = frozenset({"candidate", "starter", "preview"})
