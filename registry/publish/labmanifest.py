@@ -31,7 +31,7 @@ CRITICAL_KINDS = frozenset({"xpu-extension", "gdn-library"})
 GATES = ("clean_source_build", "runtime_smoke", "quality_gate")
 # the lab's field names (one of which is an engine's name: a key of its JSON, not an
 # engine this module talks to)
-TOOLCHAIN = tuple("compiler python torch vllm vllm_xpu_kernels_source_version".split())
+TOOLCHAIN = tuple("compiler python torch vllm vllm_xpu_kernels_source_version".split())  # noqa: SIM905
 # What the lab's validator reads from its clone; named, never passed, here.
 IN_CLONE = [
     "the manifest, guide, build scripts, immutable inputs and quality evidence are "
