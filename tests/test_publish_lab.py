@@ -140,3 +140,7 @@ def test_a_file_of_another_kind_is_refused_with_one_message(cli, tmp_path) -> No
     assert result.exit_code == 4 and "neither a lab publication-manifest.json" in result.stderr
     result = cli("publish", "--check", PUBLISHED, "--remote")
     assert result.exit_code == 4 and "remote audit" in result.stderr
+    broken = tmp_path / "publication-manifest.json"
+    broken.write_text("{")
+    result = cli("publish", "--check", broken)
+    assert result.exit_code == 4 and "not JSON" in result.stderr

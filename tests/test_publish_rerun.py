@@ -54,6 +54,9 @@ def test_a_package_alone_is_rerun_and_reproduced_in_a_fresh_home(cli, record, pa
     # have no interval, and each says it was not judged (never passed)
     figures = [r for r in done["rows"] if "/" in r["name"] and not r["name"].endswith("output")]
     assert figures and all(r["verdict"] == "not judged" for r in figures)
+    # its package.json given to --check means the package (not a lab file)
+    closure = json.loads(cli("publish", "--check", package / "package.json", "--json").stdout)
+    assert closure["path"] == str(package) and "guide_class" in closure
     shown = json.loads(cli("list", "--json").stdout)
     assert [r["id"] for r in shown] == [done["record"]]  # sealed in the stranger's home
 

@@ -87,9 +87,13 @@ def publish(
         if record is not None or out is not None:
             raise InvalidInput("--check takes a package folder alone",
                                hint="registry publish --check DIR [--remote]")
-        if check.is_file():
+        from registry.publish.labcheck import is_lab_file
+
+        if is_lab_file(check):
             _lab(check, catalog, remote, json)
             return
+        if check.is_file():  # a registry package's package.json: its folder
+            check = check.parent
         closure = _check(check, remote, home)
         code = ExitCode.OK if closure.passed else ExitCode.FAILED
         print_json(with_code(closure, code)) if json else _print_closure(closure)

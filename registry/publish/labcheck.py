@@ -20,8 +20,17 @@ from registry.publish.labrules import MANIFEST_FORMAT, PACKAGE_FORMAT, LabCheck
 
 
 def is_lab_file(path: Path) -> bool:
-    """Whether `--check PATH` names a lab file (a JSON file) rather than a package folder."""
-    return path.is_file()
+    """Whether `--check PATH` names a lab file rather than a package: a file that is not
+    a registry package's own `package.json` (that one means its folder)."""
+    from registry.publish.package import SCHEMA
+
+    if not path.is_file():
+        return False
+    try:
+        raw = loads_json(path.read_bytes())
+    except (OSError, ValueError):
+        return True  # check_lab_file says what is wrong with it
+    return not (isinstance(raw, dict) and raw.get("schema") == SCHEMA)
 
 
 def check_lab_file(path: Path, *, catalog: Path | None = None) -> LabCheck:
