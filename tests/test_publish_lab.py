@@ -20,12 +20,12 @@ LAB = ROOT / "tests" / "data" / "lab-publication"
 PUBLISHED = LAB / "published-qwen38-fp8" / "publication-manifest.json"
 DRAFT = LAB / "draft-minimax-h3" / "publication-manifest.json"
 PACKAGE = LAB / "package-minimax-h3" / "package.json"
-CATALOG = LAB / "guide-catalog-excerpt.json"
+CATALOG = LAB / "guide-catalog.json"
 
 
 def test_the_copies_are_the_bytes_sources_md_names() -> None:
     sources = (LAB / "SOURCES.md").read_text()
-    for path in (PUBLISHED, DRAFT, PACKAGE):
+    for path in (PUBLISHED, DRAFT, PACKAGE, CATALOG):
         assert hashlib.sha256(path.read_bytes()).hexdigest() in sources, path
 
 
@@ -103,6 +103,21 @@ def test_a_lab_package_passes_and_gets_its_guide_class(cli) -> None:
     without = json.loads(cli("publish", "--check", PACKAGE, "--json").stdout)
     assert without.get("guide_class") is None
     assert any("guide-catalog" in n for n in without["not_checked"])
+
+
+def test_no_guide_of_the_lab_earns_starter_and_each_keeps_its_stated_class() -> None:
+    """The lab's certification doc: "No current guide is certified as a starter-guide"."""
+    from registry.publish.labguide import guide_class
+    from registry.publish.labrules import Rules
+
+    guides = json.loads(CATALOG.read_text())["guides"]
+    assert len(guides) == 42
+    for entry in guides:
+        rules = Rules()
+        derived, missing = guide_class(rules, entry)
+        assert rules.findings == [], (entry["id"], rules.findings)
+        assert derived == entry["classification"] != "starter-guide"
+        assert missing[-len(entry["missing"]):] == entry["missing"]
 
 
 @pytest.mark.parametrize(("change", "message"), [
