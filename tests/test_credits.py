@@ -110,6 +110,15 @@ included_in = "{record[:12]}"
 {INTAKE}"""))
     assert result.exit_code == 6
     assert "its patch is not among the included patches" in result.stderr
+    unknown = cli("credit", "add", toml(tmp_path, f"""
+[[contributor]]
+id = "dominick253"
+kind = "external"
+status = "integrated"
+evidence = ["{ab}"]
+included_in = "{'f' * 12}"
+{INTAKE}"""))
+    assert unknown.exit_code == 5 and listed(cli) == []
 
 
 def test_a_package_carries_the_standing_signed_fact(cli, tmp_path, store_home, ab, record):  # noqa: F811

@@ -92,7 +92,7 @@ def _fact(home: Home, c: Contributor, included: str | None) -> CreditFact:
         raise InvalidInput(f"contributor {c.id}: state the status to record "
                            f"({', '.join(STATUSES)})")
     evidence = _full_ids(home, c.evidence)
-    record = _record(home, included) if included else None
+    record = _record(home, included) if included else None  # NotFound (5) when unknown
     status, reason, effect = derive(home, c.intake, evidence, _patches(home, record))
     if STATUSES.index(status) < STATUSES.index(c.stated_status):
         raise Refused(f"contributor {c.id}: stated {c.stated_status}, the evidence reaches "
@@ -125,13 +125,18 @@ def _record(home: Home, prefix: str) -> str:
 
 
 def _patches(home: Home, record: str | None) -> list[str]:
-    """The sha256 of every uncommitted change the record's sources carry."""
+    """The sha256 of every uncommitted change the record's sources carry (none when the
+    record is not here: then no patch of it can be shown to be included)."""
     if record is None:
         return []
+    from registry.errors import RegistryError
     from registry.formats.record import parse_statement
     from registry.store.query import checked_statement
 
-    _, _, data = checked_statement(home, record)
+    try:
+        _, _, data = checked_statement(home, record)
+    except RegistryError:
+        return []
     return [s.diff_sha256 for s in parse_statement(data).predicate.sources if s.diff_sha256]
 
 
