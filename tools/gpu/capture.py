@@ -26,7 +26,7 @@ from pathlib import Path
 MAX_BYTES = 2 << 20
 KEPT = ["runs/*/**", "logs/resolve-*.json", "logs/checkpoints/**", "logs/reproduce-*.log",
         "logs/figures.txt", "logs/nvidia-smi.txt", "logs/project.txt", "logs/records.txt",
-        "logs/failed.txt", "logs/diff-*.log", "logs/show-*.json", "logs/smi.csv",
+        "logs/failed.txt", "logs/diff-*.log", "logs/ab-*.log", "logs/show-*.json", "logs/smi.csv",
         "compare/agreement.json", "pipeline.log", "smi.csv"]
 
 

@@ -27,6 +27,9 @@
 #           starts of each, default 3: record, control, control, record, record,
 #           control), the whole job sampled by nvidia-smi (logs/smi.csv).
 #           (The eager lane is faster to start but bound by the host: docs/gpu.md.)
+# PLAN=ab (one GPU): `registry ab` of AB_A against AB_B (default the BF16-KV and explicit
+#           FP8-KV 3B lanes, same weights), --delta precision.kv_cache, AB_STARTS (3) starts
+#           a side, the whole job sampled by nvidia-smi (logs/smi.csv).
 #           TRUST_PEM=FILE: the new home also trusts that public key as a signer, so a
 #           later lease can go on with this home. RESUME=DIR (absolute): go on with an
 #           earlier controlled job's home instead of sealing again: DIR holds the
@@ -108,12 +111,12 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
   | tee "$W/logs/nvidia-smi.txt"
 git log -1 --format='project %H %s' | tee "$W/logs/project.txt"
 PLAN=${PLAN:-bf16}
-if [ "$PLAN" = controlled ]; then  # clocks, power, temperature, throttling: the whole job
-  LANES=" bf16 "  # its checkpoint only
+[ "$PLAN" = controlled ] || [ "$PLAN" = ab ] && LANES=" bf16 "  # its checkpoint only
+{  # clocks, power, temperature, throttling, utilisation: the whole job, every plan
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,memory.used,clocks_event_reasons.active \
     --format=csv -lms 250 > "$W/logs/smi.csv" 2>&1 &
   SMI_PID=$!
-fi
+}
 NAMES=(llama-3b)
 [ "$PLAN" = hybrid ] && NAMES=(hybrid-2b)
 [ "$GPUS" -ge 2 ] && [ "$PLAN" = followup ] && NAMES+=(llama-3b-kv-fp8)
@@ -154,6 +157,10 @@ if [ "$GPUS" -ge 2 ]; then
 fi
 if [ "$PLAN" = hybrid ]; then  # the sliding-window hybrid alone, on one GPU
   run_lane hybrid hybrid-2b-sliding-cuda
+elif [ "$PLAN" = ab ]; then  # is a 4% KV-precision difference decided on one GPU?
+  step ab-kv R ab "recipes/${AB_A:-llama-3b-bf16-kv-cuda}.toml" \
+    "recipes/${AB_B:-llama-3b-fp8-kv-cuda}.toml" --delta precision.kv_cache \
+    --starts "${AB_STARTS:-3}" --models "$MODELS" --out "$W/runs/ab" --json
 elif [ "$PLAN" = controlled ]; then  # does a control cancel what one GPU drifts by?
   LANE_RECIPE=${CONTROL_RECIPE:-llama-3b-bf16-kv-cuda}
   SEALED=${SEALED_STARTS:-3} EACH=${CONTROL_STARTS:-3}
