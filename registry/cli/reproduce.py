@@ -47,7 +47,16 @@ def reproduce(
         help="A control record run in alternating starts with this one ('teacher': the "
              "lane's teacher); the speed is judged against it.")] = None,
     starts: Annotated[int, typer.Option(
-        "--starts", min=1, help="With --control: engine starts of each, record first.")] = 2,
+        "--starts", min=1, help="With --control: engine starts of each before the first "
+                                "look at the verdict, record first.")] = 2,
+    max_starts: Annotated[int | None, typer.Option(
+        "--max-starts", min=1, show_default=False,
+        help="With --control: go on a pair at a time until the speed verdict is decided, "
+             "at most this many starts of each (default: --starts, one look).")] = None,
+    budget_minutes: Annotated[float | None, typer.Option(
+        "--budget-minutes", show_default=False,
+        help="With --control: start no further pair once this many minutes have passed.")]
+    = None,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
@@ -69,6 +78,7 @@ def reproduce(
                                 out_dir=out, allow_env_drift=allow_env_drift,
                                 min_performance=min_performance, max_rounds=rounds,
                                 dry_run=dry_run, control=control, starts=starts,
+                                max_starts=max_starts, budget_minutes=budget_minutes,
                                 hooks=bars.hooks if bars else None,
                                 progress=bars.hashed if bars else None)
     print_json(with_code(done, reproduced(done))) if json else _print(done)
@@ -145,10 +155,18 @@ def _controlled_lines(done: Reproduction) -> list[str]:
     if c is None:
         return []
     lines = [f"control     {c.control[:16]}, starts {' '.join(c.order)}"]
+    if c.stopped:
+        lines.append(f"  stopped: {c.stopped} (at most {c.max_starts} a side; each look at "
+                     f"{100 * (c.look_level or 0.95):.4g}%)")
     for s in c.suites:
         host = "-" if s.host_factor is None else f"{s.host_factor:.3f}"
         lines.append(f"  {s.suite}: the host ran at {host} x the control's sealed speed; "
                      f"uncontrolled verdict {c.uncontrolled.status}")
+        if s.why is not None:
+            lines.append(f"  {s.suite}: {s.why.status}: {s.why.reason}")
+    bases = sorted({e.basis for e in c.evidence})
+    if bases:
+        lines.append(f"  disturbance judged on: {'; '.join(bases)}")
     return lines
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from functools import cache
 
 from pydantic import Field
 
@@ -86,6 +87,7 @@ def pair_logs(figures: Sequence[StartFigure], a: str = "A", b: str = "B") -> lis
     return out
 
 
+@cache  # pure in (p, df); sequential looks and the simulations ask the same few again
 def t_quantile(p: float, df: int) -> float:
     """The p-quantile (p > 0.5) of Student's t with `df` degrees of freedom: the CDF,
     integrated numerically, inverted by bisection (no scipy in the registry)."""
