@@ -142,14 +142,15 @@ def simulate(residuals: Sequence[float], effect: float, plan: Looks, decide: Dec
              sealed_starts: int = 0) -> Simulated:
     """Runs of starts whose ln figures are `effect` (side B) plus residuals drawn with
     replacement, looked at as `plan` says; with `sealed_starts` > 0 each run judges
-    against sealed figures of that many starts a side, drawn the same way (a controlled
-    reproduction)."""
+    against sealed figures of that many starts a side, drawn the same way without the
+    effect (a controlled reproduction: B the record, A its control)."""
     rng = random.Random(seed)
     counts: dict[str, int] = {}
     total = 0
     for _ in range(trials):
+        # sealed at the true speed: the effect is what changed since (B now)
         sealed_a = [rng.choice(residuals) for _ in range(sealed_starts)]
-        sealed_b = [effect + rng.choice(residuals) for _ in range(sealed_starts)]
+        sealed_b = [rng.choice(residuals) for _ in range(sealed_starts)]
         a: list[float] = []
         b: list[float] = []
         outcome = "undecided"

@@ -54,7 +54,12 @@ def explain(figures: Sequence[StartFigure], evidence: Sequence[StartEvidence], *
                   else "inconclusive")
     margin = -math.log(min_ratio)  # a ratio of 1.0 passes once the half-width fits here
     needed = _needed(iv, [margin], sealed_weight, start_spreads, level)
-    return _why(status, iv, used, marks, evidence, needed, status == "inconclusive")
+    why = _why(status, iv, used, marks, evidence, needed, status == "inconclusive")
+    if why.reason.endswith(f"more than {MOST_STARTS} starts a side") and sealed_weight:
+        why = why.model_copy(update={"reason": why.reason.replace(
+            f"more than {MOST_STARTS} starts a side", "more starts than any run makes: the "
+            "sealed records' own few starts bound it; re-seal them over more starts")})
+    return why
 
 
 def explain_boost(figures: Sequence[StartFigure], evidence: Sequence[StartEvidence], *,
