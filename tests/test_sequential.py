@@ -176,3 +176,32 @@ def test_stop_reasons_and_bad_plans() -> None:
         looks(3, 2, None)
     with pytest.raises(InvalidInput, match="more than 0"):
         looks(2, 4, 0)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_dry_run_plans_the_looks_from_the_sealed_spread(store_home, tmp_path, cli) -> None:
+    """The compiled 3 B record and its control of the first controlled H200 lease: one look
+    at 2 a side foresees 3 a side for a ratio of 1.0 (tests/test_gpu_runs.py); a plan of up
+    to 6 looks each at a stricter level foresees no fewer, and says where it looks."""
+    import json
+    import shutil
+
+    from registry.seal import seal_run
+    from tests.test_disturbance import RUNS
+
+    host = RUNS / "h200x1-20261202-controlled"
+    ids = {name: seal_run(shutil.copytree(host / "runs" / name, tmp_path / name),
+                          home=store_home).id for name in ("record", "control")}
+    args = ["reproduce", ids["record"], "--control", ids["control"], "--dry-run",
+            "--models", tmp_path / "models", "--max-starts", "6"]
+    r = cli(*args, "--json")
+    assert r.exit_code in (0, 6), r.stderr  # drift: this host is not the H200
+    shown = json.loads(r.stdout)
+    assert shown["looks"]["first"] == 2 and shown["looks"]["most"] == 6
+    [seen] = shown["foreseen"]
+    assert seen["starts_for_parity"] >= 3
+    text = " ".join(cli(*args).stdout.split())
+    assert "first look after 2 starts a side, then after each pair up to 6" in text
+    assert "each look at 99% (the error spread over 5 looks)" in text
+    bad = cli(*args[:-1], "1")
+    assert bad.exit_code == 4 and "fewer than --starts" in bad.stderr

@@ -135,6 +135,8 @@ def _print_suite(done: AbResult, s: SuiteBoost) -> None:
         console.print(f"  {iv.method}; {s.verdict}", highlight=False)
     if s.why is not None:
         console.print(f"  {s.verdict}: {s.why.reason}", highlight=False)
+        console.print(f"  disturbance judged on: {s.why.basis or 'no start evidence'}",
+                      highlight=False)
 
 
 def _num(x: float | None) -> str:

@@ -94,7 +94,7 @@ def _print(done: Reproduction) -> None:
         from registry.cli.run import print_plan
 
         print_plan(done.plan)
-        for line in _foreseen_lines(done):
+        for line in _looks_lines(done) + _foreseen_lines(done):
             console.print(line, highlight=False)
     env = done.environment
     rows = [[f.name, _short(f.sealed), _short(f.now), "DRIFT" if f.drifted else f.state]
@@ -168,6 +168,17 @@ def _controlled_lines(done: Reproduction) -> list[str]:
     if bases:
         lines.append(f"  disturbance judged on: {'; '.join(bases)}")
     return lines
+
+
+def _looks_lines(done: Reproduction) -> list[str]:
+    """A sequential plan: where it looks, how far it may go, each look's level."""
+    p = done.looks
+    if p is None or p.count == 1:
+        return []
+    budget = f", or until {p.budget_s / 60:g} minutes have passed" if p.budget_s else ""
+    return [f"plan        first look after {p.first} starts a side, then after each pair up "
+            f"to {p.most}{budget};", f"            each look at {100 * p.each:.4g}% (the "
+            f"error spread over {p.count} looks)"]
 
 
 def _foreseen_lines(done: Reproduction) -> list[str]:

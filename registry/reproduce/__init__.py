@@ -72,6 +72,8 @@ class Reproduction(Frozen):
     gpu: GpuSummary | None = Field(None, description="the new run's GPU samples, summarised")
     foreseen: list[Foreseen] | None = Field(None, description="--control --dry-run: what the "
                                             "planned starts can decide, per suite")
+    looks: Looks | None = Field(None, description="--control: when the verdict is looked at "
+                                "(--starts, --max-starts, --budget-minutes) and each look's level")
     not_judged: list[str] = Field(default_factory=list, description="checks with nothing to "
                                   "judge (e.g. no unflagged sealed decode row): neither "
                                   "passed nor failed")
@@ -200,8 +202,8 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
                       hint="restore the environment, or run anyway with --allow-env-drift")
     formula, window = _formula(statement, recipe)
     if checked.dry_run:
-        return checked.model_copy(update={"foreseen": foresee(
-            original, control, starts, formula, window, min_performance)})
+        return checked.model_copy(update={"looks": plan, "foreseen": foresee(
+            original, control, starts, formula, window, min_performance, plan.each)})
     out = out_dir or Path("runs") / (f"{recipe.name}-controlled-{original.id[:12]}-"
                                      f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
     sides = {"record": (recipe, recipe_path, original.id, checked.environment),
@@ -227,7 +229,7 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
                                                "look_level": plan.each})
     first = load_sealed(home, next(s.record for s in done if s.side == "record"))
     judged = _judged(checked.model_copy(update={"run_dir": str(out), "record": first.id,
-                                                "controlled": controlled}),
+                                                "controlled": controlled, "looks": plan}),
                      home, statement, original, first, recipe, performance)
     return attest(home, judged)
 

@@ -144,7 +144,8 @@ def _start_evidence(s: ControlStart, seen: Evidence) -> StartEvidence:
 
 
 def foresee(original: SealedRun, control: SealedRun, starts: int,
-            formula: MetricFormula, window: int, min_ratio: float) -> list[Foreseen]:
+            formula: MetricFormula, window: int, min_ratio: float,
+            level: float = LEVEL) -> list[Foreseen]:
     """Per suite: if the starts now spread as the sealed ones did, the ratio `starts` a
     side must show to pass, and how many starts a side a ratio of 1.0 needs. The sealed
     records' own spread bounds it: no number of new starts removes their share."""
@@ -153,9 +154,9 @@ def foresee(original: SealedRun, control: SealedRun, starts: int,
         sealed = [_sealed_starts(run, name, formula, window) for run in (original, control)]
         spreads = [x for x in map(log_spread, sealed) if x]
         weight = _sealed_weight(*sealed)
-        now = foreseen_half(spreads, starts, weight)
+        now = foreseen_half(spreads, starts, weight, level)
         parity = next((n for n in range(1, MOST_STARTS + 1)
-                       if (h := foreseen_half(spreads, n, weight)) is not None
+                       if (h := foreseen_half(spreads, n, weight, level)) is not None
                        and math.exp(-h) >= min_ratio), None)
         var, _ = pooled(spreads)
         out.append(Foreseen(
