@@ -295,6 +295,13 @@ def test_a_sequential_ab_stops_when_decided_and_says_why(store_home, tmp_path) -
         assert "a decision needs" in suite.why.reason or "host disturbed" in suite.why.reason
     [v] = verifications_of(store_home, result.starts[0].record)
     assert v.statement.predicate.policy.parameters["stopped"] == result.stopped
+    from registry.cli.ab import _print
+    from registry.cli.output import console
+
+    with console.capture() as shown:
+        _print(result)
+    text = shown.get()
+    assert f"stopped: {result.stopped}" in text and suite.why.reason in " ".join(text.split())
     [boost] = [c for c in v.statement.predicate.checks if c.name.startswith("boost/")]
     assert suite.why.reason in boost.detail
 
@@ -395,6 +402,14 @@ def test_a_control_cancels_a_slower_host_end_to_end(store_home, tmp_path) -> Non
     assert done.performance.status != "failed", perf.detail
     assert done.verification and done.record in [s.record for s in c.starts]
     assert done.host_speed is not None  # both runs kept their probe (the client's host)
+    # the verdict says why, and on the CPU says what the disturbance rule had to go on
+    from registry.cli.reproduce import _verdict_lines
+
+    assert suite.why is not None and suite.why.reason in perf.detail
+    lines = "\n".join(_verdict_lines(done))
+    assert f"tiny-cold: {suite.why.status}: {suite.why.reason}" in lines
+    assert "stopped: " in lines and c.stopped and c.max_starts == 2
+    assert "disturbance judged on: no GPU samples: row spread and the host probe" in lines
 
 
 @SQLITE
