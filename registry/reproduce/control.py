@@ -4,10 +4,13 @@ sealed), so a host that is slower today as a whole fails neither.
 
 Order: record, control, control, record, ... (`starts` of each). Every start is a fresh
 engine, sealed (parent = the record it re-runs). Per suite, each start's figure is the
-median decode rate of its unflagged rows; D = mean over pairs of ln(record / control)
-now, minus ln(record / control) as sealed (each sealed figure the geometric mean of its
-record's starts). Its interval is Student's t with the start-to-start spread pooled from
-the pairs and from each sealed record's own starts (registry.measure.starts). Passed when
+median decode rate of its unflagged rows; D = mean ln(record now) - mean ln(control now),
+minus ln(record / control) as sealed (each sealed figure the geometric mean of its
+record's undisturbed starts), over the starts the disturbance rule does not mark. Its
+interval is Student's t over independent starts, the spread pooled within each side and
+from each sealed record's own starts (registry.reproduce.why, registry.measure.sequential:
+adjacent starts were not correlated on the kept H200 starts, so pairs bought nothing).
+Passed when
 the interval lies at or above the floor, failed when below, else inconclusive; slower
 when it lies below 1.0. Beside it: the host factor (control now / control sealed, the
 "host was N% slower") and the uncontrolled ratio of the same runs.
