@@ -167,6 +167,7 @@ def test_stop_reasons_and_bad_plans() -> None:
     plan = looks(2, 4, 30)
     assert plan.count == 3 and plan.each == pytest.approx(1 - 0.05 / 3)
     assert looks(3, None, None).each == pytest.approx(0.95)  # one look: the fixed design
+    assert stop_reason(False, 3, looks(3, None, None), 0) == "the planned 3 starts a side ran"
     assert stop_reason(True, 1, plan, 0) is None  # before the first look
     assert stop_reason(True, 2, plan, 0) == "decided after 2 starts a side"
     assert stop_reason(False, 3, plan, 0) is None

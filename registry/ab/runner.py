@@ -91,9 +91,10 @@ def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 
             done.append(_start(home, i, sides[side], out, models_dir, hooks, launcher,
                                on_start, 2 * plan.most, progress, sealed or {}))
         judged = judge(home, result, done, sides["A"].recipe)
-        stopped = stop_reason(judged.verdict not in ("inconclusive", "not comparable")
-                              or not judged.comparable, len(done) // 2, plan,
-                              time.monotonic() - began)
+        stopped = stop_reason(all(s.verdict != "inconclusive" for s in judged.suites),
+                              len(done) // 2, plan, time.monotonic() - began)
+        if not judged.comparable and len(done) // 2 >= plan.first:
+            stopped = "outputs of A and B differ (quality outcome): no boost to decide"
     return attest(home, judged.model_copy(update={
         "order": [s.side for s in done], "starts_per_side": len(done) // 2,
         "stopped": stopped}))

@@ -70,7 +70,8 @@ def stop_reason(decided: bool, n: int, plan: Looks, elapsed_s: float) -> str | N
     if decided:
         return f"decided after {n} starts a side"
     if n >= plan.most:
-        return f"most starts spent ({n} a side, --max-starts)"
+        return (f"the planned {n} starts a side ran" if plan.count == 1 else
+                f"most starts spent ({n} a side, --max-starts)")
     if plan.budget_s is not None and elapsed_s >= plan.budget_s:
         return (f"budget spent ({elapsed_s / 60:.1f} of {plan.budget_s / 60:g} minutes) "
                 f"after {n} starts a side")
