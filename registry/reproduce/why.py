@@ -107,14 +107,17 @@ def _why(status: str, iv: PairedInterval | None, used: list[int], marks: dict[in
         reason = f"decided on starts {', '.join(map(str, used))}"
         if marks:
             reason += f"; kept out: {disturbed_text(marks)}"
-    elif marks:
-        reason = disturbed_text(marks)
     elif iv is None or iv.spread is None:
-        reason = "no replicated start on each side: no spread to decide or plan from"
+        reason = ("no start of one side to decide on" if iv is None else
+                  "no replicated start: no spread to decide or plan from")
+        if marks:
+            reason = f"{disturbed_text(marks)}; the rest: {reason}"
     else:
         at = f"at this spread ({100 * iv.spread / math.sqrt(2):.1f}% a start)"
         reason = (f"{at} a decision needs {needed} starts a side" if needed else
                   f"{at} a decision needs more than {MOST_STARTS} starts a side")
+        if marks:
+            reason = f"{disturbed_text(marks)}; the undisturbed starts: {reason}"
     return Why(status=status, ratio=iv.ratio if iv else None, low=iv.low if iv else None,
                high=iv.high if iv else None, interval=iv, used=used, disturbed=marks,
                basis=basis, needed=needed if undecided else None, reason=reason)
