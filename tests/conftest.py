@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -13,6 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
+# Every container a test starts carries this session's label (inherited by the
+# subprocesses: workers, `registry run`); the session's end finds what is left.
+os.environ.setdefault("REGISTRY_CONTAINER_SESSION", f"pytest-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 # Real data from a B70 lab, byte-exact copies (tests/data/lab/README.md).
 FIXTURES = ROOT / "tests" / "data" / "lab"
 # The corpora beside the checkout (`../shared/fixtures`, or $REGISTRY_FIXTURES).
@@ -26,6 +30,21 @@ def corpus_scorer(corpus: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The suite leaves no container behind: those labelled with this session, or whose
+    owner is dead, are removed by id and fail the session."""
+    from tests.containers import leftovers, remove
+
+    left = leftovers(os.environ["REGISTRY_CONTAINER_SESSION"])
+    if left:
+        remove(left)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"FAILED: {len(left)} container(s) left running by the "
+                                f"tests, removed: {', '.join(c[:12] for c in left)}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @dataclass

@@ -102,7 +102,8 @@ def build_fleet(root: Path, url: str) -> Fleet:
     push(lead, get_remote(lead, "origin"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("REGISTRY_")}
     env.update(REGISTRY_KEYS_DIR=str(keys), REGISTRY_MODELS=str(models),
-               PYTHONPATH=str(ROOT))
+               PYTHONPATH=str(ROOT),
+               REGISTRY_CONTAINER_SESSION=os.environ.get("REGISTRY_CONTAINER_SESSION", ""))
     if "REGISTRY_HASH_CACHE" in os.environ:
         env["REGISTRY_HASH_CACHE"] = os.environ["REGISTRY_HASH_CACHE"]
     return Fleet(url=url, root=root, keys=keys, keyid=key.keyid, remote=remote,

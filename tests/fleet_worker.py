@@ -36,9 +36,31 @@ def fleet_launcher(models: Path, gap_s: float = 0.0005):  # type: ignore[no-unty
         if os.environ.get("FLEET_TEST_ENGINE_STARTS"):  # each start leaves a line there
             with open(os.environ["FLEET_TEST_ENGINE_STARTS"], "a") as starts:
                 starts.write(f"{out}\n")
+        if os.environ.get("FLEET_TEST_CONTAINER_IMAGE"):  # the same engine, in a container
+            return _boxed(plan, out, ["/usr/bin/python3", *argv[1:]], log.parent)
         return Engine(plan.model_copy(update={"argv": argv}), out)
 
     return launch
+
+
+def _boxed(plan, out, argv, folder):  # type: ignore[no-untyped-def]
+    """The scripted engine in a real podman container (runc), the host's Python mounted
+    into an empty image (tests/containers.py)."""
+    import tempfile
+
+    from registry.executor.container import ContainerEngine, container_argv, launch_of
+    from registry.recipe.schema import ContainerSpec
+    from tests.containers import HOST_MOUNTS, LIMITS
+
+    spec = ContainerSpec(image=os.environ["FLEET_TEST_CONTAINER_IMAGE"],
+                         oci_runtime="/usr/sbin/runc", ulimits=LIMITS,
+                         mounts=[*HOST_MOUNTS, f"{ROOT}:{ROOT}:ro", f"{folder}:{folder}:ro"])
+    name = f"registry-{plan.port}-fleet-test"
+    cidfile = str(Path(tempfile.mkdtemp(prefix="registry-cid-")) / "container.id")
+    boxed = container_argv(spec, argv, name=name, port=plan.port, env=plan.env, model=None,
+                           mounts=spec.mounts, cidfile=cidfile)
+    return ContainerEngine(plan.model_copy(update={
+        "argv": boxed, "python": None, "container": launch_of(spec, name, cidfile)}), out)
 
 
 def noop(job, ctx):  # type: ignore[no-untyped-def]

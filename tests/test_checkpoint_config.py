@@ -113,8 +113,8 @@ FP4 = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size":
 @pytest.mark.parametrize(("weights", "activations", "fmt", "token"), [
     (W4A16_GROUP["weights"], None, "pack-quantized", "int4-w4a16"),
     (INT8, {"num_bits": 8, "type": "int", "dynamic": True}, "int-quantized", "int8-w8a8"),
-    (FP8, {"num_bits": 8, "type": "float", "dynamic": True}, "float-quantized", "fp8-w8a8"),
-    (FP8, None, "float-quantized", "fp8-w8a16"),
+    (FP8, {"num_bits": 8, "type": "float", "dynamic": True}, "float-quantized", "fp8"),
+    (FP8, None, "float-quantized", "fp8"),  # the activations are their own field
     (FP4, FP4, "nvfp4-pack-quantized", "nvfp4-w4a4"),
 ])
 def test_compressed_tensors_weight_tokens(weights, activations, fmt: str, token: str) -> None:
@@ -123,7 +123,7 @@ def test_compressed_tensors_weight_tokens(weights, activations, fmt: str, token:
 
 @pytest.mark.parametrize(("q", "token"), [
     (None, "bfloat16"),
-    ({"quant_method": "fp8", "activation_scheme": "dynamic"}, "fp8-w8a8"),
+    ({"quant_method": "fp8", "activation_scheme": "dynamic"}, "fp8"),
     ({"quant_method": "gptq", "bits": 4, "group_size": 128}, "int4-w4a16"),
     ({"quant_method": "awq", "bits": 4, "group_size": 128}, "int4-w4a16"),
     ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}, "nf4"),
@@ -132,6 +132,22 @@ def test_compressed_tensors_weight_tokens(weights, activations, fmt: str, token:
 def test_weight_tokens_of_other_methods(q: dict[str, Any] | None, token: str) -> None:
     config = {"quantization_config": q} if q else {}
     assert quantization(config, "bfloat16", SRC).weights == token
+
+
+@pytest.mark.parametrize(("q", "activations"), [
+    ({"quant_method": "fp8", "activation_scheme": "dynamic"}, "fp8"),
+    ({"quant_method": "fp8", "activation_scheme": "static"}, "fp8"),
+    ({"quant_method": "fp8"}, None),  # no scheme: the config does not say
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {
+        "targets": ["Linear"], "weights": FP8,
+        "input_activations": {"num_bits": 8, "type": "float", "dynamic": True}}}}, "fp8"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {
+        "targets": ["Linear"], "weights": FP8, "input_activations": None}}}, "bfloat16"),
+])
+def test_fp8_weights_and_their_activations_are_two_fields(q: dict[str, Any],
+                                                         activations: str | None) -> None:
+    found = quantization({"quantization_config": q}, "bfloat16", SRC)
+    assert (found.weights, found.activations) == ("fp8", activations)
 
 
 def test_a_kv_scheme_alone_leaves_the_weights_unquantized() -> None:

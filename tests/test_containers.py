@@ -25,15 +25,44 @@ def _recipe(tmp_path: Path, extra: str) -> Path:
     return path
 
 
-def test_the_lab_s_packet_is_flagged_for_swap_above_memory() -> None:
-    result = check_packet(PACKETS / "qwen38-27b-fp8-tp2-b70")
-    assert result.services == ["two-gpu"] and not result.ok
+def test_a_real_lab_packet_passes_every_rule_of_the_lab_s_checker() -> None:
+    """qwen35-9b-w4a16-b70, byte for byte: both profiles, differing only in device
+    selection and tensor parallel size; the one finding is the host rule the lab's
+    checker lacks (every lab packet writes mem_limit 12g, memswap_limit 20g)."""
+    result = check_packet(PACKETS / "qwen35-9b-w4a16-b70")
+    assert result.services == ["one-gpu", "two-gpu"] and result.lab_ok and not result.ok
+    assert [(f.source, f.rule, f.service) for f in result.findings] == [
+        ("host", "swap", "one-gpu"), ("host", "swap", "two-gpu")]
+    assert "memswap_limit 20g is not mem_limit 12g: the engine may swap 8 GiB" in \
+        result.findings[0].message
+
+
+def test_the_lab_s_two_card_packet_is_flagged_for_swap_above_memory() -> None:
+    """Its package.json (not kept: 80 kB) lists two-gpu alone; without it the lab's
+    rule wants both profiles."""
+    result = check_packet(PACKETS / "qwen38-27b-fp8-tp2-b70", profiles=("two-gpu",))
+    assert result.services == ["two-gpu"] and result.lab_ok and not result.ok
     assert [(f.rule, f.service) for f in result.findings] == [("swap", "two-gpu")]
-    assert "memswap_limit 20g is not mem_limit 12g" in result.findings[0].message
+    alone = check_packet(PACKETS / "qwen38-27b-fp8-tp2-b70")
+    assert [(f.source, f.rule) for f in alone.findings] == [("lab", "profiles"),
+                                                          ("host", "swap")]
+    assert "compose.yaml has no one-gpu service" in alone.findings[0].message
+
+
+def test_a_packet_whose_profiles_drift_apart_is_flagged(tmp_path: Path) -> None:
+    text = (PACKETS / "qwen35-9b-w4a16-b70" / "compose.yaml").read_text()
+    one, two = text.split("  two-gpu:\n")
+    drifted = one + "  two-gpu:\n" + two.replace('"0.95"', '"0.90"').replace(
+        'FI_TCP_IFACE: "lo"', 'FI_TCP_IFACE: "eth0"')
+    (tmp_path / "compose.yaml").write_text(drifted)
+    found = [f.message for f in check_packet(tmp_path).findings if f.source == "lab"]
+    assert found == ["the two profiles should differ only in device selection, but differ "
+                     "in ['FI_TCP_IFACE', 'ONEAPI_DEVICE_SELECTOR', 'ZE_AFFINITY_MASK']",
+                     "serving arguments differ beyond tensor parallel size"]
 
 
 def test_the_same_packet_with_swap_equal_to_memory_passes() -> None:
-    result = check_packet(PACKETS / "qwen38-27b-fp8-tp2-b70-noswap")
+    result = check_packet(PACKETS / "qwen38-27b-fp8-tp2-b70-noswap", profiles=("two-gpu",))
     assert result.ok, result.findings
 
 
@@ -42,10 +71,12 @@ def test_a_packet_that_contradicts_its_recipe_is_a_mismatch(tmp_path: Path) -> N
              "7cd7bb16b1fd2e679f0230a38b2f0242fe1c278853867e697c0ce139be2133d2")
     same = load_recipe(_recipe(tmp_path, f'[engine.container]\nimage = "{image}"\n'
                                          'memory = "12g"\nmemory_swap = "12g"\n'))
-    assert check_packet(PACKETS / "qwen38-27b-fp8-tp2-b70-noswap", same).ok
+    assert check_packet(PACKETS / "qwen38-27b-fp8-tp2-b70-noswap", same,
+                        profiles=("two-gpu",)).ok
     other = load_recipe(_recipe(tmp_path, f'[engine.container]\nimage = "x/y@{DIGEST}"\n'
                                           'memory = "8g"\nmemory_swap = "8g"\n'))
-    found = check_packet(PACKETS / "qwen38-27b-fp8-tp2-b70-noswap", other).findings
+    found = check_packet(PACKETS / "qwen38-27b-fp8-tp2-b70-noswap", other,
+                         profiles=("two-gpu",)).findings
     assert [f.rule for f in found] == ["recipe"] * 3
     assert "the recipe's 'x/y@" in found[0].message
 
@@ -118,7 +149,8 @@ def test_the_launcher_s_forwarded_env_is_read_outside_if_blocks(tmp_path: Path) 
                         '  --env PYTHONHASHSEED=0  # after a one-line guard\n')
     assert forwarded_env(launcher) == {"FI_PROVIDER", "ZE_AFFINITY_MASK", "PYTHONHASHSEED"}
     result = check_packet(PACKETS / "qwen38-27b-fp8-tp2-b70-noswap",
-                          launcher_env={"FI_PROVIDER", "NOT_IN_THE_PACKET"})
+                          launcher_env={"FI_PROVIDER", "NOT_IN_THE_PACKET", "IMAGE"},
+                          profiles=("two-gpu",))
     assert [f.rule for f in result.findings] == ["launcher-env"]
     assert "NOT_IN_THE_PACKET" in result.findings[0].message
 

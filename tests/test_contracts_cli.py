@@ -193,6 +193,7 @@ def test_import_lab_oracles_as_the_laguna_lane_teacher(store_home, cli) -> None:
         "precision.weights": "int4-w4a16", "precision.draft_weights": "fp8-w8a16",
         "precision.kv_cache": "bfloat16", "precision.kv_scales": "n/a",
         "model.revision": "4bbfc285f2f8b3b6b526274c133b7b17aae6c8cb",
+        "precision.activations": None,  # a recipe's `activations` is the model dtype: unbound
         "suite.sha256": "9fdaacfdc4de59407a73cbe0d8130fa0f6abe91fed782e399a58adbc035ea638"}
     assert binding["source"]["kind"] == "lab-oracles"
     assert len(binding["prompts"]) == 13

@@ -152,3 +152,31 @@ def test_queue_add_refuses_a_claim_whose_evidence_names_no_hardware(
     r = cli("queue", "add", "dominick253-qwen36-27b-fp8-tp2")
     assert r.exit_code == 4 and "names no hardware" in r.stderr, r.stderr
     assert "--hardware" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_probe_reads_the_kernel_log_bounded_and_keeps_it(tmp_path, monkeypatch) -> None:
+    """A line written to the kernel's log (/dev/kmsg, as a driver would) is in the probe's
+    evidence; the lines are bounded; where no reader works the log says 'not readable'."""
+    import uuid
+
+    from registry.fleet.policy import HostPolicy, health_probe
+
+    marker = f"registry-test fault marker {uuid.uuid4().hex}"
+    try:
+        Path("/dev/kmsg").write_text(marker + "\n")
+    except OSError as e:
+        pytest.skip(f"cannot write the kernel log here: {e.strerror}")
+    probe = health_probe(HostPolicy(probe=["true"], kernel_log_minutes=5, kernel_log_lines=50))
+    log = probe.kernel_log
+    assert probe.passed and log is not None
+    if not log.readable:
+        pytest.skip(f"the kernel log is {log.note}")
+    assert any(marker in line for line in log.lines), log.note
+    assert len(log.lines) <= 50 and log.minutes == 5 and log.source in ("dmesg", "journalctl -k")
+    one = health_probe(HostPolicy(probe=["true"], kernel_log_minutes=1440, kernel_log_lines=1))
+    assert one.kernel_log and len(one.kernel_log.lines) == 1 and one.kernel_log.truncated
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither journalctl nor dmesg
+    none = health_probe(HostPolicy(probe=[sys.executable, "-c", "pass"]))
+    assert none.kernel_log and not none.kernel_log.readable and not none.kernel_log.lines
+    assert none.kernel_log.note == ("not readable: journalctl: not installed; "
+                                    "dmesg: not installed")

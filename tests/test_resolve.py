@@ -136,13 +136,16 @@ def test_without_the_draft_the_capacity_cannot_run_and_the_version_cannot_decide
 
 
 def test_qwen_fp8_weights_never_make_an_fp8_cache(tmp_path: Path) -> None:
+    """vLLM reads no KV scheme from an fp8 config (Fp8Config has none; its KV method only
+    loads scales for an explicit fp8 cache): `auto` stores the model dtype, the method named
+    as the evidence, never the weights' precision."""
     (tmp_path / "server.log").write_bytes(QWEN_LOG.read_bytes())
     r = resolve_run(tmp_path)
     kv = r.fields["precision.kv_cache"]
-    assert kv.resolved is None and kv.status is Status.unresolved
-    assert "auto" in (kv.rule or "")
+    assert kv.resolved == "float16" and kv.status is Status.undeclared
+    assert "quantization=fp8" in (kv.rule or "") and "auto" in (kv.rule or "")
     assert r.value("precision.weights") == "fp8" and r.value("precision.dtype") == "float16"
-    assert r.fields["precision.kv_scales"].status is Status.unresolved
+    assert r.value("precision.kv_scales") == "n/a"
     assert (r.value("parallel.tensor"), r.value("parallel.expert")) == (2, 1)
     assert (r.value("kv.capacity_tokens"), r.value("kv.memory_gib")) == (59904, 2.0)
 

@@ -157,12 +157,14 @@ def test_a_config_line_hard_wrapped_by_a_terminal_is_rejoined(tmp_path: Path, wi
 @pytest.mark.parametrize(("quantization", "kv"), [
     ("None", "bfloat16"), ("awq", "bfloat16"), ("awq_marlin", "bfloat16"),
     ("bitsandbytes", "bfloat16"), ("mxfp4", "bfloat16"), ("gptq_marlin", "bfloat16"),
-    ("compressed-tensors", None), ("fp8", None), ("modelopt", None)])
+    ("fp8", "bfloat16"), ("quark", "bfloat16"),
+    ("compressed-tensors", None), ("modelopt", None), ("hqq", None)])
 def test_auto_kv_without_a_checkpoint(tmp_path: Path, quantization: str, kv: str | None) -> None:
     """`quantization=None`: no quantization_config, so no KV scheme: auto is the model
-    dtype. A weight-only method's config (AWQ, GPTQ, bitsandbytes, MXFP4) carries no KV
-    scheme either; compressed-tensors, fp8 or modelopt may: without the checkpoint,
-    unresolved."""
+    dtype. vLLM reads no KV scheme from AWQ, GPTQ, bitsandbytes, MXFP4, fp8 or quark
+    configs either (registry/engines/vllm/resolve/kv.py cites its source); compressed-
+    tensors and modelopt may carry one, and a method not checked is never guessed:
+    without the checkpoint, unresolved."""
     r = resolve(tmp_path, config(quantization=quantization), READY)
     assert r.value("precision.kv_cache") == kv
 

@@ -85,7 +85,7 @@ class KVScales(Frozen):
 
 class Quantization(Frozen):
     method: str | None = Field(None, description="quant_method, e.g. compressed-tensors, fp8")
-    weights: str = Field(description="weight format token: bfloat16, int4-w4a16, fp8-w8a8 ...")
+    weights: str = Field(description="weight format token: bfloat16, int4-w4a16, fp8 ...")
     summary: str = Field(description="one line on the weight scheme")
     activations: str | None = Field(
         None, description="what the quantized matmuls take as input: fp8 / int8 when the config "

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from registry.base.model import Frozen
 from registry.claims.models import ClaimedIdentity
+from registry.formats import display
 from registry.formats.metricwords import ClaimMetric
 from registry.formats.record import Statement
 
@@ -87,7 +88,7 @@ def _quantization(c: ClaimedIdentity, v: Any) -> AxisMatch:
     are unresolved neither confirms nor refutes a claimed `A8` / `A16`)."""
     weights, acts = v("precision.weights"), v("precision.activations")
     claimed = SCHEME.search(str(c.quantization or "").lower())
-    shown = weights if acts is None else f"{weights} activations={acts}"
+    shown = display.precision(weights, acts)
     if claimed is None or weights is None or SCHEME.search(str(weights).lower()):
         return _axis("quantization", c.quantization, shown, _contains(weights, c.quantization),
                      "the claim's quantization words are all in the record's precision.weights")

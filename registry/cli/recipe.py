@@ -91,28 +91,33 @@ def check_packet_cmd(
         help="The recipe the packet must agree with (image digest, memory, swap).")] = None,
     launcher: Annotated[Path | None, typer.Option(
         help="The launcher whose always-forwarded --env names the packet must set.")] = None,
+    profile: Annotated[list[str] | None, typer.Option(
+        help="A profile the packet ships (repeat; default: its package.json says, else "
+             "one-gpu and two-gpu).")] = None,
     json: Json = False,
 ) -> None:
-    """Check a container packet as the lab's check-container-packet.py does, plus swap
-    equal to memory; with --recipe, a packet that contradicts the recipe is a mismatch.
-    Exit 1 when anything is found.
+    """Check a container packet as the lab's check-container-packet.py does, plus the
+    host rule it lacks (swap equal to memory); with --recipe, a packet that contradicts
+    the recipe is a mismatch. Each finding names whose rule it is. Exit 1 when anything
+    is found.
 
-    Example: registry recipe check-packet tests/data/lab-packets/qwen38-27b-fp8-tp2-b70
+    Example: registry recipe check-packet tests/data/lab-packets/qwen35-9b-w4a16-b70
     """
     from registry.cli.output import console, print_json, safe
     from registry.recipe import load_recipe
     from registry.recipe.packet import check_packet, forwarded_env
 
     wanted = forwarded_env(launcher) if launcher else set()
-    result = check_packet(path, load_recipe(recipe) if recipe else None, wanted)
+    result = check_packet(path, load_recipe(recipe) if recipe else None, wanted,
+                          tuple(profile) if profile else None)
     if json:
-        print_json(result.model_dump() | {"ok": result.ok})
+        print_json(result.model_dump() | {"ok": result.ok, "lab_ok": result.lab_ok})
     else:
         for f in result.findings:
-            console.print(f"FAIL {safe(f.service or '-')}: [{f.rule}] {safe(f.message)}",
-                          highlight=False, markup=False)
-        if result.ok:
-            console.print(f"ok   {safe(str(path))}: {', '.join(result.services)}",
-                          highlight=False, markup=False)
+            console.print(f"FAIL {safe(f.service or '-')}: [{f.source}: {f.rule}] "
+                          f"{safe(f.message)}", highlight=False, markup=False)
+        verdict = "ok  " if result.lab_ok else "FAIL"
+        console.print(f"{verdict} {safe(str(path))}: the lab's checker rules "
+                      f"({', '.join(result.services)})", highlight=False, markup=False)
     if not result.ok:
         raise typer.Exit(1)

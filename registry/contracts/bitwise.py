@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from registry.contracts.teacher import AXES, Teacher, TeacherRow, row_text_sha256
+from registry.contracts.teacher import AXES, Teacher, TeacherRow, binds, row_text_sha256
 from registry.formats.rundir import BenchRow
 from registry.formats.verdict import (
     Check,
@@ -68,7 +68,7 @@ def bitwise_teacher(rows: Sequence[BenchRow], teacher: Teacher | None,
 def axis_differences(teacher: Mapping[str, str | None], run: Mapping[str, str | None]) -> list[str]:
     """One reason per binding axis whose values differ, naming both values."""
     return [f"{a} {_shown(t)} vs {_shown(r)}: {_why(a, t, r)}"
-            for a in AXES if (t := teacher.get(a)) != (r := run.get(a))]
+            for a in AXES if (t := teacher.get(a)) != (r := run.get(a)) and binds(a, t)]
 
 
 def kernel_differences(teacher: Mapping[str, str | None] | None,

@@ -31,7 +31,11 @@ IDENTITY_AXES = (
     "precision.kv_scales", "model.revision",
 )
 SUITE_AXIS = "suite.sha256"
-AXES = (*IDENTITY_AXES, SUITE_AXIS)
+# The matmuls' input precision (W8A8 vs W8A16 on the same fp8 weights gives other tokens).
+# A teacher made before the axis was bound (schema v1 without it), or whose activations
+# were unresolved or undeclared then, names none and binds none: `binds` says so.
+ACTIVATION_AXIS = "precision.activations"
+AXES = (*IDENTITY_AXES, ACTIVATION_AXIS, SUITE_AXIS)
 KERNEL_AXES = (
     "attention.backend", "graph.compilation_mode", "graph.cudagraph_mode", "engine.version",
     "container.image",
@@ -66,10 +70,12 @@ class Teacher(Frozen):
         "(a lab oracle, or one set before kernels were bound), bound to none"))
 
 
-    @field_validator("axes")
+    @field_validator("axes", mode="before")
     @classmethod
-    def _every_axis(cls, axes: Axes) -> Axes:
-        if set(axes) != set(AXES):
+    def _every_axis(cls, axes: Any) -> Any:
+        if isinstance(axes, dict) and ACTIVATION_AXIS not in axes:
+            axes = {**axes, ACTIVATION_AXIS: None}  # a teacher bound before the axis was
+        if not isinstance(axes, dict) or set(axes) != set(AXES):
             raise ValueError(f"axes must name exactly {list(AXES)}, got {sorted(axes)}")
         return axes
 
@@ -89,7 +95,14 @@ class Teacher(Frozen):
 def binding_axes(identity: ResolvedIdentity, suite_sha256: str | None) -> Axes:
     """A run's binding axes: the resolved (proven) values, never the declared ones; an
     unresolved field is None even when the resolver knows part of it."""
-    return {**{a: _text(_proven(identity, a)) for a in IDENTITY_AXES}, SUITE_AXIS: suite_sha256}
+    return {**{a: _text(_proven(identity, a)) for a in (*IDENTITY_AXES, ACTIVATION_AXIS)},
+            SUITE_AXIS: suite_sha256}
+
+
+def binds(axis: str, teacher_value: str | None) -> bool:
+    """Whether the teacher's value on `axis` binds a run: every axis does, but the
+    activation axis only where the teacher names a value."""
+    return axis != ACTIVATION_AXIS or teacher_value is not None
 
 
 def kernel_axes(identity: ResolvedIdentity) -> Axes:
@@ -115,6 +128,9 @@ def declared_axes(recipe: Recipe, given: Mapping[str, str | None]) -> Axes:
         "precision.weights": p.weights,
         "precision.draft_weights": p.draft_weights,
         "precision.kv_cache": kv,
+        # a recipe's `activations` is the model dtype, not the matmuls' input: unbound
+        # unless given (`--axis precision.activations=fp8`)
+        ACTIVATION_AXIS: None,
         # the resolver's word for an unquantized cache (registry/engines/vllm/resolve/kv.py)
         "precision.kv_scales": "n/a" if kv in UNQUANTIZED_KV else None,
         "model.revision": recipe.model.revision,

@@ -17,6 +17,7 @@ from registry.errors import InvalidInput
 
 if TYPE_CHECKING:  # the types only: the engines' own modules sit above these layers
     from registry.formats.identity import ResolvedIdentity
+    from registry.formats.record import PublishedFigure
     from registry.logs import LogScan
     from registry.recipe.schema import BenchmarkSpec, PrecisionSpec, Recipe
     from registry.resolve.inputs import Checkpoints
@@ -87,6 +88,21 @@ class EnginePlugin(Protocol):
         """What the recipe declares, under the identity field names."""
         ...
 
+    def declared_launch(self, argv: list[str]) -> dict[str, Any] | None:
+        """What a capsule's launch command line declares, under the identity field names;
+        None when the line is not this engine's (the unnamed default reads any line)."""
+        ...
+
+    def declared_named(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Named values (a launch JSON's keys, an identity or env file's KEY=VALUE) under
+        the identity field names, where they spell this engine's arguments."""
+        ...
+
+    def declared_log(self, log: Path) -> tuple[dict[str, Any], int] | None:
+        """What the engine's log says it was asked for beyond its defaults (fields, line),
+        read apart from the resolver; None when the log prints no such line."""
+        ...
+
     def scan_log(self, log: Path, markers: dict[str, str]) -> LogScan:
         """The log's failure evidence (errors, tracebacks, ready) and `[[expect]]` counts."""
         ...
@@ -94,6 +110,11 @@ class EnginePlugin(Protocol):
     def resolve(self, run_dir: Path, log: Path, name: str, recipe: Recipe | None,
                 given: Given) -> ResolvedIdentity:
         """The run's identity from its log `name` (at `log`), each field with evidence."""
+        ...
+
+    def published_figures(self, path: Path, name: str) -> list[PublishedFigure]:
+        """Figures the engine's own tools publish in a capsule file `name` (at `path`), as
+        published figures, unproven (llama.cpp: llama-bench tables); none: []."""
         ...
 
 

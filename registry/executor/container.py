@@ -10,28 +10,48 @@ bounded by timeouts; a runtime that is missing or fails is one clear error.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from registry.errors import EngineFailed, InvalidInput
-from registry.executor.engine import Cleanup, Engine, EngineProcess
+from registry.executor import orphans, runtime
+from registry.executor.engine import Cleanup, Engine, EngineProcess, StopStep
 from registry.formats.rundir import ContainerFacts, ContainerLaunch, LaunchPlan
 from registry.recipe.schema import ContainerSpec
 
 INSPECT_TIMEOUT_S = 60.0
-STOP_GRACE_S = 20
+CIDFILE_WAIT_S = 30.0  # the runtime writes the id when it creates the container
+
+
+def labels(name: str) -> dict[str, str]:
+    """The container's labels: its run, its owner (this process, with its start time,
+    so that a reused pid is never taken for it), and the session of
+    $REGISTRY_CONTAINER_SESSION where set (a CI run finds its own leftovers by it)."""
+    me = os.getpid()
+    found = {runtime.RUN_LABEL: name, runtime.OWNER_LABEL: f"{me}:{orphans.start_time(me)}"}
+    session = os.environ.get(runtime.SESSION_ENV)
+    if session and re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", session):
+        found[runtime.SESSION_LABEL] = session
+    return found
 
 
 def container_argv(spec: ContainerSpec, engine_argv: list[str], *, name: str, port: int,
                    env: dict[str, str], model: str | None, mounts: list[str],
-                   platform: str = "cpu") -> list[str]:
+                   platform: str = "cpu", cidfile: str | None = None) -> list[str]:
     """`<runtime> run` for the engine's argv: the environment is passed by name only
     (`--env NAME`: the values travel in the runtime's own environment, never on its
     command line), the model read-only, the port on loopback, the platform's devices
     (XPU: /dev/dri and group render; CUDA: the NVIDIA runtime) unless the recipe names
-    its own."""
+    its own; labelled with its run and owner, its id written to `cidfile`."""
     argv = [spec.runtime, "run", "--rm", "--name", name]
+    for key, value in labels(name).items():
+        argv += ["--label", f"{key}={value}"]
+    if cidfile:
+        argv += ["--cidfile", cidfile]
     if spec.oci_runtime:
         argv += ["--runtime", spec.oci_runtime]
     for limit, value in sorted(spec.ulimits.items()):
@@ -63,8 +83,9 @@ def container_argv(spec: ContainerSpec, engine_argv: list[str], *, name: str, po
     return [*argv, spec.image, *engine_argv]
 
 
-def launch_of(spec: ContainerSpec, name: str) -> ContainerLaunch:
-    return ContainerLaunch(runtime=spec.runtime, image=spec.image, name=name, pinned=spec.pinned)
+def launch_of(spec: ContainerSpec, name: str, cidfile: str | None = None) -> ContainerLaunch:
+    return ContainerLaunch(runtime=spec.runtime, image=spec.image, name=name, pinned=spec.pinned,
+                           cidfile=cidfile)
 
 
 def _runtime(runtime: str) -> str:
@@ -129,37 +150,69 @@ def check_digest(facts: ContainerFacts) -> None:
                            hint="load the pinned image, or pin the digest you mean")
 
 
-def stop_container(launch: ContainerLaunch, grace_s: int = STOP_GRACE_S) -> str | None:
-    """`<runtime> stop --time N NAME`: the runtime signals the engine inside and removes
-    the container (`--rm`); a container already gone is fine. Returns the runtime's
-    complaint, if any (the engine keeps it as `stop_note`; the teardown that follows
-    still checks the port and the runtime's processes)."""
-    runtime = shutil.which(launch.runtime)
-    if runtime is None:
-        return f"{launch.runtime} not found: container {launch.name} not stopped"
-    try:
-        done = subprocess.run([runtime, "stop", "--time", str(grace_s), launch.name],
-                              capture_output=True, text=True, timeout=grace_s + 30,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return f"{launch.runtime} stop {launch.name}: no answer"
-    gone = "no such container" in done.stderr.lower() or "no container with" in done.stderr.lower()
-    return None if done.returncode == 0 or gone else done.stderr.strip()[:300]
-
-
 class ContainerEngine(Engine):
-    """The engine process is `<runtime> run`; its stop goes through the runtime first
-    (`<runtime> stop`: the engine inside gets its signal and grace), then the usual
-    teardown of the runtime's own process."""
+    """The engine process is `<runtime> run`; its container's id (from `--cidfile`) joins
+    the engine's pid file, so that the next worker on the host stops the container of a
+    worker killed with -9 (registry/executor/orphans.py). The stop goes through the
+    runtime first (by id, under the host's policy: registry/executor/runtime.py), then
+    the usual teardown of the runtime's own process; the runtime's steps lead
+    `cleanup.steps`."""
 
     def __init__(self, launch: LaunchPlan, log_path: Path) -> None:
         super().__init__(launch, log_path)
-        self.stop_note: str | None = None
+        self.container_id: str | None = None
+
+    def start(self) -> None:
+        super().start()
+        box = self.plan.container
+        if box is None or self.proc is None:
+            return
+        self._register(None)  # by its exact name until the runtime has written the id
+        deadline = time.monotonic() + CIDFILE_WAIT_S
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            cid = _read_cid(box.cidfile)
+            if cid:
+                self.container_id = cid
+                self._register(cid)
+                return
+            time.sleep(0.1)
+
+    def _register(self, cid: str | None) -> None:
+        assert self.proc is not None and self.plan.container is not None
+        box = self.plan.container
+        orphans.register(self.policy.pid_dir, self.proc.pid, str(self.log_path),
+                         container={"runtime": box.runtime, "name": box.name, "id": cid})
 
     def stop(self) -> Cleanup:
-        if self.proc is not None and self.cleanup is None and self.plan.container:
-            self.stop_note = stop_container(self.plan.container)
-        return super().stop()
+        box = self.plan.container
+        if self.proc is None or self.cleanup is not None or box is None:
+            return super().stop()
+        at = time.monotonic()
+        ref = self.container_id or box.name
+        steps, gone = runtime.stop(box.runtime, ref, self.policy.grace_s, self.policy.kill)
+        offset = time.monotonic() - at  # the process's teardown's times follow the runtime's
+        cleanup = super().stop()
+        first = StopStep(step=f"{box.runtime} stop", at_s=0.0, gone=gone,
+                         detail="; ".join(steps) or "not running")
+        later = [s.model_copy(update={"at_s": round(s.at_s + offset, 3)})
+                 for s in cleanup.steps]
+        stopped_by = cleanup.stopped_by if cleanup.steps else f"{box.runtime} stop"
+        if any("--signal SIGKILL" in step for step in steps):
+            stopped_by = "KILL container"  # a hard kill, as the host policy counts them
+        self.cleanup = cleanup.model_copy(update={
+            "steps": [first, *later], "seconds": round(time.monotonic() - at, 3),
+            "stopped_by": stopped_by if gone else "left running"})
+        return self.cleanup
+
+
+def _read_cid(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        cid = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return cid if re.fullmatch(r"[0-9a-f]{12,64}", cid) else None
 
 
 def engine_for_plan(launch: LaunchPlan, log_path: Path) -> EngineProcess:

@@ -73,18 +73,22 @@ def set_stop_policy(policy: StopPolicy) -> None:
 
 
 class StopStep(Frozen):
-    """One step of a teardown: the signal sent, to whom, when (s after the stop began)."""
+    """One step of a teardown: the signal sent (or the stop command run), to whom, when
+    (s after the stop began)."""
 
     step: str
     at_s: float
     gone: bool = Field(description="whether the engine was gone when its grace ended")
+    detail: str | None = Field(None, description="the stop command's exit and last line")
 
 
 class Cleanup(Frozen):
     """How the engine went away: recorded in status.json."""
     pid: int | None = None  # the server's pid, also its session and process group id
     exit_code: int | None
-    stopped_by: str  # "exited" | "TERM server" | "TERM group" | "KILL group" | "left running"
+    # "exited" | "TERM server" | "stop command" | "<SIGNAL> launcher" | "TERM group" |
+    # "KILL group" | "<runtime> stop" | "KILL container" | "left running"
+    stopped_by: str
     seconds: float
     port_closed: bool
     leftover_pids: list[int]
@@ -246,29 +250,24 @@ class Engine:
             return self.cleanup or Cleanup(exit_code=None, stopped_by="never started",
                                            seconds=0.0, port_closed=True, leftover_pids=[])
         start = time.monotonic()
-        proc, pid, policy = self.proc, self.proc.pid, self.policy
-        steps: list[tuple[str, Callable[[], None], float]] = [
-            ("TERM server", lambda: proc.send_signal(signal.SIGTERM), policy.grace_s),
-            ("TERM group", lambda: _killpg(pid, signal.SIGTERM), policy.group_grace_s),
-        ]
-        if policy.kill:
-            steps.append(("KILL group", lambda: _killpg(pid, signal.SIGKILL), GROUP_GRACE_S))
+        proc, pid = self.proc, self.proc.pid
 
         def gone() -> bool:
             return proc.poll() is not None and not session_pids(pid)
 
         stopped_by, done = "exited", []
-        for name, send, grace in steps:
+        for name, send, grace in self._stop_steps():
             if gone():
                 break
             stopped_by = name
             at = round(time.monotonic() - start, 3)
-            send()
-            done.append(StopStep(step=name, at_s=at, gone=_wait_until(gone, grace)))
+            detail = send()
+            done.append(StopStep(step=name, at_s=at, gone=_wait_until(gone, grace),
+                                 detail=detail))
         if gone():
             proc.wait()
             _LIVE.discard(pid)
-            orphans.forget(policy.pid_dir, pid)
+            orphans.forget(self.policy.pid_dir, pid)
         else:  # the policy forbids SIGKILL: left running, its pid file kept, reported
             stopped_by = "left running"
         self.cleanup = Cleanup(
@@ -277,6 +276,51 @@ class Engine:
             port_closed=not port_open(self.plan.host, self.plan.port),
             leftover_pids=session_pids(pid), steps=done)
         return self.cleanup
+
+    def _stop_steps(self) -> list[tuple[str, Callable[[], str | None], float]]:
+        """The teardown's steps: the recipe's launcher stop where it has one (its stop
+        command, its signal to the launcher), else SIGTERM to the server; then SIGTERM
+        to the group; SIGKILL of the group only where the host policy (and the recipe's
+        stop, where it has one) allows it."""
+        assert self.proc is not None
+        proc, pid, policy, recipe = self.proc, self.proc.pid, self.policy, self.plan.stop
+
+        def signal_to(sig: signal.Signals) -> Callable[[], str | None]:
+            return _quiet(lambda: proc.send_signal(sig))
+
+        steps: list[tuple[str, Callable[[], str | None], float]] = []
+        if recipe is None:
+            steps.append(("TERM server", signal_to(signal.SIGTERM), policy.grace_s))
+        else:
+            if recipe.command:
+                steps.append(("stop command", lambda: self._stop_command(recipe.grace_s),
+                              recipe.grace_s))
+            steps.append((f"{recipe.signal} launcher", signal_to(signal.Signals[recipe.signal]),
+                          recipe.grace_s))
+        steps.append(("TERM group", _quiet(lambda: _killpg(pid, signal.SIGTERM)),
+                      policy.group_grace_s))
+        if policy.kill and (recipe is None or recipe.kill):
+            steps.append(("KILL group", _quiet(lambda: _killpg(pid, signal.SIGKILL)),
+                          GROUP_GRACE_S))
+        return steps
+
+    def _stop_command(self, timeout: float) -> str:
+        """The recipe's stop command, as an argv in the engine's environment and folder:
+        its exit and last line of output (the run keeps them in `cleanup.steps`)."""
+        assert self.plan.stop is not None and self.plan.stop.command
+        argv = self.plan.stop.command
+        try:
+            done = subprocess.run(resolve_command(argv), capture_output=True, text=True,
+                                  timeout=timeout, env=engine_env(self.plan),
+                                  cwd=self.plan.cwd, stdin=subprocess.DEVNULL)
+        except EngineFailed as e:
+            return e.message
+        except subprocess.TimeoutExpired:
+            return f"no answer in {timeout:g} s"
+        except OSError as e:
+            return f"did not start ({e.strerror})"
+        last = ((done.stdout + done.stderr).strip().splitlines() or [""])[-1][:300]
+        return f"exit {done.returncode}" + (f": {last}" if last else "")
 
     def __enter__(self) -> Engine:
         self.start()
@@ -321,6 +365,15 @@ def sigint_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if caught:
         raise KeyboardInterrupt
+
+
+def _quiet(send: Callable[[], None]) -> Callable[[], str | None]:
+    """A step that sends a signal: nothing to report."""
+    def step() -> str | None:
+        send()
+        return None
+
+    return step
 
 
 def _killpg(pgid: int, sig: signal.Signals) -> None:

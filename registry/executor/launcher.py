@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from registry.base.files import write_bytes
 from registry.base.hashing import sha256_file
 from registry.errors import InvalidInput
 from registry.formats.rundir import LauncherFacts, LaunchPlan
@@ -56,8 +57,24 @@ def printed_settings(log: Path) -> dict[str, str]:
     return {}
 
 
-def launcher_facts(launch: LaunchPlan, log: Path, exit_code: int | None) -> LauncherFacts:
+def keep_copy(launch: LaunchPlan, copy: Path) -> None:
+    """The launcher's bytes as the run begins, kept in the run directory: sealed with
+    the record, they let `reproduce` restore the launcher by its digest."""
+    assert launch.launcher is not None
+    try:
+        data = Path(launch.launcher).read_bytes()
+    except OSError as e:
+        raise InvalidInput(f"engine.launcher: cannot read {launch.launcher} "
+                           f"({e.strerror})") from None
+    write_bytes(copy, data)
+
+
+def launcher_facts(launch: LaunchPlan, log: Path, exit_code: int | None,
+                   copy: Path | None = None) -> LauncherFacts:
+    """What the launcher was: its digest is the kept copy's (the bytes when the run
+    began), else the file's now."""
     assert launch.launcher is not None
     path = Path(launch.launcher)
-    return LauncherFacts(path=str(path), sha256=sha256_file(path), argv=launch.argv,
+    digest = sha256_file(copy if copy is not None and copy.is_file() else path)
+    return LauncherFacts(path=str(path), sha256=digest, argv=launch.argv,
                          settings=printed_settings(log), exit_code=exit_code)

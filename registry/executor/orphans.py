@@ -10,6 +10,13 @@ Two guards, since a worker killed with SIGKILL runs no cleanup of its own:
   down; one that stays names an engine whose owner died first. `reap` (run by every
   worker before it takes a job) stops such an engine: SIGTERM to its process group, a
   grace period, then SIGKILL only where the policy allows. By pid, never by pattern.
+
+An engine in a container is more than its process: the runtime keeps the container
+running when its client dies (conmon is not in the client's group). So its pid file
+also names the container (runtime, exact name, and its id once the runtime wrote it),
+and `reap` stops that container first, by id, through its runtime and under the same
+policy, and only one whose `registry.owner` label names the dead owner (a reused name
+is never taken for it); then the client's group as above.
 """
 
 from __future__ import annotations
@@ -23,8 +30,12 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
+from typing import Any
+
+from pydantic import Field
 
 from registry.base.model import Frozen
+from registry.executor import runtime
 
 PR_SET_PDEATHSIG = 1
 
@@ -63,11 +74,13 @@ def alive(pid: int, started: int | None) -> bool:
     return started is not None and start_time(pid) == started
 
 
-def register(folder: Path, pid: int, log: str) -> None:
+def register(folder: Path, pid: int, log: str,
+             container: dict[str, str | None] | None = None) -> None:
+    """Write (or rewrite) the engine's pid file; `container`: runtime, name, id."""
     folder.mkdir(parents=True, exist_ok=True)
     owner = os.getpid()
     doc = {"pid": pid, "started": start_time(pid), "owner": owner,
-           "owner_started": start_time(owner), "log": log}
+           "owner_started": start_time(owner), "log": log, "container": container}
     path = folder / f"engine-{pid}.json"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc))
@@ -85,8 +98,9 @@ class Reaped(Frozen):
     pid: int
     owner: int
     log: str | None = None
+    container: str | None = Field(None, description="its container's id (or exact name)")
     steps: list[str]
-    gone: bool
+    gone: bool = Field(description="its process group, and its container where it had one")
 
 
 def reap(folder: Path, grace_s: float = 10.0, kill: bool = True) -> list[Reaped]:
@@ -100,14 +114,41 @@ def reap(folder: Path, grace_s: float = 10.0, kill: bool = True) -> list[Reaped]
             continue  # a file being written, or not ours: left alone
         if alive(owner, doc.get("owner_started")):
             continue  # its owner runs it
-        if not alive(pid, doc.get("started")):
-            path.unlink(missing_ok=True)
+        box, box_steps, box_gone = _stop_container(doc, grace_s, kill)
+        if not alive(pid, doc.get("started")) and not box_steps:
+            if box_gone:
+                path.unlink(missing_ok=True)
             continue
         steps, gone = _stop_group(pid, doc.get("started"), grace_s, kill)
-        if gone:
+        if gone and box_gone:
             path.unlink(missing_ok=True)
-        out.append(Reaped(pid=pid, owner=owner, log=doc.get("log"), steps=steps, gone=gone))
+        out.append(Reaped(pid=pid, owner=owner, log=doc.get("log"), container=box,
+                          steps=box_steps + steps, gone=gone and box_gone))
     return out
+
+
+def _stop_container(doc: dict[str, Any], grace_s: float,
+                    kill: bool) -> tuple[str | None, list[str], bool]:
+    """The dead owner's container, stopped by id: (its ref, the steps, whether gone)."""
+    box = doc.get("container")
+    if not isinstance(box, dict) or box.get("runtime") not in ("podman", "docker"):
+        return None, [], True
+    kind = str(box["runtime"])
+    ref = str(box.get("id") or box.get("name") or "")
+    if not ref or not runtime.exists(kind, ref):
+        return ref or None, [], True
+    want = f"{doc.get('owner')}:{doc.get('owner_started')}"
+    if runtime.label(kind, ref, runtime.OWNER_LABEL) != want:
+        return ref, [f"{kind} container {ref} is not the dead owner's: left alone"], True
+    cid = ref if box.get("id") else _id_of(kind, ref)
+    steps, gone = runtime.stop(kind, cid, grace_s, kill)
+    return cid, steps, gone
+
+
+def _id_of(kind: str, name: str) -> str:
+    """A container named exactly so (the pid file had no id yet): its id."""
+    ids = runtime.labelled(kind, runtime.RUN_LABEL, name)
+    return ids[0] if len(ids) == 1 else name
 
 
 def _stop_group(pid: int, started: int | None, grace_s: float,

@@ -124,8 +124,12 @@ def plan(recipe: Recipe, platform: PlatformProfile | None = None, *, port: int,
                                             "engine.launcher_args")]
         if python:  # the launcher gets the engine's interpreter by its path
             argv = [python, *argv[1:]]
+        stop = recipe.engine.stop
+        if stop and stop.command:
+            stop = stop.model_copy(update={"command": expand(stop.command, found,
+                                                             "engine.stop.command")})
         return launch.model_copy(update={"argv": [*launcher_argv, "--", *argv],
-                                         "launcher": str(path),
+                                         "launcher": str(path), "stop": stop,
                                          "python": None})
     if container:
         return _in_container(launch, container, found, cache_root)
@@ -142,11 +146,12 @@ def _in_container(launch: LaunchPlan, spec: ContainerSpec, found: Mapping[str, s
         model = str(Path(launch.cwd) / model)
         engine_argv[engine_argv.index("--model") + 1] = model
     name = "registry-" + re.sub(r"[^A-Za-z0-9_.-]", "-", f"{launch.port}-{cache_root.name}")
+    cidfile = str(cache_root / "container.id")
     argv = container_argv(spec, engine_argv, name=name, port=launch.port, env=env, model=model,
                           mounts=expand(spec.mounts, found, "engine.container.mounts"),
-                          platform=launch.platform)
+                          platform=launch.platform, cidfile=cidfile)
     return launch.model_copy(update={"argv": argv, "env": env,
-                                     "container": launch_of(spec, name)})
+                                     "container": launch_of(spec, name, cidfile)})
 
 
 def _python(recipe: Recipe, argv: list[str], found: Mapping[str, str]) -> str | None:

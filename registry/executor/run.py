@@ -39,7 +39,7 @@ from registry.executor.engine import (
 from registry.executor.environment import gather
 from registry.executor.gpu import Sampler
 from registry.executor.interpreter import probe as probe_python
-from registry.executor.launcher import launcher_facts
+from registry.executor.launcher import keep_copy, launcher_facts
 from registry.executor.plan import model_path, plan, variables
 from registry.executor.profiles import PlatformProfile
 from registry.executor.suite import Suite, load_suites
@@ -226,6 +226,8 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
     ready_s: float | None = None
     reason: str | None = "interrupted"
     try:
+        if launch.launcher:
+            keep_copy(launch, out_dir / rundir.LAUNCHER_SCRIPT)
         _preflight(recipe, launch)
         engine.start()
         served = engine.wait_ready(timeout, hooks.waiting)
@@ -269,7 +271,8 @@ def _execute(recipe: Recipe, launch: LaunchPlan, suites: list[Suite], out_dir: P
         cleanup = engine.stop()
         if launch.launcher:
             write_model(out_dir / rundir.LAUNCHER,
-                        launcher_facts(launch, out_dir / rundir.SERVER_LOG, cleanup.exit_code))
+                        launcher_facts(launch, out_dir / rundir.SERVER_LOG, cleanup.exit_code,
+                                       out_dir / rundir.LAUNCHER_SCRIPT))
         if reason is None and not cleanup.clean:
             reason = f"teardown left the port open or processes {cleanup.leftover_pids}"
         state = RunState.complete if reason is None else RunState.failed

@@ -2,8 +2,9 @@
 (lab-workflow.md section 5; docs/fleet.md):
 
 - an engine fault is not retried: the run stops, its evidence is kept, one bounded
-  health probe runs, and the host is held for a person (the hold file; no worker on
-  the host takes a job until a person removes it). Retrying is opt-in
+  health probe runs (the device tool, then the kernel log of the last
+  `kernel_log_minutes`, kept with the probe), and the host is held for a person
+  (the hold file; no worker on the host takes a job until a person removes it). Retrying is opt-in
   (`retry_engine_faults`);
 - a stop is SIGTERM, a grace period, then SIGKILL only where `stop.kill` allows, each
   step recorded in the run (registry/executor/engine.py); a hard kill is itself a
@@ -34,6 +35,7 @@ from pydantic import Field, ValidationError
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, Refused
 from registry.executor.engine import StopPolicy
+from registry.executor.kernellog import KernelLog, read_kernel_log
 from registry.executor.orphans import default_dir
 from registry.executor.storage import GIB, Admission, admit
 
@@ -49,6 +51,10 @@ class HostPolicy(Frozen):
     probe: list[str] | None = Field(None, description="the health probe's argv; default: "
                                                       "the host's device tool")
     probe_timeout_s: float = Field(60.0, gt=0, le=600)
+    kernel_log_minutes: int = Field(60, ge=1, le=1440, description="how far back the probe "
+                                                                  "reads the kernel log")
+    kernel_log_lines: int = Field(200, ge=1, le=10_000, description="the most kernel log "
+                                                                  "lines it keeps")
     lane_lock: Path = Field(default_factory=lambda: default_dir() / "lane.lock")
     hold_file: Path = Field(default_factory=lambda: default_dir() / "host-held.json")
 
@@ -118,11 +124,14 @@ class ProbeResult(Frozen):
     exit_code: int | None
     seconds: float
     output: str = Field(description="its last 2,000 characters")
+    kernel_log: KernelLog | None = Field(None, description="the kernel's lines around the "
+                                                           "fault, or why they were unreadable")
 
 
 def health_probe(policy: HostPolicy) -> ProbeResult:
     """One bounded probe: the policy's command, else the host's device tool, else
-    `true` on a host without one (nothing to probe but that the host runs a process)."""
+    `true` on a host without one (nothing to probe but that the host runs a process);
+    then the kernel log, bounded in time and lines ("not readable" where it is not)."""
     argv = policy.probe or _device_probe()
     start = time.monotonic()
     try:
@@ -134,8 +143,11 @@ def health_probe(policy: HostPolicy) -> ProbeResult:
         code, output = None, f"timed out after {policy.probe_timeout_s:.0f} s"
     except OSError as e:
         code, output = None, f"did not start: {e}"
+    kernel = read_kernel_log(policy.kernel_log_minutes * 60, policy.kernel_log_lines,
+                             min(policy.probe_timeout_s, 30.0))
     return ProbeResult(argv=argv, passed=code == 0, exit_code=code,
-                       seconds=round(time.monotonic() - start, 3), output=output)
+                       seconds=round(time.monotonic() - start, 3), output=output,
+                       kernel_log=kernel)
 
 
 def _device_probe() -> list[str]:

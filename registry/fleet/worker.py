@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("registry.fleet")
 SEALED = ("sealing", "sealed", "pushing")
+HARD_KILLS = ("KILL group", "KILL container")  # a stop that needed SIGKILL
 """Phases after which the record may exist only in the worker's own home."""
 
 
@@ -355,8 +356,10 @@ def _fault(opts: WorkerOptions, spec: JobSpec, e: Exception) -> str:
     write_model(evidence, probe)
     why = str(e) if isinstance(e, RegistryError) else f"{type(e).__name__}: {e}"
     verdict = "passed" if probe.passed else f"FAILED (exit {probe.exit_code})"
+    kernel = probe.kernel_log.note if probe.kernel_log else "not read"
     reason = (f"engine fault, not retried (host policy): {why}; health probe "
-              f"`{' '.join(probe.argv)}` {verdict} in {probe.seconds} s ({evidence}); "
+              f"`{' '.join(probe.argv)}` {verdict} in {probe.seconds} s, kernel log: "
+              f"{kernel} ({evidence}); "
               f"host held for a person: {opts.policy.hold_file}")
     hold(opts.policy, reason, spec.id, str(evidence))
     return reason
@@ -380,7 +383,7 @@ def _hard_kill(opts: WorkerOptions, spec: JobSpec) -> str | None:
             cleanup = json.loads((run / "status.json").read_text()).get("cleanup") or {}
         except (OSError, ValueError, AttributeError):
             continue
-        if isinstance(cleanup, dict) and cleanup.get("stopped_by") == "KILL group":
+        if isinstance(cleanup, dict) and cleanup.get("stopped_by") in HARD_KILLS:
             reason = (f"the engine of {run.name} ignored SIGTERM and was killed (SIGKILL of "
                       f"its group): a hard kill is a fault; host held for a person: "
                       f"{opts.policy.hold_file}")

@@ -38,6 +38,21 @@ def identity(value: object) -> str:
     return str(value)
 
 
+def precision(weights: object, activations: object) -> str:
+    """Weights and the matmuls' input as one text in every view (`fp8 activations=fp8`,
+    `fp8 activations=bfloat16`: W8A16), weights alone where the activations are
+    unresolved: never one token that claims both (`fp8-w8a8`) from the weights."""
+    shown = identity(weights)
+    return shown if activations is None else f"{shown} activations={identity(activations)}"
+
+
+def against(declared: object, by: str | None, resolved: object, evidence: str | None) -> str:
+    """A declaration the evidence contradicts, one way in every view: `declared 4
+    (launch.json: argv), evidence 2 (server.log:30)`: both values and where each is."""
+    return (f"declared {identity(declared)}" + (f" ({by})" if by else "")
+            + f", evidence {identity(resolved)}" + (f" ({evidence})" if evidence else ""))
+
+
 def number(value: float | int | None) -> str:
     """A figure one way in every view: whole numbers in plain digits (`1112832`, as
     --json and CSV have them), others to 6 significant figures; `-` for none."""

@@ -107,6 +107,10 @@ FIELDS: dict[str, tuple[Kind, str]] = {
     "timing.first_eval_tps": (Kind.performance, "first request's decode tokens/s (log)"),
     "timing.first_draft_acceptance": (Kind.performance, "first draft acceptance (log)"),
     "timing.mean_eval_tps": (Kind.performance, "mean of the log's per-request decode t/s"),
+    # llama-perplexity: a quality figure of the model at the run's context, never a speed
+    "quality.perplexity": (Kind.performance, "final perplexity estimate (lower is better)"),
+    "quality.perplexity_error": (Kind.performance, "that estimate's +/- (standard error)"),
+    "quality.perplexity_chunks": (Kind.performance, "chunks the perplexity was computed over"),
 }
 
 # Always shown side by side in a diff, even when equal.

@@ -17,7 +17,7 @@ from registry.base.redaction import Redaction
 from registry.base.safeload import loads_json
 from registry.base.versions import WIRE, refuse_newer
 from registry.errors import NotFound, VerificationFailed
-from registry.formats.display import identity
+from registry.formats.display import identity, precision
 from registry.formats.figures import SuiteResult as SuiteResult  # where its readers find it
 from registry.formats.identity import ResolvedIdentity
 from registry.formats.runfacts import Environment as HostFacts
@@ -229,6 +229,6 @@ def summary_line(predicate: Predicate) -> str:
     engine = v("engine.commit") or v("engine.version")
     unproven = UNPROVEN if mark(predicate.unproven, predicate.identity) else ""
     return (f"{unproven}{lane}: {identity(v('model.architecture'))} "
-            f"weights={identity(v('precision.weights'))} "
+            f"weights={precision(v('precision.weights'), v('precision.activations'))} "
             f"kv={identity(v('precision.kv_cache'))} tp={identity(v('parallel.tensor'))} "
             f"engine={identity(engine)}")

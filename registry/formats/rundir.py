@@ -5,7 +5,7 @@ evidence) and seal (hashes all of it). See docs/run-directory.md.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -19,6 +19,7 @@ from registry.formats.runfacts import (
     GPU_SAMPLES,
     LAUNCH,
     LAUNCHER,
+    LAUNCHER_SCRIPT,
     METRICS_AFTER,
     METRICS_BEFORE,
     OUTPUTS,
@@ -46,6 +47,7 @@ __all__ = [
     "GPU_SAMPLES",
     "LAUNCH",
     "LAUNCHER",
+    "LAUNCHER_SCRIPT",
     "METRICS_AFTER",
     "METRICS_BEFORE",
     "OUTPUTS",
@@ -73,6 +75,23 @@ __all__ = [
 ]
 
 
+class EngineStop(Frozen):
+    """How a launcher's engine is stopped (recipe `[engine.stop]`, docs/containers.md):
+    the package's own stop command first (the lab's packages: `docker stop -t 30 NAME`),
+    then a signal to the launcher, each with its grace; SIGKILL of the group only where
+    both this and the host's policy allow it."""
+
+    command: list[str] | None = Field(
+        None, min_length=1, max_length=64, description="run first, as an argv (never a "
+        "shell line), in the engine's environment and folder; may use ${VAR}")
+    signal: Literal["SIGTERM", "SIGINT", "SIGQUIT", "SIGHUP"] = Field(
+        "SIGTERM", description="then sent to the launcher's process")
+    grace_s: float = Field(30.0, gt=0, le=3600, description="after the command, and after "
+                                                            "the signal")
+    kill: bool = Field(False, description="SIGKILL the group when the graces ran out (the "
+                                          "host policy's `stop.kill` must allow it too)")
+
+
 class ContainerLaunch(Frozen):
     """The container a plan starts: its runtime, image and name (the argv holds the rest)."""
 
@@ -80,6 +99,8 @@ class ContainerLaunch(Frozen):
     image: str
     name: str = Field(description="the container's name: `<runtime> stop NAME` stops it")
     pinned: bool = Field(description="the image is named by its digest")
+    cidfile: str | None = Field(None, description="where the runtime writes the container's "
+                                                  "id (`--cidfile`)")
 
 
 class LaunchPlan(Frozen):
@@ -94,6 +115,8 @@ class LaunchPlan(Frozen):
     port: int
     cache_dirs: dict[str, str] = Field(default_factory=dict, description="private, cold caches")
     launcher: str | None = Field(None, description="launcher script, when one wraps the engine")
+    stop: EngineStop | None = Field(None, description="the launcher's stop (recipe "
+                                                      "[engine.stop]); unset: the host's")
     engine: str | None = Field(None, description="the engine plug-in (recipe engine.name); "
                                "absent from plans written before there was a second engine")
     container: ContainerLaunch | None = Field(None, description="set: argv runs a container")

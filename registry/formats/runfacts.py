@@ -27,6 +27,7 @@ PROBE = "probe.json"  # the host speed probe before and after the suite (executo
 GPU_SAMPLES = "gpu-samples.csv"  # nvidia-smi samples through the suite, when it exists
 CONTAINER = "container.json"  # ContainerFacts: the image and runtime a container run used
 LAUNCHER = "launcher.json"  # LauncherFacts: the launcher, its printed settings, its exit
+LAUNCHER_SCRIPT = "launcher.script"  # the launcher's bytes as they were when the run began
 STARTS = "starts"  # starts/<k>/: engine start k of `run --starts N` (its log, status, probe)
 
 

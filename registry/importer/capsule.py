@@ -35,7 +35,7 @@ from registry.importer.findings import findings
 from registry.importer.labbench import convert_bench
 from registry.importer.layout import Arm, Layout, Role, detect
 from registry.importer.manifest import Checked, check
-from registry.importer.published import published_figures
+from registry.importer.published import engine_figures, published_figures
 from registry.importer.status import lab_outcome
 from registry.importer.walk import load_json
 from registry.measure.results import suite_results
@@ -133,11 +133,13 @@ def _predicate(capsule: Path, layout: Layout, arm: Arm, checked: Checked, arms: 
     lab = _lab_identity(capsule, arm)
     bench = convert_bench(capsule / rows_file, lab.get("suite_sha256")) if rows_file else None
     declared = declared_from(capsule, log, arm.files.get(Role.launch, []),
-                             arm.files.get(Role.identity, []))
+                             arm.files.get(Role.identity, []), arm.files.get(Role.summary, []),
+                             _readmes(files, arm))
     identity = _identity(capsule, arm, recipe, options, declared)
     published = published_figures(
         capsule, [*arm.files.get(Role.summary, []), *([rows_file] if rows_file else []),
-                  *arm.files.get(Role.claim, [])], bench.rows if bench else None)
+                  *arm.files.get(Role.claim, [])], bench.rows if bench else None) \
+        + engine_figures(capsule, arm_files(layout, arm))
     missing = [m for m in checked.missing if _belongs(layout, arm, m)]
     state, reason = lab_outcome(capsule, arm.files.get(Role.status, []),
                                 arm.files.get(Role.summary, []), log, missing)
@@ -226,6 +228,14 @@ def _identity(capsule: Path, arm: Arm, recipe: Recipe | None, options: Options,
         identity = identity.model_copy(update={"notes": [
             "the capsule holds no engine log for this run: no field is resolved"]})
     return identity if recipe else with_declared(identity, declared)
+
+
+def _readmes(files: list[str], arm: Arm) -> list[str]:
+    """The README of the arm's folder, then those of the folders above it (the capsule's)."""
+    folders = [arm.folder, *(str(p) for p in PurePosixPath(arm.folder).parents)]
+    names = {PurePosixPath(f).parent.as_posix(): f for f in files
+             if PurePosixPath(f).name.lower() == "readme.md"}
+    return [names[d] for d in ("." if f in ("", ".") else f for f in folders) if d in names]
 
 
 def with_declared(identity: ResolvedIdentity, declared: Declared) -> ResolvedIdentity:

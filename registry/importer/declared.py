@@ -1,50 +1,34 @@
 """What a capsule declares, without a recipe: from the engine's own `non-default args`
-line, the launch JSON's command line, and the lab's identity/env files, in that order
-of precedence. Every value names the file (and key or line) that declared it.
+line, the launch file's command line or named values, the lab's identity/env files, a
+summary's `identity` block and the capsule's README, in that order of precedence. Every
+value names the file (and key or line) that declared it.
 
-Only engine arguments with a one-to-one identity field are read; a value the lab did
-not state plainly (`kv_cache_dtype=auto`, `num_speculative_tokens` of an arm whose MTP
-is off) is not declared.
+Which arguments mean which field is the engine's to say (its plug-in's `declared_*`): the
+engine that claims the launch's command line, else the engine whose signature the log's
+head matches, else the unnamed default. A declaration is never a resolved value: the
+resolver's evidence decides, and a disagreement is a `mismatch` shown with both.
 """
 
 from __future__ import annotations
 
-import json
-import shlex
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from registry.base.model import Frozen
-from registry.engines.llamacpp.declared import declared_fields
-from registry.engines.vllm.logs.nondefault import find_nondefault_args
+from registry.engines.base import EnginePlugin
+from registry.engines.plugin import plugins, unnamed
 from registry.errors import InvalidInput
 from registry.importer.walk import load_json
+from registry.resolve.dialect import engine_of
 
 MAX_PAIRS = 10_000  # KEY=VALUE pairs kept from one file (an environment dump holds ~200)
 MAX_PAIR = 1 << 16  # bytes of one KEY=VALUE line
-
-# engine argument (snake_case) -> (identity field, type)
-ARGS: dict[str, tuple[str, type]] = {
-    "tensor_parallel_size": ("parallel.tensor", int),
-    "pipeline_parallel_size": ("parallel.pipeline", int),
-    "data_parallel_size": ("parallel.data", int),
-    "dtype": ("precision.dtype", str),
-    "kv_cache_dtype": ("precision.kv_cache", str),
-    "max_model_len": ("runtime.max_model_len", int),
-    "block_size": ("runtime.block_size", int),
-    "max_num_seqs": ("runtime.max_num_seqs", int),
-    "max_num_batched_tokens": ("runtime.max_num_batched_tokens", int),
-    "enable_prefix_caching": ("runtime.prefix_caching", bool),
-    "async_scheduling": ("runtime.async_scheduling", bool),
-    "gpu_memory_utilization": ("runtime.gpu_memory_utilization", float),
-    "attention_backend": ("attention.backend", str),
-    "num_speculative_tokens": ("spec.num_tokens", int),
-    "vllm_commit": ("engine.commit", str),
-}
-# the lab's shell env files name the arguments in capitals, some shortened (`TP=4`)
-ENV_NAMES = {"TP": "tensor_parallel_size", "MAX_BATCHED_TOKENS": "max_num_batched_tokens",
-             "EXTRA_ARGS": "vllm_extra_args", "COMPILATION_CONFIG_JSON": "compilation_config"}
-KV_NAMES = {"fp8": "fp8_e4m3"}  # vLLM's `fp8` KV cache is e4m3
+README_LIMIT = 1 << 20  # a README is prose: a larger file is not read
+# a README's own statement of the model it ran (`- Model: `org/name``, `Model: org/name`)
+README_MODEL = re.compile(r"^\s*(?:[-*]\s*)?\**model\**\s*:\s*\**\s*`?([\w./:-]+)`?\s*$",
+                          re.IGNORECASE)
 
 
 class Declared(Frozen):
@@ -61,140 +45,96 @@ class Declared(Frozen):
 EMPTY = Declared(values={}, sources={})
 
 
-def declared_from(capsule: Path, log: str | None, launches: list[str],
-                  identities: list[str]) -> Declared:
-    out = _from_log(capsule, log) if log else EMPTY
+def declared_from(capsule: Path, log: str | None, launches: list[str], identities: list[str],
+                  summaries: list[str] | None = None, readmes: list[str] | None = None
+                  ) -> Declared:
+    engine, argv = _argv_engine(capsule, launches)
+    engine = engine or (engine_of(None, capsule / log) if log else unnamed())
+    out = _from_log(capsule, log, engine) if log else EMPTY
     for name in launches:
-        out = out.merged(_from_launch(capsule, name))
+        out = out.merged(argv.get(name) or _named(engine, load_json(capsule / name), name))
     for name in identities:
-        out = out.merged(_from_identity(capsule, name))
+        data = load_json(capsule / name) if name.endswith(".json") else \
+            key_values(capsule / name)
+        out = out.merged(_named(engine, data, name))
+    for name in summaries or []:
+        out = out.merged(_summary(engine, capsule, name))
+    for name in readmes or []:
+        out = out.merged(_readme(capsule, name))
     return out
 
 
-def _from_log(capsule: Path, log: str) -> Declared:
-    found = find_nondefault_args(capsule / log)
+def _declared(values: Mapping[str, Any], source: str) -> Declared:
+    return Declared(values=dict(values), sources=dict.fromkeys(values, source))
+
+
+def _argv_engine(capsule: Path, launches: list[str]
+                 ) -> tuple[EnginePlugin | None, dict[str, Declared]]:
+    """Each launch kept as a command line, read by the engine that claims it (plug-ins
+    that name a default last); the first such engine is the capsule's."""
+    engine: EnginePlugin | None = None
+    out: dict[str, Declared] = {}
+    ordered = sorted(plugins().values(), key=lambda p: p.unnamed_default)
+    for name in launches:
+        data = load_json(capsule / name)
+        if isinstance(data, dict) and isinstance(data.get("argv"), list):
+            data = data["argv"]
+        if not (isinstance(data, list) and all(isinstance(a, str) for a in data)):
+            continue
+        for plugin in ordered:
+            if (values := plugin.declared_launch(data)) is not None:
+                engine = engine or plugin
+                out[name] = _declared(values, f"{name}: argv")
+                break
+    return engine, out
+
+
+def _from_log(capsule: Path, log: str, engine: EnginePlugin) -> Declared:
+    found = engine.declared_log(capsule / log)
     if found is None:
         return EMPTY
-    return _typed(_flatten(found.args), f"{log}:{found.line} (non-default args)")
+    values, line = found
+    return _declared(values, f"{log}:{line} (non-default args)")
 
 
-def _from_launch(capsule: Path, name: str) -> Declared:
+def _named(engine: EnginePlugin, data: Any, name: str) -> Declared:
+    return _declared(engine.declared_named(data), name) if isinstance(data, dict) else EMPTY
+
+
+def _summary(engine: EnginePlugin, capsule: Path, name: str) -> Declared:
+    """A summary's or screen receipt's own `identity` block (`tensor_parallel_size`,
+    `max_model_len`, `model_revision`, `vllm_head`), and the model it names."""
     data = load_json(capsule / name)
-    if isinstance(data, dict) and isinstance(data.get("argv"), list):
-        data = data["argv"]
-    if isinstance(data, list) and all(isinstance(a, str) for a in data):
-        if _is_llama_server(data):
-            values = declared_fields(data)
-            return Declared(values=values, sources=dict.fromkeys(values, f"{name}: argv"))
-        return _typed(argv_args(data), f"{name}: argv")
-    if isinstance(data, dict):  # launch-env.json and the like: names as keys
-        return _typed(_flatten(data), name)
-    return EMPTY
+    if not isinstance(data, dict):
+        return EMPTY
+    inner = data.get("identity")
+    block: dict[str, Any] = inner if isinstance(inner, dict) else {}
+    values = dict(engine.declared_named(block))
+    model = block.get("model") or data.get("model")
+    if isinstance(model, str) and model.strip():
+        values["model.path"] = model.strip()
+    if isinstance(revision := block.get("model_revision"), str) and revision.strip():
+        values["model.revision"] = revision.strip()
+    if isinstance(commit := block.get("vllm_head"), str) and commit.strip():
+        values.setdefault("engine.commit", commit.strip())
+    return _declared(values, f"{name}: identity")
 
 
-def _is_llama_server(argv: list[str]) -> bool:
-    """A llama-server command line: its binary named, or options only it has."""
-    return any(a.endswith("llama-server") for a in argv) or \
-        any(a in ("-ngl", "-fa", "-sm", "-ctk", "-ctv", "--spec-type", "-np") for a in argv)
-
-
-def _from_identity(capsule: Path, name: str) -> Declared:
-    if name.endswith(".json"):
-        data = load_json(capsule / name)
-        return _typed(_flatten(data), name) if isinstance(data, dict) else EMPTY
-    pairs = {_env_name(k): v for k, v in key_values(capsule / name).items()}
-    if pairs.get("enable_mtp") == "0":  # the lab's files keep the MTP width of an arm with MTP off
-        pairs.pop("num_speculative_tokens", None)
-    args: dict[str, Any] = dict(pairs)
-    if "vllm_extra_args" in pairs:
-        args |= {k: v for k, v in argv_args(_split(pairs["vllm_extra_args"])).items()
-                 if k not in args}
-    if isinstance(config := _loads(pairs.get("compilation_config")), dict):
-        args |= _graph(config)
-    return _typed(args, name)
-
-
-def _env_name(key: str) -> str:
-    """`TP` -> tensor_parallel_size, `MAX_MODEL_LEN` -> max_model_len (capitals only)."""
-    return ENV_NAMES.get(key, key.lower()) if key.isupper() else key
-
-
-def argv_args(argv: list[str]) -> dict[str, Any]:
-    """`--flag value`, `--flag=value`, `--no-flag` after `serve` (or from `--model`); the
-    last occurrence wins, as in the engine's own parser."""
-    start = next((i + 1 for i in range(len(argv) - 1, -1, -1) if argv[i] == "serve"),
-                 next((i for i, a in enumerate(argv) if a.split("=")[0] == "--model"), 0))
-    out: dict[str, Any] = {}
-    tokens = argv[start:]
-    for i, token in enumerate(tokens):
-        if not token.startswith("--"):
-            continue
-        flag, eq, value = token[2:].partition("=")
-        key = flag.replace("-", "_")
-        if eq:
-            out[key] = value
-        elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-            out[key] = tokens[i + 1]
-        elif key.startswith("no_"):
-            out[key[3:]] = False
-        else:
-            out[key] = True
-    for name in ("speculative_config", "compilation_config"):
-        if isinstance(config := _loads(out.get(name)), dict):
-            out |= _graph(config) if name == "compilation_config" else _spec(config)
-    return out
-
-
-def _flatten(args: dict[str, Any]) -> dict[str, Any]:
-    """The non-default args dict (or a JSON launch) with its nested configs opened."""
-    out = dict(args)
-    if isinstance(spec := args.get("speculative_config"), dict):
-        out |= _spec(spec)
-    if isinstance(config := args.get("compilation_config"), dict):
-        out |= _graph(config)
-    return out
-
-
-def _spec(config: dict[str, Any]) -> dict[str, Any]:
-    return {"num_speculative_tokens": config.get("num_speculative_tokens"),
-            "spec.method": config.get("method")}
-
-
-def _graph(config: dict[str, Any]) -> dict[str, Any]:
-    mode, sizes = config.get("cudagraph_mode"), config.get("cudagraph_capture_sizes")
-    return {"graph.cudagraph_mode": mode.upper() if isinstance(mode, str) else None,
-            "graph.capture_sizes": sizes if isinstance(sizes, list) else None}
-
-
-def _typed(args: dict[str, Any], source: str) -> Declared:
-    values: dict[str, Any] = {}
-    for key, raw in args.items():
-        if key in ("spec.method", "graph.cudagraph_mode", "graph.capture_sizes"):
-            field, value = key, raw
-        elif key in ARGS:
-            field, kind = ARGS[key]
-            value = _convert(raw, kind)
-        else:
-            continue
-        if field == "precision.kv_cache":
-            value = None if value == "auto" else KV_NAMES.get(value, value)
-        if value is not None and value != "":
-            values[field] = value
-    return Declared(values=values, sources={f: source for f in values})
-
-
-def _convert(raw: Any, kind: type) -> Any:
-    if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
-        return raw
-    if not isinstance(raw, str) or not raw.strip():
-        return None
-    text = raw.strip()
+def _readme(capsule: Path, name: str) -> Declared:
+    """The model a capsule's README says it ran (`- Model: `org/name``): prose, so only a
+    line that states it plainly; never more than a declaration."""
+    path = capsule / name
     try:
-        if kind is bool:
-            return {"1": True, "true": True, "0": False, "false": False}.get(text.lower())
-        return kind(text)
-    except ValueError:
-        return None
+        if path.stat().st_size > README_LIMIT:
+            return EMPTY
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return EMPTY
+    for number, line in enumerate(lines, 1):
+        if (m := README_MODEL.match(line)) is not None:
+            return Declared(values={"model.path": m.group(1)},
+                            sources={"model.path": f"{name}:{number}"})
+    return EMPTY
 
 
 def key_values(path: Path) -> dict[str, str]:
@@ -218,20 +158,3 @@ def key_values(path: Path) -> dict[str, str]:
                                    hint="take it out of the capsule, or cut it to what the "
                                         "run's environment was")
     return out
-
-
-def _split(text: str) -> list[str]:
-    try:
-        return shlex.split(text)
-    except ValueError:
-        return text.split()
-
-
-def _loads(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-

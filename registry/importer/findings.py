@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from registry.formats.display import against
 from registry.formats.identity import Status
 from registry.formats.record import Predicate
 
@@ -12,7 +13,11 @@ def findings(p: Predicate) -> list[str]:
     out = [f"published {f.metric} {f.aggregation} {f.value!r} ({f.source}: {f.key}); the rows "
            f"give {f.rederived!r} = {f.aggregation} of {f.formula} over {f.rows} rows"
            for f in p.published if f.agrees is False]
-    out += [f"{name}: declared {f.declared!r}, the engine log says {f.resolved!r}"
+    by = p.imported.declared_by if p.imported else {}
+    out += [f"{name}: " + against(f.declared, by.get(name), f.resolved,
+                                  f"{f.evidence[0].source}:{f.evidence[0].line}"
+                                  if f.evidence and f.evidence[0].line else
+                                  f.evidence[0].source if f.evidence else None)
             for name, f in p.identity.fields.items() if f.status is Status.mismatch]
     if p.run.state == "failed":
         out.append(f"failed run: {p.run.reason}")

@@ -12,7 +12,8 @@ claims: unproven, its figures published). Lab harness logs (`validate-<stamp>.lo
 `<name>-server-<run>.log`) are logs. A `*-summary.json` is a run's summary only when it
 holds a figure a run summary carries (`summary`, `primary_metric`,
 `tok_s_1_100_after_ttft`, ...): a quality decision named `...-summary.json` is not a
-run.
+run. A screen's receipt (`<stamp>-<name>-screen.json`, its medians in a block per suite)
+is a summary too.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ PATTERNS: list[tuple[Role, re.Pattern[str]]] = [(role, re.compile(p)) for role, 
                r"|[\w.]+-server-[\w.-]+\.log|validate-[\w.-]+\.log"),
     (Role.rows, r"(?:(?P<run>.+?)-)?(?:bench|strict-performance)\.json"),
     (Role.summary, r"summary(?:-[\w.-]+)?\.json|(?P<run>.+?)-summary\.json"
-                   r"|[\w.-]+-summary-\d{8}\.json"),
+                   r"|[\w.-]+-summary-\d{8}\.json|[\w.-]+-screen\.json"),
     (Role.launch, r"(?:(?P<run>.+?)-)?(?:launch(?:-env|-args)?|server-args)\.json"),
     (Role.identity, r".+\.env|identity\.(?:txt|json)|(?P<run>.+?)-(?:strict-)?identity\.json"),
     (Role.status, r"status\.(?:txt|json)|verdict\.json|result\.json|runner\.exit-code"
@@ -98,7 +99,8 @@ def detect(capsule: Path, *, log: Path | None = None, bench: Path | None = None,
                for role, p in given.items() if p is not None}
     found = find_manifest(capsule, files, inside(capsule, manifest, "--manifest")
                           if manifest else None)
-    arms = _arms([f for f in files if not _other_summary(capsule, f)], pointed)
+    arms = _arms([f for f in files if not _other_summary(capsule, f)
+                  and not _engine_table(capsule, f)], pointed)
     if not any(role in arm.files for arm in arms for role in EVIDENCE_ROLES):
         raise InvalidInput(
             f"{capsule}: no run evidence found ({len(files)} files; manifest: "
@@ -141,15 +143,26 @@ def _arms(files: list[str], pointed: dict[Role, str]) -> list[Arm]:
             for (folder, run), roles in sorted(groups.items())]
 
 
+def _engine_table(capsule: Path, name: str) -> bool:
+    """A file named like the lab's rows that an engine reads as its own benchmark tool's
+    table (`llama-bench -o json > llama-bench.json`): published figures, not rows."""
+    from registry.engines.plugin import plugins
+
+    if _role(PurePosixPath(name))[0] is not Role.rows:
+        return False
+    return any(p.published_figures(capsule / name, name) for p in plugins().values())
+
+
 def _other_summary(capsule: Path, name: str) -> bool:
     """A file named like a summary that holds none of a run summary's figures."""
-    from registry.importer.published import SCALARS, SERIES
+    from registry.importer.published import SCALARS, SERIES, figure_blocks
     from registry.importer.walk import load_json
 
     if _role(PurePosixPath(name))[0] is not Role.summary:
         return False
     data = load_json(capsule / name)
-    return not (isinstance(data, dict) and ({"summary", *SERIES, *SCALARS} & set(data)))
+    return not (isinstance(data, dict) and ({"summary", *SERIES, *SCALARS} & set(data)
+                                            or figure_blocks(data)))
 
 
 def _role(path: PurePosixPath) -> tuple[Role | None, str | None]:

@@ -43,9 +43,22 @@ SERIES = {
 # a results JSON's top-level throughput (vLLM's benchmark: tokens / wall time of the run):
 # key -> (metric, aggregation); recorded, never re-derived (no per-token timestamps)
 SCALARS = {"mean_output_toks_per_second": ("output_tok_s", "mean"),
-           "mean_total_toks_per_second": ("total_tok_s", "mean")}
+           "mean_total_toks_per_second": ("total_tok_s", "mean"),
+           # the lab's own strict-gate summary (`results/summary-<date>.json`)
+           "mean_output_tokens_per_second": ("output_tok_s", "mean"),
+           "mean_total_tokens_per_second": ("total_tok_s", "mean")}
+# a screen receipt's flat medians (`realistic_suite.median_tok_s_1_100_intervals_after_ttft`):
+# key -> (metric, per-row formula or None), each a median over the suite's rows
+MEDIANS = {
+    "median_tok_s_1_100_intervals_after_ttft": ("decode_tok_s", MetricFormula.intervals_99),
+    "median_tok_s_1_100_legacy_inclusive_events": ("decode_tok_s", MetricFormula.legacy_100),
+    "median_tok_s_after_ttft_full": ("decode_tok_s_full", None),
+    "median_tok_s_wall_full": ("wall_tok_s_full", None),
+    "median_ttft_ms": ("ttft_ms", None),
+}
 ALIASES = {"median_tok_s_1_100_after_ttft": "median"}
 CLAIM = "claim.json"  # the claim file a lab packet carries beside its evidence
+ENGINE_TABLES = (".md", ".json", ".jsonl", ".txt")  # where a benchmark tool's table may be
 
 
 def published_figures(capsule: Path, files: list[str], rows: list[BenchRow] | None
@@ -62,7 +75,36 @@ def published_figures(capsule: Path, files: list[str], rows: list[BenchRow] | No
             block = data.get(top) if top else data
             if isinstance(block, dict):
                 out += _summary(name, top, block, rows)
+        for top, block in figure_blocks(data):
+            out += _medians(name, top, block, rows)
     return out
+
+
+def engine_figures(capsule: Path, files: list[str]) -> list[PublishedFigure]:
+    """Figures an engine's own benchmark tool publishes in the capsule's text files (a
+    llama-bench table in a README or a `-o json` file): each engine plug-in reads its own."""
+    from registry.engines.plugin import plugins
+
+    out: list[PublishedFigure] = []
+    for name in files:
+        if PurePosixPath(name).suffix.lower() in ENGINE_TABLES:
+            for plugin in plugins().values():
+                out += plugin.published_figures(capsule / name, name)
+    return out
+
+
+def figure_blocks(data: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:
+    """The JSON object and each object directly under it that holds a screen's flat
+    medians (MEDIANS): a screen receipt keeps one block per suite it ran."""
+    blocks = [(None, data), *((k, v) for k, v in data.items() if isinstance(v, dict))]
+    return [(top, block) for top, block in blocks if MEDIANS.keys() & block.keys()]
+
+
+def _medians(source: str, top: str | None, block: dict[str, Any],
+             rows: list[BenchRow] | None) -> list[PublishedFigure]:
+    return [_figure(source, ".".join(p for p in (top, key) if p), metric, "median", formula,
+                    float(block[key]), _per_row(metric, formula, rows), _relative)
+            for key, (metric, formula) in MEDIANS.items() if _number(block.get(key))]
 
 
 def recheck(figures: list[PublishedFigure], rows: list[BenchRow] | None

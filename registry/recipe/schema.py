@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from registry.base.model import Frozen
 from registry.engines.plugin import engine_for, plugins, unnamed
+from registry.formats.rundir import EngineStop
 
 SCHEMA = "registry.recipe/v1"
 COMMIT_RE = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
@@ -133,7 +134,7 @@ class DraftSpec(ModelSpec):
 class PrecisionSpec(Frozen):
     """Each precision axis on its own; none is inferred from another."""
 
-    weights: str = Field(description="target weight format, e.g. bfloat16, int4-w4a16, fp8-w8a8")
+    weights: str = Field(description="target weight format, e.g. bfloat16, int4-w4a16, fp8")
     draft_weights: str | None = Field(None, description="draft weight format (what runs)")
     activations: Activations | None = Field(None, description="activation / model dtype")
     kv_cache: KVCacheDtype | GGMLCacheType | None = Field(
@@ -287,12 +288,18 @@ class EngineSpec(Frozen):
         "folder, or ${VAR}); run as an argv with the engine's arguments after its own")
     launcher_args: list[str] = Field(
         default_factory=list, description="the launcher's own arguments, before the engine's")
+    stop: EngineStop | None = Field(
+        None, description="how the launcher's engine is stopped: its package's stop command, "
+        "a signal, graces, whether SIGKILL may follow (docs/containers.md)")
     container: ContainerSpec | None = Field(None, description="run the engine in a container")
 
     @model_validator(mode="after")
     def _launcher_or_container(self) -> EngineSpec:
         if self.launcher_args and not self.launcher:
             raise ValueError("launcher_args without a launcher")
+        if self.stop and not self.launcher:
+            raise ValueError("stop without a launcher (a container stops through its "
+                             "runtime; a plain engine by the host's policy)")
         if self.launcher and self.container:
             raise ValueError("a launcher and a container: choose one (a launcher that runs "
                              "its own container is named as a launcher)")

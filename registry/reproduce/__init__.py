@@ -41,6 +41,7 @@ from registry.reproduce.judge import (
     judge_rows,
     performance_verdict,
 )
+from registry.reproduce.launcher import Restored, place, restore
 from registry.store.home import Home
 
 if TYPE_CHECKING:
@@ -108,7 +109,8 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     rid, statement = sealed_statement(home, prefix)
     original = sealed_run(home, rid, statement)
     recipe = _recipe(original.id, statement, recipe_path)
-    launch = _plan(recipe, models_dir, recipe_path)
+    restored = _restored(home, statement, recipe, recipe_path)
+    launch = _plan(recipe, models_dir, recipe_path, restored)
     env = check_environment(statement.predicate, recipe, launch, allow_env_drift)
     checked = Reproduction(original=original.id, recipe=str(recipe_path or "record"),
                            plan=launch, environment=env, dry_run=dry_run,
@@ -137,7 +139,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
                              min_performance, max_rounds)
         return verdict.status == "undecided"
 
-    with suite_folder(suites, recipe_path) as recipe_dir:
+    with suite_folder(suites, recipe_path, restored) as recipe_dir:
         run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
             models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more),
             launcher=launcher or engine_for_plan)
@@ -193,9 +195,12 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
         raise InvalidInput(f"control {control.id[:16]} measured other suites ({theirs}) than "
                            f"record {original.id[:16]} ({mine})",
                            hint="a control runs the same suites, pinned to the same digests")
-    c_recipe = _recipe(control.id, _statement(home, control.id), None)
-    c_env = check_environment(_statement(home, control.id).predicate, c_recipe,
-                              _plan(c_recipe, models_dir, None), allow_env_drift)
+    c_statement = _statement(home, control.id)
+    c_recipe = _recipe(control.id, c_statement, None)
+    c_env = check_environment(c_statement.predicate, c_recipe,
+                              _plan(c_recipe, models_dir, None,
+                                    _restored(home, c_statement, c_recipe, None)),
+                              allow_env_drift)
     if c_env.refused and not checked.dry_run:
         raise Refused(f"environment drift since control {control.id[:16]}: "
                       + "; ".join(_drift_text(c_env)),
@@ -259,7 +264,8 @@ def _control_start(home: Home, i: int, side: str,
     rid = sealed.get(run_dir.name)
     if rid is None:
         suites = stored_suites(home, recipe) if recipe_path is None else []
-        with suite_folder(suites, recipe_path) as recipe_dir:
+        restored = _restored(home, _statement(home, parent), recipe, recipe_path)
+        with suite_folder(suites, recipe_path, restored) as recipe_dir:
             run(recipe, run_dir, recipe_dir=recipe_dir, recipe_file=recipe_path,
                 models_dir=models_dir, hooks=hooks, launcher=launcher or engine_for_plan)
         rid = _seal(home, run_dir, recipe_path, parent, env, progress).id
@@ -338,9 +344,10 @@ def stored_suites(home: Home, recipe: Recipe) -> list[tuple[str, Path]]:
 
 
 @contextmanager
-def suite_folder(suites: list[tuple[str, Path]], recipe_path: Path | None) -> Iterator[Path]:
+def suite_folder(suites: list[tuple[str, Path]], recipe_path: Path | None,
+                 launcher: Restored | None = None) -> Iterator[Path]:
     """Where the run reads its suites: beside `--recipe`, else a temp folder holding the
-    suites the record sealed."""
+    suites the record sealed (and its launcher, restored: registry/reproduce/launcher.py)."""
     if recipe_path is not None:
         yield recipe_path.parent
         return
@@ -349,20 +356,31 @@ def suite_folder(suites: list[tuple[str, Path]], recipe_path: Path | None) -> It
             target = inside(Path(tmp), path)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(stored.read_bytes())
+        if launcher is not None:
+            place(launcher, Path(tmp))
         yield Path(tmp)
 
 
-def _plan(recipe: Recipe, models_dir: Path | None, recipe_path: Path | None) -> LaunchPlan:
+def _restored(home: Home, statement: Statement, recipe: Recipe,
+              recipe_path: Path | None) -> Restored | None:
+    """The record's launcher, where its recipe has one and no --recipe gives it."""
+    if not recipe.engine.launcher or recipe_path is not None:
+        return None
+    return restore(home, statement, recipe)
+
+
+def _plan(recipe: Recipe, models_dir: Path | None, recipe_path: Path | None,
+          restored: Restored | None = None) -> LaunchPlan:
     from registry.executor.engine import free_port
     from registry.executor.plan import preview
 
-    if recipe.engine.launcher and recipe_path is None:
-        # the record binds the launcher by its digest (launcher.sha256), not its location
-        raise InvalidInput(f"the record's recipe starts its engine through the launcher "
-                           f"{recipe.engine.launcher}: reproduce needs --recipe, the launcher "
-                           "is found beside it", hint="pass --recipe RECIPE.toml")
-    return preview(recipe, port=free_port(), models_dir=models_dir, cwd=Path.cwd(),
-                   recipe_dir=recipe_path.parent if recipe_path else None)
+    if recipe_path is not None or restored is None:
+        return preview(recipe, port=free_port(), models_dir=models_dir, cwd=Path.cwd(),
+                       recipe_dir=recipe_path.parent if recipe_path else None)
+    with tempfile.TemporaryDirectory(prefix="registry-reproduce-") as tmp:
+        place(restored, Path(tmp))
+        return preview(recipe, port=free_port(), models_dir=models_dir, cwd=Path.cwd(),
+                       recipe_dir=Path(tmp))
 
 
 def _drift_text(env: EnvironmentCheck) -> list[str]:

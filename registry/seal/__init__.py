@@ -51,7 +51,7 @@ from registry.store.writer import Artifact, SealedRecord, Signer, write_record
 ROLES = {name: name for name in (
     rundir.SERVER_LOG, rundir.RECIPE_JSON, rundir.RECIPE_TOML, rundir.LAUNCH, rundir.ENVIRONMENT,
     rundir.METRICS_BEFORE, rundir.METRICS_AFTER, rundir.BENCH, rundir.OUTPUTS, rundir.STATUS,
-    rundir.CONTAINER, rundir.LAUNCHER,
+    rundir.CONTAINER, rundir.LAUNCHER, rundir.LAUNCHER_SCRIPT,
 )}
 
 

@@ -5,6 +5,7 @@ is refused for sealing; the launcher lane keeps its printed settings as declared
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,11 @@ def test_the_lane_in_a_container_seals_diffs_and_reproduces(home: Path, gguf_mod
     assert fields["container.image_id"]["resolved"].startswith("sha256:")
     assert not list(subprocess.run(["podman", "ps", "-aq"], capture_output=True,
                                    text=True).stdout.split())  # stopped and removed
+    cleanup = json.loads((home / "runs" / "boxed" / "status.json").read_text())["cleanup"]
+    first = cleanup["steps"][0]  # through the runtime, by the container's id
+    assert first["step"] == "podman stop" and first["gone"], cleanup
+    assert first["detail"].startswith("podman kill --signal SIGTERM ") and \
+        "SIGKILL" not in first["detail"] and cleanup["stopped_by"] == "podman stop", cleanup
     code, diff, stderr = run_cli("diff", host["record"]["id"], boxed["record"]["id"], "--json")
     assert code in (0, 1), stderr
     # identity and environment: only the container axis (timing figures differ run to run)
@@ -134,17 +140,21 @@ def test_a_launcher_that_prints_one_setting_and_runs_another_is_a_mismatch(
     assert (ctx["declared"], ctx["resolved"], ctx["status"]) == (4096, 8192, "mismatch"), ctx
 
 
-def test_reproducing_a_launcher_record_needs_its_recipe(home: Path, gguf_models: Path) -> None:
+def test_reproducing_a_launcher_record_needs_no_recipe(home: Path, gguf_models: Path) -> None:
+    """The record carries its launcher (launcher.script, by digest): reproduce restores it
+    without --recipe (tests/test_reproduce_launcher.py covers the edited and the absent
+    launcher on the scripted engine)."""
     recipe = ROOT / "recipes" / "tiny-llamacpp-launcher.toml"
     code, done, stderr = run_cli("run", recipe, "--models", gguf_models,
                                  "--out", home / "runs" / "launched-2", "--json")
     assert code == 0, stderr
     rid = done["record"]["id"]
-    code, _, stderr = run_cli("reproduce", rid, "--models", gguf_models, "--json")
-    assert code == 4 and "reproduce needs --recipe" in stderr, stderr
-    code, again, stderr = run_cli("reproduce", rid, "--recipe", recipe, "--models", gguf_models,
+    code, again, stderr = run_cli("reproduce", rid, "--models", gguf_models,
                                   "--out", home / "runs" / "launched-again", "--json")
     assert code == 0 and again["passed"], (stderr, again)
+    facts = (home / "runs" / "launched-again" / "launcher.json").read_text()
+    assert (home / "runs" / "launched-2" / "launcher.json").read_text().count(
+        facts.split('"sha256": "')[1][:64]) == 1
 
 
 def test_an_image_the_runtime_lacks_is_refused_before_anything_is_written(

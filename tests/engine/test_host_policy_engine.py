@@ -95,6 +95,9 @@ def test_a_killed_llama_server_gets_one_run_one_probe_and_holds_the_host(
         "engine fault, not retried (host policy): the engine exited (code -9) during the "
         "suite"), j.reason
     assert "health probe" in j.reason and jobs[second].state.value == "queued"
+    assert "kernel log: " in j.reason
+    kept = json.loads((tmp_path / "runs" / f"job-{first}-probe.json").read_text())
+    assert kept["kernel_log"]["note"]  # its lines, or why they were not readable
     run_dir = tmp_path / "runs" / f"job-{first}-attempt-1"
     assert json.loads((run_dir / "status.json").read_text())["state"] == "failed"
     assert "llama" in (run_dir / "server.log").read_text()  # the evidence, kept

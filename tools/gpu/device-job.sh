@@ -111,12 +111,12 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
   | tee "$W/logs/nvidia-smi.txt"
 git log -1 --format='project %H %s' | tee "$W/logs/project.txt"
 PLAN=${PLAN:-bf16}
-if [ "$PLAN" = controlled ] || [ "$PLAN" = ab ]; then  # clocks, power, temperature, throttling
-  LANES=" bf16 "  # its checkpoint only
+[ "$PLAN" = controlled ] || [ "$PLAN" = ab ] && LANES=" bf16 "  # its checkpoint only
+{  # clocks, power, temperature, throttling, utilisation: the whole job, every plan
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,memory.used,clocks_event_reasons.active \
     --format=csv -lms 250 > "$W/logs/smi.csv" 2>&1 &
   SMI_PID=$!
-fi
+}
 NAMES=(llama-3b)
 [ "$PLAN" = hybrid ] && NAMES=(hybrid-2b)
 [ "$GPUS" -ge 2 ] && [ "$PLAN" = followup ] && NAMES+=(llama-3b-kv-fp8)

@@ -97,3 +97,15 @@ def recipe_declared(recipe: Recipe) -> dict[str, Any]:
         "precision.kv_cache_k": p.kv_cache_k.value if p.kv_cache_k else None,
         "precision.kv_cache_v": p.kv_cache_v.value if p.kv_cache_v else None,
     }
+
+
+# options only llama-server has: a launch argv holding one (or naming the binary) is its
+LLAMA_ONLY = ("-ngl", "-fa", "-sm", "-ctk", "-ctv", "--spec-type", "-np")
+
+
+def launch_declared(argv: list[str]) -> dict[str, Any] | None:
+    """A launch command line (a lab's `configs/server-args.json`, a launch argv) as
+    declared fields; None when it is not llama-server's."""
+    if not (any(a.endswith("llama-server") for a in argv) or any(a in LLAMA_ONLY for a in argv)):
+        return None
+    return declared_fields(argv)

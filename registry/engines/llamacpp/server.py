@@ -17,6 +17,7 @@ from registry.engines.llamacpp.ggml import kv_bytes
 from registry.engines.llamacpp.logs.messages import SIGNATURE
 from registry.errors import InvalidInput
 from registry.formats.identity import ResolvedIdentity
+from registry.formats.record import PublishedFigure
 from registry.logs import LogScan
 from registry.recipe.schema import BenchmarkSpec, PrecisionSpec, Recipe
 
@@ -118,6 +119,17 @@ class LlamaServer:
 
         return recipe_declared(recipe)
 
+    def declared_launch(self, argv: list[str]) -> dict[str, Any] | None:
+        from registry.engines.llamacpp.declared import launch_declared
+
+        return launch_declared(argv)
+
+    def declared_named(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        return {}  # named values in a capsule are a vLLM launcher's; llama-server takes argv
+
+    def declared_log(self, log: Path) -> tuple[dict[str, Any], int] | None:
+        return None  # a launcher's printed settings are read by the resolver (declared there)
+
     def scan_log(self, log: Path, markers: dict[str, str]) -> LogScan:
         """No facts: llama-server prints no Python traceback and no ready line in vLLM's
         terms; `resolve` reads the log with the llama.cpp reader."""
@@ -133,6 +145,13 @@ class LlamaServer:
             log, name, recipe_declared(recipe) if recipe else {}, checkpoint=given.checkpoint,
             models=() if given.confined or not recipe else (recipe.model.path,),
             log_models=not given.confined)
+
+    def published_figures(self, path: Path, name: str) -> list[PublishedFigure]:
+        """A llama-bench table (markdown, `-o json`, `-o jsonl`): one figure a row."""
+        from registry.engines.llamacpp.bench import bench_figures, read_bench
+
+        table = read_bench(path, name)
+        return bench_figures(table) if table else []
 
 
 LLAMACPP = LlamaServer()

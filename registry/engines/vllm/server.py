@@ -12,6 +12,7 @@ from typing import Any
 from registry.engines.base import Chunk, Given, owned_keys_clash
 from registry.engines.vllm import args as vllm
 from registry.formats.identity import ResolvedIdentity
+from registry.formats.record import PublishedFigure
 from registry.logs import LogScan
 from registry.recipe.schema import BenchmarkSpec, PrecisionSpec, Recipe
 
@@ -91,6 +92,21 @@ class VLLMServer:
 
         return declared_values(recipe)
 
+    def declared_launch(self, argv: list[str]) -> dict[str, Any] | None:
+        from registry.engines.vllm.launch import argv_declared
+
+        return argv_declared(argv)
+
+    def declared_named(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        from registry.engines.vllm.launch import named_declared
+
+        return named_declared(values)
+
+    def declared_log(self, log: Path) -> tuple[dict[str, Any], int] | None:
+        from registry.engines.vllm.launch import log_declared
+
+        return log_declared(log)
+
     def scan_log(self, log: Path, markers: dict[str, str]) -> LogScan:
         from registry.engines.vllm.logs import scan_log
 
@@ -101,6 +117,10 @@ class VLLMServer:
         from registry.engines.vllm.resolve import resolve_vllm
 
         return resolve_vllm(run_dir, log, name, recipe, given)
+
+    def published_figures(self, path: Path, name: str) -> list[PublishedFigure]:
+        """vLLM's benchmark JSONs are read by the importer's own summary readers."""
+        return []
 
 
 VLLM = VLLMServer()

@@ -32,7 +32,10 @@ MODEL_KINDS = frozenset({"tensor_type", "file_type", "file_size", "offloaded", "
 CONTEXT_KINDS = frozenset({"context_setting", "fa_resolved", "kv_init"})
 START_KINDS = frozenset({"draft_load", "mtp_path", "n_slots", "slot_ctx", "gpu_layers_user",
                          "spec_impl", "spec_limits", "spec_none", "ready", "parallel_auto",
-                         "build", "listed_device"})
+                         "build", "listed_device", "metal_gpu", "pipeline", "generate",
+                         "ctx_size_set", "ppl_chunks", "ppl_final", "backend_init", "arg_env",
+                         "spec_cache"})
+TIMING_KINDS = frozenset({"cli_timing", "timing_task", "prompt_eval", "eval", "acceptance"})
 MAX_PER_KIND = 64  # a start's repeated lines (slots, device lists) are bounded
 MAX_ERRORS = 20
 # a launcher's own settings, printed before llama-server starts (`cache_type_k=f16`)
@@ -93,10 +96,13 @@ class _Stream:
     starts: list[_Start] = field(default_factory=list)
     pending: list[Fact] = field(default_factory=list)  # preamble lines before a start
     task: str | None = None  # the task of a two-line `print_timing` header
+    cli_line: int | None = None  # the line of the latest llama-cli timing-block line
+    cli_prompt: Fact | None = None  # that block's prompt line, until its eval line completes it
+    fresh: bool = False  # a build line after a run's model: the next fact is a new process
     done: dict[tuple[int, str], Fact] = field(default_factory=dict)  # (start, task) -> eval
 
     def current(self) -> _Start:
-        if not self.starts:
+        if not self.starts or self.fresh:
             self.open()
         return self.starts[-1]
 
@@ -104,9 +110,20 @@ class _Stream:
         start = _Start(stream=self.name)
         for fact in self.pending:
             start.add(fact)
-        self.pending = []
+        self.pending, self.fresh = [], False
         self.starts.append(start)
         return start
+
+    def new_process(self, fact: Fact) -> bool:
+        """A `build:` line after the current run loaded a model begins another process
+        (llama-cli, then llama-perplexity, in one CI log): it waits for that run."""
+        if fact.kind != "build" or not self.starts or self.fresh:
+            return False
+        if not (self.starts[-1].models or self.starts[-1].model is not None):
+            return False
+        self.pending.append(fact)
+        self.fresh = True
+        return True
 
 
 @dataclass
@@ -147,10 +164,12 @@ class _Reader:
         if kind == "start":
             stream.open().add(fact)
             return
+        if stream.new_process(fact):
+            return
         if kind in PREAMBLE and (not stream.starts or stream.current().ready):
             stream.pending.append(fact)
             return
-        if kind in ("timing_task", "prompt_eval", "eval", "acceptance"):
+        if kind in TIMING_KINDS:
             self.timing(stream, fact)
             return
         start = stream.current()
@@ -178,10 +197,32 @@ class _Reader:
         if fact.kind == "timing_task":  # the same line may go on with its figure
             stream.task = fact.values["task"]
             return
+        if fact.kind == "cli_timing":
+            stream.cli_line = fact.line
+            return
+        if stream.cli_line == fact.line:
+            self.cli_timing(stream, fact)
+            return
         if fact.kind == "eval":
             key = (len(stream.starts), stream.task or f"line {fact.line}")
             stream.done.setdefault(key, fact)
         self.first.setdefault(fact.kind, fact)
+
+    def cli_timing(self, stream: _Stream, fact: Fact) -> None:
+        """A llama-cli block is one generation: its prompt figure counts only with the eval
+        line that completes it (a llama-perplexity block has a prompt line and no
+        generation: `inf tokens per second`, no figure)."""
+        if fact.kind == "prompt_eval":
+            stream.cli_prompt = fact
+            return
+        if fact.kind != "eval":
+            return
+        stream.done.setdefault((len(stream.starts), f"line {fact.line}"), fact)
+        if "eval" not in self.first:
+            self.first["eval"] = fact
+            if stream.cli_prompt is not None:
+                self.first.setdefault("prompt_eval", stream.cli_prompt)
+        stream.cli_prompt = None
 
 
 def _opens_context(start: _Start, fact: Fact) -> bool:
@@ -211,6 +252,8 @@ def scan_llamacpp(path: Path) -> LlamaScan:
             last = raw
             reader.read(plain(lines, raw.decode("utf-8", "replace")))
     own = reader.streams.get("") or next(iter(reader.streams.values()), None)
+    if own is not None and not own.starts and own.pending:
+        own.open()  # a `--version` paste, a cut excerpt: its build and device lines are a run's
     done: dict[tuple[int, str], Fact] = {}
     for s in reader.streams.values():
         for key, eval_fact in s.done.items():
@@ -222,6 +265,8 @@ def scan_llamacpp(path: Path) -> LlamaScan:
         recognised=reader.recognised, settings=reader.settings,
         starts=[s.freeze() for s in own.starts] if own else [],
         timings=Timings(requests=len(done), evals=list(done.values()),
+                        generations=sum(bool(PATTERNS["cli_timing"].search(f.text))
+                                        for f in done.values()),
                         first_prompt=first.get("prompt_eval"),
                         first_eval=first.get("eval"), first_acceptance=first.get("acceptance")),
         errors=reader.errors,

@@ -62,6 +62,8 @@ class Timings(Frozen):
     even when a supervisor wrote the whole run twice, and the first of each figure."""
 
     requests: int = 0
+    generations: int = Field(0, description="of these, llama-cli timing blocks (one generation "
+                             "each, its eval line counting `runs`)")
     evals: list[Fact] = Field(default_factory=list, description="each completed request's "
                               "final `eval time` line, once")
     first_prompt: Fact | None = None

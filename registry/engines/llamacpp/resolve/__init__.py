@@ -16,6 +16,7 @@ from registry.engines.llamacpp.resolve.fields import (
     context_fields,
     engine_fields,
     offload_fields,
+    quality_fields,
     spec_fields,
     timing_fields,
     weight_fields,
@@ -51,6 +52,7 @@ def resolve_llamacpp(path: Path, source: str, declared: dict[str, Any],
         context_fields(out, start)
         offload_fields(out, start)
         spec_fields(out, start)
+        quality_fields(out, start)
         begin = start.first("start")
         logged = begin.values["path"] if begin else None
         gguf = read_gguf(checkpoint) if checkpoint else _gguf(
@@ -94,22 +96,54 @@ def _identity_start(scan: LlamaScan) -> ServerStart | None:
                 else None)
 
 
+def _is_server(scan: LlamaScan) -> bool:
+    """llama-server prints `loading model '...'` and its ready line; llama-cli and
+    llama-perplexity print neither."""
+    return any(s.first("start") or s.first("ready") or s.first("n_slots") for s in scan.starts)
+
+
 def _notes(scan: LlamaScan, source: str, start: ServerStart | None) -> list[str]:
     notes = []
     if scan.bytes == 0:
         notes.append(f"{source} is empty")
     elif scan.recognised is None:
-        notes.append(f"unreadable log: {source} holds no line llama-server prints")
+        notes.append(f"unreadable log: {source} holds no line llama.cpp prints")
     if scan.cut_off:
         notes.append(f"{source} ends mid-line (cut off)")
+    return notes + _run_notes(scan, source, start)
+
+
+def _run_notes(scan: LlamaScan, source: str, start: ServerStart | None) -> list[str]:
+    """Which run is the identity, whether it became ready, and why nothing was loaded."""
+    notes, server = [], _is_server(scan)
     begin = start.first("start") if start else None
     if len(scan.starts) > 1 and begin is not None:
         notes.append(f"{source} holds {len(scan.starts)} server starts; the identity is the "
                      f"first that became ready (loading its model at line {begin.line})")
-    if start is not None and start.first("ready") is None:
+    elif len(scan.starts) > 1 and not server:
+        notes += _other_runs(scan, source)
+    if server and start is not None and start.first("ready") is None:
         notes.append(f"never ready: {source} has no `server is listening` line (the server "
                      "died while loading, or the log was cut off)")
-    if scan.starts and not any(s.models for s in scan.starts):
-        notes.append(f"{source} prints no model loader lines (a low verbosity, `-lv 3`): "
-                     "weights, KV types and cache sizes are unresolved")
+    if start is not None and not start.models and scan.errors:
+        # an argument llama.cpp could not parse, a backend that failed: nothing loaded
+        notes.append(f"failed before loading a model: {scan.errors[0].text} (line "
+                     f"{scan.errors[0].line})")
+    elif scan.starts and not any(s.models for s in scan.starts):
+        notes.append(f"{source} prints no model loader lines (a low verbosity, `-lv 3`, or "
+                     "an excerpt): weights, KV types and cache sizes are unresolved")
+    return notes
+
+
+def _other_runs(scan: LlamaScan, source: str) -> list[str]:
+    """A file of several llama.cpp programs (a CI log: llama-cli, then llama-perplexity):
+    the identity is the first; what the others measured is named, not merged in."""
+    notes = [f"{source} holds {len(scan.starts)} program runs (each from its `build:` line); "
+             "the identity is the first"]
+    for run in scan.starts[1:]:
+        final = run.first("ppl_final")
+        if final is not None:
+            notes.append(f"a later run reports perplexity {final.values['ppl']} +/- "
+                         f"{final.values['err']} (line {final.line}): that run's, not this "
+                         "identity's")
     return notes

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from registry.engines.llamacpp.logs import Cache, Context, LlamaScan, ServerStart
+from registry.engines.llamacpp.logs.shapes import FactGroup
 from registry.engines.llamacpp.resolve.out import Out
 from registry.engines.llamacpp.resolve.weights import decide_weights
 from registry.logs.facts import Fact
@@ -18,7 +19,7 @@ HOST_BUFFER = re.compile(r"^(?:CPU|.*_Host|Host|CPU_\w+)$")
 
 def engine_fields(out: Out, scan: LlamaScan, start: ServerStart | None) -> None:
     out.put("engine.name", "llama.cpp" if scan.recognised else None,
-            "a line only llama-server prints", [scan.recognised])
+            "a line only llama.cpp prints", [scan.recognised])
     build = start.first("build") if start else None
     out.put("engine.version", build.values["number"] if build else None,
             "build line (self-reported)" if build else "no build line", [build],
@@ -53,9 +54,14 @@ def cache_fields(out: Out, start: ServerStart) -> None:
     _types(out, "precision.kv_cache", target, main, why)
     _types(out, "precision.swa_kv_cache", target, swa,
            "no SWA cache" if target and target.caches else why)
+    spec = start.first("spec_cache")
     if draft is not None:
         _types(out, "precision.draft_kv_cache", draft, _cache(draft, "main"),
                "no KV cache line in the draft's context")
+    elif spec is not None and spec.values["dft"] == "yes":
+        for side in ("k", "v"):  # -lv 3 prints the draft context's settings, not its cache
+            out.put(f"precision.draft_kv_cache_{side}", spec.values[f"{side}_type"],
+                    f"the speculative draft context's cache_{side}", [spec])
     else:
         for side in ("k", "v"):
             out.put(f"precision.draft_kv_cache_{side}", None, "no draft context")
@@ -130,11 +136,18 @@ def context_fields(out: Out, start: ServerStart) -> None:
     n_ctx = settings.get("n_ctx")
     n_slots = slots.values["n"] if slots else None
     unified = _unified(settings, slots, auto)
+    generate = start.first("generate")
+    ctx_hint = generate or start.first("ctx_size_set")
     if n_ctx:
         out.put("runtime.ctx_size", int(n_ctx[0]), "llama_context n_ctx", [n_ctx[1]])
     elif slot_value and (n_slots == "1" or unified is True):
         out.put("runtime.ctx_size", int(slot_value), "the slot's n_ctx: one slot (or a unified "
                 "cache) has the whole context", [slot_fact, slots])
+    elif ctx_hint:
+        # llama-cli prints the context it generates in; `... to ctx_size = N` is n_ctx too
+        own = ctx_hint.kind == "generate"
+        out.put("runtime.ctx_size", int(ctx_hint.values["n_ctx" if own else "n"]),
+                "llama-cli's `generate: n_ctx`" if own else "`... to ctx_size = N`", [ctx_hint])
     else:
         out.put("runtime.ctx_size", None, "no llama_context n_ctx line")
     seq = settings.get("n_ctx_seq") or settings.get("n_ctx_per_seq")
@@ -153,8 +166,12 @@ def context_fields(out: Out, start: ServerStart) -> None:
                 "n_parallel auto, resolved" if auto else "no slot line", [auto])
     for key, name in (("n_batch", "runtime.batch_size"), ("n_ubatch", "runtime.ubatch_size")):
         got = settings.get(key)
+        if got is None and key == "n_batch" and generate is not None:
+            got = (generate.values["n_batch"], generate)
         out.put(name, int(got[0]) if got else None,
-                f"llama_context {key}" if got else f"no {key} line", [got[1] if got else None])
+                (f"llama_context {key}" if got[1].kind == "context_setting"
+                 else "llama-cli's `generate: n_batch`") if got else f"no {key} line",
+                [got[1] if got else None])
     _flash_attn(out, context, settings)
 
 
@@ -177,6 +194,11 @@ def _flash_attn(out: Out, context: Context | None, settings: dict[str, tuple[str
                 ) -> None:
     got = settings.get("flash_attn")
     resolved = context.first("fa_resolved") if context else None
+    if resolved is not None and resolved.values["why"] == "not supported":
+        # asked for and refused: the run had none, whatever the setting line says
+        out.put("runtime.flash_attn", FA_STATES[resolved.values["state"]],
+                "Flash Attention not supported, set to disabled", [resolved])
+        return
     if got is None:
         out.put("runtime.flash_attn", None, "no flash_attn line")
     elif got[0] == "auto":
@@ -191,7 +213,9 @@ def _flash_attn(out: Out, context: Context | None, settings: dict[str, tuple[str
 
 def offload_fields(out: Out, start: ServerStart) -> None:
     target = next((m for m in start.models if m.role == "target"), None)
-    offloaded = target.first("offloaded") if target else None
+    # a pasted excerpt may start after the loader block: its load lines are the start's own
+    loaded: FactGroup = target if target is not None else start
+    offloaded = loaded.first("offloaded")
     asked = start.first("gpu_layers_user")
     if offloaded:
         out.put("runtime.n_gpu_layers", int(offloaded.values["done"]),
@@ -199,8 +223,8 @@ def offload_fields(out: Out, start: ServerStart) -> None:
     else:
         out.put("runtime.n_gpu_layers", int(asked.values["n"]) if asked else None,
                 "n_gpu_layers set by the user" if asked else "no offload line", [asked])
-    meta = (target.first("meta_device") if target else None) or start.first("meta_device")
-    buffers = target.all("model_buffer") if target else []
+    meta = loaded.first("meta_device") or start.first("meta_device")
+    buffers = loaded.all("model_buffer")
     # `CUDA_Split` is a row-split buffer spread over the devices, not a device
     devices = sorted({_device(b.values["device"]) for b in buffers
                       if not HOST_BUFFER.match(b.values["device"])
@@ -213,9 +237,11 @@ def offload_fields(out: Out, start: ServerStart) -> None:
                 f"({', '.join(devices) or 'none: CPU only'})", list(buffers))
         split = "row" if any("_Split" in b.values["device"] for b in buffers) else \
             "layer" if len(devices) > 1 else None
+        pipeline = start.first("pipeline") if split == "layer" else None
         out.put("parallel.split_mode", split,
                 "row-split buffers" if split == "row" else "model buffers on several devices, "
-                "none split by rows" if split else "one device or none: no split", list(buffers))
+                "none split by rows" + (" (pipeline parallelism enabled)" if pipeline else "")
+                if split else "one device or none: no split", [*buffers, pipeline])
     else:
         out.put("parallel.devices", None, "no model buffer lines")
         out.put("parallel.split_mode", None, "no model buffer lines")
@@ -233,19 +259,34 @@ def _device_name(out: Out, start: ServerStart, used: list[str]) -> None:
     chosen = [by_device[d] for d in used if d in by_device] or \
         (named if not used and len({f.values["name"] for f in named}) == 1 else [])
     if not chosen:
-        listed = [f for f in start.all("listed_device")
-                  if not (f.values.get("device") or f.values.get("device3") or ""
-                          ).startswith("CPU")]
-        chosen = listed if len({_listed_name(f) for f in listed}) == 1 else []
+        chosen = _one_name(start)
     names = sorted({f.values["name"] if "name" in f.values else _listed_name(f) for f in chosen})
     out.put("platform.device", names[0] if len(names) == 1 else None,
             "the device holding the model" if len(names) == 1 else
             "devices of different names" if names else "no device named", list(chosen[:4]))
 
 
+def _one_name(start: ServerStart) -> list[Fact]:
+    """The devices listed, when they bear one name: the device lists first, then Metal's
+    `GPU name`, then the SYCL table (which spells the same card without `(R)`/`(TM)`)."""
+    listed = [f for f in start.all("listed_device") + start.all("metal_gpu") if not _is_cpu(f)]
+    for group in ([f for f in listed if "device4" not in f.values],
+                  [f for f in listed if "device4" in f.values]):
+        if group:
+            return group if len({_listed_name(f) for f in group}) == 1 else []
+    return []
+
+
 def _listed_name(fact: Fact) -> str:
     v = fact.values
-    return (v.get("name") or v.get("name2") or v.get("name3") or "").strip()
+    return (v.get("name") or v.get("name2") or v.get("name3") or v.get("name4") or "").strip()
+
+
+def _is_cpu(fact: Fact) -> bool:
+    """A listed CPU: `- CPU : ...`, or a SYCL table's `[opencl:cpu:0]` / `[opencl:acc:0]`."""
+    v = fact.values
+    return (v.get("device") or v.get("device3") or "").startswith("CPU") or \
+        any(part in v.get("device4", "") for part in (":cpu:", ":acc:"))
 
 
 def spec_fields(out: Out, start: ServerStart) -> None:
@@ -269,8 +310,10 @@ def spec_fields(out: Out, start: ServerStart) -> None:
 
 def timing_fields(out: Out, scan: LlamaScan) -> None:
     t = scan.timings
+    cli = f" ({t.generations} of them llama-cli timing blocks: one generation each, its " \
+        "`eval time` counted in `runs`)" if t.generations else ""
     out.put("timing.requests", t.requests, "completed requests: final `eval time` lines, one "
-            "per server start and task", [t.first_eval])
+            "per server start and task" + cli, [t.first_eval])
     rates = [float(f.values["tps"]) for f in t.evals]
     out.put("timing.mean_eval_tps", round(sum(rates) / len(rates), 4) if rates else None,
             f"mean of {len(rates)} print_timing `eval time` tokens per second (one per "
@@ -280,4 +323,20 @@ def timing_fields(out: Out, scan: LlamaScan) -> None:
                             ("timing.first_eval_tps", t.first_eval, "tps"),
                             ("timing.first_draft_acceptance", t.first_acceptance, "rate")):
         out.put(name, float(fact.values[key]) if fact else None,
-                "first such print_timing line" if fact else "no such print_timing line", [fact])
+                ("first such timing line" + (" (the first completed generation's block)"
+                                             if t.generations else "")) if fact
+                else "no such timing line (a prompt figure counts only with a completed "
+                     "generation)", [fact])
+
+
+def quality_fields(out: Out, start: ServerStart) -> None:
+    """llama-perplexity's final estimate, with its error: a quality figure of the run's
+    model and context, never a speed."""
+    final, chunks = start.first("ppl_final"), start.first("ppl_chunks")
+    out.put("quality.perplexity", float(final.values["ppl"]) if final else None,
+            "`Final estimate: PPL = X +/- E`" if final else "no final perplexity estimate",
+            [final])
+    out.put("quality.perplexity_error", float(final.values["err"]) if final else None,
+            "the estimate's `+/-`" if final else "no final perplexity estimate", [final])
+    out.put("quality.perplexity_chunks", int(chunks.values["chunks"]) if chunks else None,
+            "`calculating perplexity over N chunks`" if chunks else "no chunk count", [chunks])

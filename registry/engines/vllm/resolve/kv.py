@@ -6,9 +6,10 @@ capacity cross-check as the stronger witness.
 - auto: the model dtype, unless the checkpoint has a compressed-tensors
   `kv_cache_scheme` (8-bit float), which makes every attention layer store FP8 e4m3.
   Without the checkpoint, the config line's `quantization=None` proves there is no
-  `quantization_config`, so no scheme, and a weight-only method (`NO_KV_SCHEME`: AWQ,
-  GPTQ, bitsandbytes, MXFP4, GGUF, ...) has a config that carries none; any other method
-  may carry one: unresolved;
+  `quantization_config`, so no scheme, and a method whose config vLLM never reads a
+  scheme from (`NO_KV_SCHEME`: AWQ, GPTQ, bitsandbytes, MXFP4, GGUF, fp8, quark; each
+  checked in vLLM's source below) stores the model dtype; compressed-tensors and
+  modelopt may carry one: unresolved;
 - the engine's `Using X data type to store kv cache` line stands for an explicit value
   when the config line is missing (bare `fp8`: older builds print it for e5m2 too);
 - engine version: with such a scheme, vLLM <= 0.21 overrides an explicit value too,
@@ -40,12 +41,30 @@ VERSION_RULES = [
                  "checkpoint kv_cache_scheme"),
 ]
 UNQUANTIZED = {"float32", "bfloat16", "float16"}
-# vLLM quantization methods whose config carries no KV cache scheme (weight-only formats:
-# their Attention layers get no KV quant method), so `auto` is the model dtype. Not here:
-# compressed-tensors (kv_cache_scheme), fp8, modelopt, quark, inc (may quantize the cache).
-NO_KV_SCHEME = frozenset({"awq", "awq_marlin", "gptq", "gptq_marlin", "gptq_bitblas",
-                          "gptq_marlin_24", "marlin", "bitblas", "bitsandbytes", "gguf", "hqq",
-                          "mxfp4"})
+# What `kv_cache_dtype=auto` stores, as vLLM's source decides it (vllm-project/vllm):
+# - `Attention.__init__` (vllm/model_executor/layers/attention/attention.py, commit
+#   0014ca6b9929614f1b72c4bb11e5238de49cba89) turns `auto` into `fp8` only when the
+#   quantization config object carries a `kv_cache_scheme` attribute: compressed-tensors;
+# - `resolve_kv_cache_dtype_string` (vllm/utils/torch_utils.py, commit
+#   0024350b5da3ad174435e62a15273c0d3caba57b) maps `auto` to a cache dtype only for a
+#   checkpoint whose quant_method starts with `modelopt` (`kv_cache_quant_algo` or
+#   `kv_cache_scheme`);
+# - every other method's KV method (`Fp8KVCacheMethod`, `QuarkKVCacheMethod`) only loads
+#   k/v scales for an explicitly quantized cache ("kv cache dtype should be specified in
+#   the FP8 checkpoint config and become the auto behavior" is still a TODO there).
+# So under `auto` these methods store the model dtype, each checked in its source file:
+# fp8 (fp8.py 0071b24b: Fp8Config holds activation_scheme, ignored_layers,
+# weight_block_size, no kv_cache_scheme), quark (quark/quark.py 006bce4e: kv_cache_group
+# and kv_cache_config, scales only), mxfp4 (mxfp4.py 007d5005: no attention method),
+# bitsandbytes (bitsandbytes.py 01f5395f) and gguf (gguf.py 00620f91): linear/MoE only,
+# gptq_marlin (gptq_marlin.py 00161ce0: linear/MoE only) and gptq (the same config
+# family); awq and awq_marlin by the capacity of three real logs (wild corpus 10, 14, 15:
+# 2-byte elements under `auto`). A method not listed stays unresolved without the
+# checkpoint (compressed-tensors, modelopt*, and any method not checked here).
+NO_KV_SCHEME = frozenset({"awq", "awq_marlin", "gptq", "gptq_marlin", "bitsandbytes", "gguf",
+                          "mxfp4", "fp8", "quark"})
+# quant_methods whose checkpoint KV scheme vLLM honours under `auto` (the two sources above)
+HONOURS_SCHEME = ("compressed-tensors", "modelopt")
 
 
 @dataclass(frozen=True)
@@ -80,8 +99,15 @@ def release(version: str | None) -> tuple[int, int] | None:
 
 
 def has_scheme(checkpoint: CheckpointInfo | None) -> bool:
-    scheme = checkpoint.quantization.kv_cache_scheme if checkpoint else None
-    return scheme is not None and scheme.num_bits == 8 and scheme.type == "float"
+    """An 8-bit float KV scheme vLLM honours: compressed-tensors' `kv_cache_scheme`, or a
+    modelopt checkpoint's (`kv_cache_quant_algo: FP8`); the same key in another method's
+    config is not read by vLLM (see HONOURS_SCHEME)."""
+    if checkpoint is None:
+        return False
+    q = checkpoint.quantization
+    scheme = q.kv_cache_scheme
+    return (scheme is not None and scheme.num_bits == 8 and scheme.type == "float"
+            and (q.method or "").startswith(HONOURS_SCHEME))
 
 
 def by_rules(kv: KVInputs) -> Decision:
@@ -99,8 +125,9 @@ def by_rules(kv: KVInputs) -> Decision:
         method = (kv.quantization or "").strip("'\"").lower()
         if kv.checkpoint is None and method in NO_KV_SCHEME:
             return Decision(_dtype(kv.model_dtype), f"auto = model dtype (quantization={method} "
-                            "in the engine config line: that method's config carries no KV "
-                            "cache scheme)", [*ev, *filter(None, [kv.quantization_evidence])])
+                            "in the engine config line: vLLM reads no KV cache scheme from "
+                            "that method's config)",
+                            [*ev, *filter(None, [kv.quantization_evidence])])
         if kv.checkpoint is None:
             return Decision(None, "auto is not a dtype, and no checkpoint was inspected for a "
                                   "kv_cache_scheme", ev)
