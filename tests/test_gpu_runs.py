@@ -349,3 +349,40 @@ def test_a_dry_run_foresees_what_controlled_starts_can_decide(store_home, tmp_pa
     sealed_starts = [(var / 2, 4)]
     iv = paired_interval([m - a, m + a], sealed_weight=1 / 3, start_spreads=sealed_starts)
     assert iv is not None and iv.low == pytest.approx(0.95, rel=1e-6)
+
+
+def test_the_kv_precision_ab_on_one_gpu_re_derives_its_verdict() -> None:
+    """docs/gpu.md: `registry ab` of the BF16-KV against the explicit FP8-KV 3 B lane on one
+    H200 (2026-12-03, 4 starts a side, A B B A A B B A). Each start's figure, the paired
+    interval and the verdict come out here as on the GPU host, from the starts' raw rows;
+    the FP8 cache is slower by more than the 2% noise band on this kernel set."""
+    from registry.executor.gpu import parse
+    from registry.measure.disturbance import start_evidence
+    from registry.measure.starts import (
+        StartFigure,
+        boost_verdict,
+        pair_logs,
+        paired_interval,
+        start_figure,
+    )
+
+    host = GPU_RUNS / "h200x1-20261203-ab"
+    there = json.loads((host / "logs" / "ab-kv.log").read_text())
+    [suite] = there["suites"]
+    samples = parse((host / "logs" / "smi.csv").read_text())
+    figures, quiet = [], 0
+    for i, run in enumerate(sorted((host / "runs" / "ab").iterdir())):
+        bench = Recipe.model_validate_json((run / "recipe.json").read_text()).benchmark
+        rows = read_model(run / "bench.json", Bench).timed_rows
+        value, used = start_figure(rows, bench.metric, bench.window)
+        figures.append(StartFigure(start=i, side=run.name[3:], value=value, rows=used))
+        quiet += start_evidence(i, rows, samples, bench.metric, bench.window).disturbed is None
+    assert [f.side for f in figures] == there["order"]
+    assert [f.value for f in figures if f.side == "A"] == pytest.approx(suite["a_starts"])
+    assert [f.value for f in figures if f.side == "B"] == pytest.approx(suite["b_starts"])
+    here = paired_interval(pair_logs(figures), level=there["level"])
+    assert here is not None and here.low is not None and here.high is not None
+    assert (here.ratio, here.low, here.high) == pytest.approx(
+        (suite["ratio"], suite["interval"]["low"], suite["interval"]["high"]), rel=1e-9)
+    assert boost_verdict(here, there["noise_pct"]) == suite["verdict"] == "slower"
+    assert here.high < 1 - there["noise_pct"] / 100 and quiet == 8  # decided, on a quiet GPU

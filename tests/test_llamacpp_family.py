@@ -251,6 +251,29 @@ def test_a_capsule_s_llama_bench_tables_import_as_published_figures(cli, store_h
     assert len(tg) == 1 and "type_k=f16" in tg[0]["key"] and tg[0]["value"] == 118.881588
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_capsule_of_llama_bench_tables_alone_imports_unproven(cli, store_home,
+                                                                tmp_path: Path) -> None:
+    """A capsule that holds only llama-bench's `-o json` output is published figures
+    without a run: imported as an unproven record, never refused as 'no run evidence'."""
+    capsule = tmp_path / "capsule"
+    capsule.mkdir()
+    shutil.copy(BENCH / "11-readme-json" / "llama-bench.json", capsule / "llama-bench.json")
+    r = cli("import", capsule, "--json")
+    assert r.exit_code == 0, r.stderr
+    rid = json.loads(r.stdout)[0]["record"]["id"]
+    predicate = json.loads(cli("show", rid, "--json").stdout)["statement"]["predicate"]
+    assert {f["metric"] for f in predicate["published"]} == {
+        "llama_bench_pp_tok_s", "llama_bench_tg_tok_s"}
+    assert all(f.get("rederived") is None for f in predicate["published"])
+    assert not predicate.get("results")  # nothing measured here: unproven
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("a table that never came\n")
+    r = cli("import", empty)
+    assert r.exit_code == 4 and "no run evidence found" in r.stderr
+
+
 @pytest.mark.parametrize("line, types", [
     # a public llama-server log found by exact-string search (the index names no repository)
     ("0.11.149.637 I spec common_specu: - gpu_layers=-1, cache_k=f16, cache_v=f16, "

@@ -21,7 +21,7 @@ COMMANDS: dict[str, str] = {
     "teacher": "contracts", "check": "contracts", "resolve": "resolve", "diff": "diff",
     "reproduce": "reproduce", "ab": "ab", "claim": "claim", "queue": "queue",
     "worker": "worker", "report": "report", "compare": "compare", "bench-import": "bench",
-    "promote": "promote", "publish": "publish",
+    "promote": "promote", "publish": "publish", "credit": "credit",
 }
 """command name -> the registry.cli module whose `register(app)` adds it."""
 LazyGroup.modules = COMMANDS

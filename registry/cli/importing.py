@@ -56,7 +56,7 @@ def published_table(figures: list[PublishedFigure]) -> Grid:
                  [[f"{p.metric} {p.aggregation}", f"{p.source} {p.key}", f"{p.value:.10g}",
                    _not_rederived(p) if p.rederived is None else f"{p.rederived:.10g}",
                    {True: "yes", False: "NO", None: "-"}[p.agrees]] for p in figures],
-                 keep=[True, True, True, False, True])
+                 keep=[True, False, True, False, True])  # "where" wraps between words
 
 
 def _not_rederived(p: PublishedFigure) -> str:

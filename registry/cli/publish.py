@@ -32,8 +32,24 @@ def publish(
     contributors: Annotated[Path | None, typer.Option(
         "--contributors", help="TOML of [[contributor]] entries; each status is derived "
                                "from evidence.")] = None,
+    credit: Annotated[list[str] | None, typer.Option(
+        "--credit", help="A contributor whose standing signed credit fact of this ledger "
+                         "the package carries (registry credit add).")] = None,
     check: Annotated[Path | None, typer.Option(
-        "--check", help="Check the package in this folder instead of writing one.")] = None,
+        "--check", help="Check the package in this folder instead of writing one; or a "
+                        "lab publication-manifest.json or package.json, by the lab's "
+                        "rules.")] = None,
+    rerun: Annotated[Path | None, typer.Option(
+        "--rerun", help="Run the package in this folder again from its own files (its "
+                        "launch, into DIR/run; a run/ already there is taken as it is), "
+                        "seal it here and judge it against the package's figures.")] = None,
+    models: Annotated[Path | None, typer.Option(
+        "--models", help="With --rerun: the folder ${REGISTRY_MODELS} names.")] = None,
+    min_performance: Annotated[float, typer.Option(
+        "--min-performance", help="With --rerun: the floor, new/packaged.")] = 0.95,
+    catalog: Annotated[Path | None, typer.Option(
+        "--catalog", help="With --check of a lab package.json: the lab's "
+                          "repro/guide-catalog.json (its entry, its guide class).")] = None,
     remote: Annotated[bool, typer.Option(
         "--remote", help="With --check: fetch every asset and upstream again.")] = False,
     home: HomeOpt = None,
@@ -45,17 +61,39 @@ def publish(
     `--check DIR` checks a package's closure (exit 0 closed, 1 not), with its guide
     class and what the next class needs; `--remote` fetches every asset and upstream.
 
+    `--check FILE` checks a lab `publication-manifest.json` or `package.json` the way
+    the lab's validators do (exit 0 passed, 1 a rule broken); rules that need the lab's
+    clone are listed as not checked.
+
     Example: registry publish 3f2a9c --promotion 9e1d --out pkg
     Example: registry publish --check pkg --remote
+    `--rerun DIR` runs a package again from its own files in this home and judges the
+    new run against the package's figures, one row each (exit 0 passed, 1 not).
+
+    Example: registry publish --check publication-manifest.json
+    Example: registry publish --rerun pkg --models ~/models
     """
     from registry.cli.exits import leave, with_code
     from registry.cli.output import print_json
     from registry.errors import ExitCode, InvalidInput
 
+    if rerun is not None:
+        if record is not None or out is not None or check is not None:
+            raise InvalidInput("--rerun takes a package folder alone",
+                               hint="registry publish --rerun DIR [--models M]")
+        _rerun(rerun, models, min_performance, home, json)
+        return
     if check is not None:
         if record is not None or out is not None:
             raise InvalidInput("--check takes a package folder alone",
                                hint="registry publish --check DIR [--remote]")
+        from registry.publish.labcheck import is_lab_file
+
+        if is_lab_file(check):
+            _lab(check, catalog, remote, json)
+            return
+        if check.is_file():  # a registry package's package.json: its folder
+            check = check.parent
         closure = _check(check, remote, home)
         code = ExitCode.OK if closure.passed else ExitCode.FAILED
         print_json(with_code(closure, code)) if json else _print_closure(closure)
@@ -68,13 +106,64 @@ def publish(
 
     package = publish_record(find(home), record, out, promotion=promotion,
                              profiles=[_sweep(p) for p in profile or []],
-                             contributors=contributors)
+                             contributors=contributors, credits=credit or [])
     if json:
         print_json(package)
     else:
         typer.echo(f"package of {package.record[:16]} written to {out} "
                    f"({len(package.suites)} suites, {len(package.figures)} figures), "
                    f"signed by {package.signer}")
+
+
+def _rerun(folder: Path, models: Path | None, floor: float, home: Path | None,
+           json: bool) -> None:
+    from registry.cli.exits import leave, with_code
+    from registry.cli.output import console, print_json, table
+    from registry.errors import ExitCode
+    from registry.publish.rerun import rerun_package
+
+    done = rerun_package(find(home), folder, models_dir=models, min_performance=floor)
+    code = ExitCode.OK if done.passed else ExitCode.FAILED
+    if json:
+        print_json(with_code(done, code))
+    else:
+        console.print(table(f"re-run of {done.package[:16]} as {done.record[:16]}",
+                            ["figure", "packaged", "re-run", "verdict", "why"],
+                            [[r.name, r.packaged, r.new or "-", r.verdict, r.why]
+                             for r in done.rows]))
+        console.print(f"verdict: {done.verdict}", highlight=False,
+                      style="green" if done.passed else "bold red")
+    leave(code)
+
+
+def _lab(path: Path, catalog: Path | None, remote: bool, json: bool) -> None:
+    from registry.cli.exits import leave, with_code
+    from registry.cli.output import console, print_json, table
+    from registry.errors import ExitCode, InvalidInput
+    from registry.publish.labcheck import check_lab_file
+
+    if remote:
+        raise InvalidInput("--remote checks registry packages; the lab's own remote audit "
+                           "(download, readelf, objcopy) is not done here",
+                           hint=f"registry publish --check {path}")
+    done = check_lab_file(path, catalog=catalog)
+    code = ExitCode.OK if done.passed else ExitCode.FAILED
+    if json:
+        print_json(with_code(done, code))
+    else:
+        if done.findings:
+            console.print(table(f"{done.kind} {path}", ["rule", "the lab's message"],
+                                [[f.rule, f.message] for f in done.findings]))
+        for rule in done.not_checked:
+            console.print(f"not checked (needs the lab's clone): {rule}", highlight=False)
+        if done.guide_class or done.missing:
+            console.print(f"guide class: {done.guide_class or 'none'}"
+                          + (f" (starter needs: {'; '.join(done.missing)})"
+                             if done.missing else ""), highlight=False)
+        console.print(f"{done.format} {done.status}: "
+                      + ("passed" if done.passed else f"{len(done.findings)} rules broken"),
+                      highlight=False, style="green" if done.passed else "bold red")
+    leave(code)
 
 
 def _sweep(text: str) -> tuple[XMetric, list[str]]:

@@ -27,6 +27,7 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.errors import InvalidInput
 from registry.importer.manifest import Manifest, find_manifest, is_manifest_name
+from registry.importer.published import engine_figures
 from registry.importer.walk import capsule_files, inside
 
 
@@ -101,7 +102,8 @@ def detect(capsule: Path, *, log: Path | None = None, bench: Path | None = None,
                           if manifest else None)
     arms = _arms([f for f in files if not _other_summary(capsule, f)
                   and not _engine_table(capsule, f)], pointed)
-    if not any(role in arm.files for arm in arms for role in EVIDENCE_ROLES):
+    if not any(role in arm.files for arm in arms for role in EVIDENCE_ROLES) \
+            and not engine_figures(capsule, files):  # an engine's benchmark table alone
         raise InvalidInput(
             f"{capsule}: no run evidence found ({len(files)} files; manifest: "
             f"{found.path if found else 'none'}); missing: an engine log (server.log, "

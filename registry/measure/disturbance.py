@@ -29,8 +29,8 @@ from registry.formats.rundir import BenchRow
 from registry.measure.metrics import decode_rates
 from registry.recipe.schema import MetricFormula
 
-BUSY_FLOOR_PCT = 80.0  # in the gap of the kept compiled starts: 68-73% (slow) | 83.5-100%
-SPREAD_CEILING = 0.10  # IQR / median of a start's row rates; 73 of the 87 kept stay <= 0.064
+BUSY_FLOOR_PCT = 75.0  # in the gap of the kept compiled starts: 69-73% (slow) | 78-100%
+SPREAD_CEILING = 0.10  # IQR / median of a start's row rates; see docs/measurement.md
 MIN_SAMPLES = 4  # one second of nvidia-smi samples (250 ms): fewer say nothing
 
 

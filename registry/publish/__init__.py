@@ -18,9 +18,10 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from registry.base.canonical import canonical_bytes
-from registry.contracts.sealed import carried
+from registry.contracts.sealed import carried, sealed_run
 from registry.errors import InvalidInput, NotFound
 from registry.formats.record import Statement
+from registry.formats.rundir import Bench
 from registry.publish.contributors import contributors_of
 from registry.publish.package import (
     MANIFEST,
@@ -30,6 +31,7 @@ from registry.publish.package import (
     ModelPin,
     Package,
     PackagedFigure,
+    PackagedOutput,
     Pinned,
     PromotionRef,
     Upstream,
@@ -54,12 +56,14 @@ COMMANDS = {
 
 def publish_record(home: Home, prefix: str, out: Path, *, promotion: str | None = None,
                    profiles: Sequence[tuple[XMetric, Sequence[str]]] = (),
-                   contributors: Path | None = None) -> Package:
+                   contributors: Path | None = None, credits: Sequence[str] = ()) -> Package:
     """Write the package of record `prefix` into `out` (a new or empty folder), signed
     with this home's key; refused, writing nothing, when the record does not verify or
     carries something host-specific. `profiles`: sweeps, each an x metric and the
     records of its points (registry/publish/profile.py); `contributors`: a TOML file of
-    contributors, each status derived (registry/publish/contributors.py)."""
+    contributors, each status derived (registry/publish/contributors.py); `credits`:
+    contributors whose standing signed credit fact the package carries
+    (registry/publish/credits.py)."""
     from registry.errors import VerificationFailed
     from registry.formats.record import parse_statement
     from registry.store.query import checked_statement
@@ -74,8 +78,11 @@ def publish_record(home: Home, prefix: str, out: Path, *, promotion: str | None 
     keyid, key = ready_signer(home)
     files = _files(home, rid, statement)
     package = _package(home, rid, statement, files, promotion, keyid)
+    from registry.publish.credits import as_contributor, standing
+
     credited = [] if contributors is None else contributors_of(
         home, contributors, [p.sha256 for p in package.engine.patches])
+    credited += [as_contributor(standing(home, who)) for who in credits]
     package = package.model_copy(update={
         "profiles": [profile_of(home, ids, x) for x, ids in profiles],
         "contributors": credited})
@@ -143,7 +150,8 @@ def _package(home: Home, rid: str, statement: Statement, files: dict[str, bytes]
                 if path != "recipe.toml" and not path.startswith("patches/")],
         model=ModelPin(hub_id=model.get("hub_id"), revision=model.get("revision"),
                        manifest_sha256=_text(identity.value("model.manifest_sha256"))),
-        engine=_engine(statement), figures=_figures(statement),
+        engine=_engine(statement), figures=figures_of(statement),
+        outputs=outputs_of(sealed_run(home, rid, statement).bench),
         promotion=_promotion(home, rid, promotion) if promotion else None,
         commands=COMMANDS, signer=keyid)
 
@@ -166,7 +174,16 @@ def _engine(statement: Statement) -> EnginePin:
                      patches=patches)
 
 
-def _figures(statement: Statement) -> list[PackagedFigure]:
+def outputs_of(bench: Bench) -> list[PackagedOutput]:
+    """The digest of each first-pass row's token ids (rows that failed are left out)."""
+    return [PackagedOutput(suite=r.suite, index=r.index, prompt_id=r.prompt_id,
+                           tokens=len(r.token_ids), sha256=hashlib.sha256(
+                               ",".join(map(str, r.token_ids)).encode()).hexdigest())
+            for r in bench.rows if r.error is None and r.round == 0 and r.start == 0]
+
+
+def figures_of(statement: Statement) -> list[PackagedFigure]:
+    """Every figure of the record, as a package carries it."""
     return [PackagedFigure(suite=s.suite, metric=m.name, value=m.value, low=m.ci_low,
                            high=m.ci_high, unit=m.unit,
                            quality=s.quality.state if s.quality else None)

@@ -182,11 +182,14 @@ def _pins(package: Package) -> list[Finding]:
 
 
 def _texts(folder: Path) -> list[tuple[str, int, str]]:
-    """Host paths in every text file of the package."""
+    """Host paths in every text file of the package; not in `run/`, where its launch
+    command writes (a run names its host; it is no part of the package)."""
     from registry.base.confine import regular_files
 
     found = []
     for path in regular_files(folder):
+        if path.relative_to(folder.resolve()).parts[0] == "run":
+            continue
         try:
             text = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError:

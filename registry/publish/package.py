@@ -83,6 +83,17 @@ class PackagedFigure(Frozen):
     quality: str | None = Field(None, description="the suite's measurement quality")
 
 
+class PackagedOutput(Frozen):
+    """What one prompt of the suite produced at temperature 0: the digest of its token
+    ids, so that a re-run can say whether it produced the same (registry/publish/rerun.py)."""
+
+    suite: str
+    index: int
+    prompt_id: str
+    tokens: int
+    sha256: str = Field(description="sha256 of the token ids, comma-separated decimal")
+
+
 class Intake(Frozen):
     """What the lab's intake asks of a contribution (unknowns stay unknown: None)."""
 
@@ -113,6 +124,9 @@ class Contributor(Frozen):
     evidence: list[str] = Field(default_factory=empty_list)
     intake: Intake = Field(default_factory=Intake)
     provenance: Provenance = Field(default_factory=Provenance)
+    credit_fact: str | None = Field(None, description="the ledger's signed credit fact "
+                                                      "(registry/publish/credits.py)")
+    credit_signer: str | None = Field(None, description="the key that signed that fact")
 
 
 class PromotionRef(Frozen):
@@ -133,6 +147,7 @@ class Package(Frozen):
     container: ContainerPin | None = None
     launcher: Pinned | None = None
     figures: list[PackagedFigure] = Field(default_factory=empty_list)
+    outputs: list[PackagedOutput] = Field(default_factory=empty_list)
     profiles: list[PerformanceProfile] = Field(default_factory=empty_list)
     promotion: PromotionRef | None = None
     contributors: list[Contributor] = Field(default_factory=empty_list)

@@ -33,9 +33,11 @@ TEACHERS = "teachers"
 _SHA = re.compile(rb"[0-9a-f]{40}\Z")
 _RECORD_FILE = re.compile(rf"{RECORD_FOLDER}/(?P<name>{STATEMENT}|{ENVELOPE})\Z")
 _TEACHER_FILE = re.compile(rf"{TEACHERS}/[^/]+\.json\Z")
-# verification attestations and claim events (registry/store/attestations.py)
+# verification attestations, claim events (registry/store/attestations.py) and contributor
+# credit facts (registry/publish/credits.py)
 _APPEND_ONLY = re.compile(r"(verifications/[0-9a-f]{64}|claims/[a-z0-9][a-z0-9._-]{0,127}"
-                          r"/[0-9a-f]{64})\.json\Z")
+                          r"/[0-9a-f]{64}|credits/[a-z0-9][a-z0-9-]{0,127}/[0-9a-f]{64})"
+                          r"\.json\Z")
 
 
 class Rule(Frozen):
