@@ -25,8 +25,8 @@ from registry.measure.starts import boost_verdict
 from tests.test_disturbance import kept
 
 NOMINAL = 0.05  # the overall level's error: 1 - LEVEL
-# the leases the disturbance rule was derived from (87 starts) and the numbers in
-# docs/measurement.md were simulated from; later captures are judged, not resampled
+# the leases (87 starts, up to 2026-12-02) the numbers in docs/measurement.md were
+# simulated from; later captures are judged, not resampled
 SIMULATED_FROM = ("h200x1-20261130", "h200x1-20261201", "h200x1-20261201-eager",
                   "h200x1-20261201-second", "h200x1-20261202-controlled",
                   "h200x1-20261202-controlled-2", "h200x2-20261130", "h200x2-20261130-followup")
@@ -215,7 +215,7 @@ def test_a_dry_run_plans_the_looks_from_the_sealed_spread(store_home, tmp_path, 
 
 def test_the_kept_h200_ab_is_re_derived_with_why() -> None:
     """The BF16-KV against FP8-KV A/B of the 3 B lanes on one H200 (2026-12-03, 4 starts a
-    side, signed `slower` over pairs): over independent starts, the starts the rule marks
+    side, signed `slower` over pairs): over independent starts, any start the rule marks
     kept out and named, it is still slower, and its reason names the starts it used."""
     import json
 
