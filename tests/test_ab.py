@@ -265,6 +265,48 @@ def test_ab_runs_abba_seals_every_start_and_its_attestation_travels(
 
 
 @SQLITE
+def test_a_sequential_ab_stops_when_decided_and_says_why(store_home, tmp_path) -> None:
+    """--starts 2 --max-starts 3: judged after two starts a side, a pair more only while
+    undecided; the stop, the starts used and the basis of the disturbance evidence (on
+    the CPU: row spread and probe, no GPU samples) are in the result and the attestation."""
+    from registry.ab.runner import ab
+    from registry.store.verifications import verifications_of
+
+    a, b, checkpoints = recipe_pair(tmp_path, "0.0015")
+    result = ab(store_home, a, b, deltas=["engine.env"], starts=2, max_starts=3,
+                models_dir=checkpoints, out_dir=tmp_path / "runs", launcher=scripted_launcher())
+    n = result.starts_per_side
+    assert n in (2, 3) and len(result.order) == len(result.starts) == 2 * n
+    assert result.look_level == pytest.approx(1 - 0.05 / 2) and result.max_starts == 3
+    [suite] = result.suites
+    assert suite.why is not None and suite.verdict == suite.why.status
+    assert "no GPU samples: row spread and the host probe" in suite.why.basis
+    if suite.verdict == "faster":
+        assert result.stopped == f"decided after {n} starts a side"
+        assert suite.why.reason.startswith("decided on starts ")
+    else:
+        assert result.stopped == "most starts spent (3 a side, --max-starts)"
+        assert "a decision needs" in suite.why.reason or "host disturbed" in suite.why.reason
+    # every start not used is named as disturbed or gave no figure: none silently dropped
+    figures = {s.start: s.figures[0].value for s in result.starts}
+    for k in set(figures) - set(suite.why.used):
+        assert k in suite.why.disturbed or figures[k] is None
+        if k in suite.why.disturbed:
+            assert suite.why.disturbed[k] in suite.why.reason
+    [v] = verifications_of(store_home, result.starts[0].record)
+    assert v.statement.predicate.policy.parameters["stopped"] == result.stopped
+    from registry.cli.ab import _print
+    from registry.cli.output import console
+
+    with console.capture() as shown:
+        _print(result)
+    text = shown.get()
+    assert f"stopped: {result.stopped}" in text and suite.why.reason in " ".join(text.split())
+    [boost] = [c for c in v.statement.predicate.checks if c.name.startswith("boost/")]
+    assert suite.why.reason in boost.detail
+
+
+@SQLITE
 def test_ab_refuses_before_anything_runs(store_home, tmp_path, cli) -> None:
     a, b, checkpoints = recipe_pair(tmp_path, "0.002")
     r = cli("ab", a, b, "--models", str(checkpoints), "--out", str(tmp_path / "runs"))
@@ -360,6 +402,14 @@ def test_a_control_cancels_a_slower_host_end_to_end(store_home, tmp_path) -> Non
     assert done.performance.status != "failed", perf.detail
     assert done.verification and done.record in [s.record for s in c.starts]
     assert done.host_speed is not None  # both runs kept their probe (the client's host)
+    # the verdict says why, and on the CPU says what the disturbance rule had to go on
+    from registry.cli.reproduce import _verdict_lines
+
+    assert suite.why is not None and suite.why.reason in perf.detail
+    lines = "\n".join(_verdict_lines(done))
+    assert f"tiny-cold: {suite.why.status}: {suite.why.reason}" in lines
+    assert "stopped: " in lines and c.stopped and c.max_starts == 2
+    assert "disturbance judged on: no GPU samples: row spread and the host probe" in lines
 
 
 @SQLITE

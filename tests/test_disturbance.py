@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 from registry.executor import gpu
 from registry.formats.rundir import Bench
 from registry.measure.disturbance import (
@@ -135,6 +137,10 @@ def test_show_prints_each_start_of_a_sealed_record(store_home, tmp_path, cli) ->
     assert "engine starts" in text
     assert "GPU 69% busy while decoding" in text
     assert text.count("host disturbed") == 1
+    shown = json.loads(cli("show", rid, "--json").stdout)["starts"]
+    assert len(shown) == 3 and [e["disturbed"] for e in shown if e.get("disturbed")] == [
+        "host disturbed (GPU 69% busy while decoding)"]  # the table's, through one function
+    assert all(e.get("probe_cpu_s") for e in shown)  # each start kept its own probe
 
 
 def _controlled(lease: str, n: int):  # type: ignore[no-untyped-def]
@@ -187,19 +193,82 @@ def test_kept_controlled_reproductions_are_never_wrong_and_say_why() -> None:
             assert why.reason.startswith("decided on starts ")
             assert there["performance"]["suites"][0]["status"] != "failed"
         elif why.disturbed:
-            assert why.reason.startswith("start ") and "host disturbed" in why.reason
+            assert why.reason.startswith("host disturbed") and "start" in why.reason
         else:
             assert "a decision needs" in why.reason
 
 
 def test_starts_needed_agrees_with_the_dry_runs_foresight() -> None:
     """The H200's sealed starts spread 1.665% (tests/test_gpu_runs.py): `reproduce --control
-    --dry-run` foresees 3 starts a side for a ratio of 1.0; the same spread, as measured
-    pairs, needs the same; a wider one needs more."""
+    --dry-run` foresees 3 starts a side for a ratio of 1.0 over pairs; the formula of
+    docs/measurement.md gives the same over pairs, no more over independent starts, and a
+    wider spread needs more."""
     import math
 
-    from registry.reproduce.why import starts_needed
+    from registry.measure.sequential import starts_needed
 
-    pair = 0.01665 * math.sqrt(2)
-    assert starts_needed(pair, 1 / 3, 0.95, 4) == 3
-    assert (starts_needed(2 * pair, 1 / 3, 0.95, 4) or 999) > 3
+    margin = -math.log(0.95)
+    assert starts_needed(0.01665, margin, sealed_weight=1 / 3, df=4) == 3
+    assert (starts_needed(0.01665, margin, sealed_weight=1 / 3, df=4, paired=False) or 99) <= 3
+    assert (starts_needed(2 * 0.01665, margin, sealed_weight=1 / 3, df=4) or 999) > 3
+
+
+KEPT_CONTROLLED = [("h200x1-20261202-controlled", 1, "passed"),
+                   ("h200x1-20261202-controlled-2", 1, "inconclusive"),
+                   ("h200x1-20261202-controlled-2", 2, "inconclusive")]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the verdict, not the index
+def test_the_reproduce_verdict_of_each_kept_controlled_reproduction_says_why(
+        store_home, tmp_path) -> None:
+    """The verdict `reproduce --control` gives (registry.reproduce.control.judge_controlled,
+    the evidence read back from what each record sealed), over the kept records and starts
+    sealed here: the outcome the raw files give, the disturbed starts named in the
+    verdict's detail and kept out of the interval, the evidence's basis said."""
+    import shutil
+
+    from registry.contracts.sealed import load_sealed
+    from registry.reproduce import _evidence
+    from registry.reproduce.control import ControlStart, judge_controlled, start_figures
+    from registry.seal import seal_run
+
+    ids: dict[Path, str] = {}
+    for lease, n, outcome in KEPT_CONTROLLED:
+        host = RUNS / lease
+        recipe = json.loads((host / "runs" / "record" / "recipe.json").read_text())
+        formula = MetricFormula(recipe["benchmark"]["metric"])
+        window = recipe["benchmark"]["window"]
+
+        def sealed(run: Path) -> str:  # each run once (a lease's record serves both)
+            if run not in ids:
+                target = tmp_path / run.relative_to(RUNS)
+                ids[run] = seal_run(shutil.copytree(run, target), home=store_home).id
+            return ids[run]
+
+        original, control = (load_sealed(store_home, sealed(host / "runs" / side))
+                             for side in ("record", "control"))
+        names = [s.name for s in original.bench.suites]
+        starts, rows = [], {}
+        for i, run in enumerate(sorted((host / "runs" / f"controlled-{n}").iterdir())):
+            new = load_sealed(store_home, sealed(run))
+            rows[new.id] = new.bench.timed_rows
+            starts.append(ControlStart(start=i, side=run.name[3:], record=new.id,
+                                       run_dir=str(run), figures=start_figures(
+                                           i, run.name[3:], new.id, new.bench.timed_rows,
+                                           names, formula, window)))
+        seen = {r.id: _evidence(store_home, r) for r in (original, control)}
+        seen.update({s.record: _evidence(store_home, load_sealed(store_home, s.record))
+                     for s in starts})
+        verdict, controlled = judge_controlled(original, control, starts, rows, formula,
+                                               window, 0.95, seen)
+        [suite] = controlled.suites
+        [perf] = verdict.suites
+        why, _ = _controlled(lease, n)
+        assert suite.why is not None and perf.status == suite.why.status == outcome
+        assert suite.why.reason == why.reason and suite.why.reason in perf.detail
+        assert sorted(suite.why.disturbed) == sorted(why.disturbed)
+        assert set(suite.why.used).isdisjoint(suite.why.disturbed)
+        assert [e.start for e in controlled.evidence] == [0, 1, 2, 3]
+        assert suite.why.basis == "GPU busy while decoding and row spread"
+        if outcome == "passed":
+            assert perf.ratio_low is not None and perf.ratio_low >= 0.95

@@ -35,6 +35,7 @@ def ab_statement(done: AbResult, keyid: str) -> VerificationStatement:
     return attestation("ab", records, checks, uri=POLICY_URI, keyid=keyid, parameters={
         "deltas": list(c.deltas), "starts_per_side": done.starts_per_side,
         "order": list(done.order), "level": done.level, "noise_pct": done.noise_pct,
+        "max_starts": done.max_starts, "look_level": done.look_level, "stopped": done.stopped,
         "a": done.a, "b": done.b}, note=f"verdict: {done.verdict}")
 
 
@@ -50,5 +51,6 @@ def _boost(s: SuiteBoost, level: float) -> Check:
                               confidence=level if s.low_pct is not None else None))
     return Check(name=f"boost/{s.suite}",
                  result=Result.passed if decided else Result.inconclusive,
-                 detail=f"{s.verdict}: {iv.method if iv else 'no paired figure'} ({s.formula})",
+                 detail=f"{s.verdict}: {iv.method if iv else 'no paired figure'} ({s.formula})"
+                        + (f"; {s.why.reason}" if s.why else ""),
                  figures=figures)

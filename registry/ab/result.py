@@ -9,6 +9,7 @@ from registry.ab.comparable import Comparability
 from registry.base.model import Frozen
 from registry.formats.rundir import LaunchPlan
 from registry.measure.starts import LEVEL, NOISE_PCT, PairedInterval, StartFigure
+from registry.reproduce.why import Why
 
 
 class AbStart(Frozen):
@@ -35,6 +36,8 @@ class SuiteBoost(Frozen):
     delta_tok_s: float | None = Field(description="B - A, absolute")
     interval: PairedInterval | None = None
     verdict: str = Field(description="faster | slower | no difference | inconclusive")
+    why: Why | None = Field(None, description="the starts used, those kept out as disturbed, "
+                                              "and why it decided or not")
 
 
 class AbResult(Frozen):
@@ -44,6 +47,10 @@ class AbResult(Frozen):
     comparability: Comparability
     order: list[str] = Field(description="the sides in start order")
     starts_per_side: int
+    max_starts: int | None = Field(None, description="--max-starts: most starts a side")
+    look_level: float | None = Field(None, description="each look's interval level (the "
+                                     "error spent over the looks)")
+    stopped: str | None = Field(None, description="why no further pair was started")
     level: float = LEVEL
     noise_pct: float = NOISE_PCT
     dry_run: bool = False

@@ -1,16 +1,19 @@
 """`registry ab A B`: the comparability check, then full engine starts of both sides in
 ABBA order, each start sealed as a record, then per suite the boost with its interval
-over paired starts and a verdict, all re-derived from the sealed records' raw rows.
+over the starts and a verdict, all re-derived from the sealed records' raw rows; with
+--max-starts, pair after pair until the verdict is decided (registry.measure.sequential).
 
 A start is a fresh engine: planned, started, measured with the side's suite, torn down
 and sealed (registry.executor.run, registry.seal). Nothing else runs in between, so the
-two sides share one window of the host's life; pairs of adjacent starts cancel what
-drifts slowly (registry.measure.starts).
+two sides share one window of the host's life. The order stays A B B A (it balances a
+slow drift at no cost), but the starts are analysed as independent: adjacent starts were
+not correlated on the kept H200 starts (docs/measurement.md, "Sequential starts").
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,18 +24,12 @@ from registry.ab.result import AbResult, AbStart, SuiteBoost
 from registry.ab.sides import Side, load_side, recipe_folder
 from registry.errors import ExitCode, InvalidInput, RegistryError
 from registry.formats.rundir import BenchRow, LaunchPlan
+from registry.measure.disturbance import StartEvidence
 from registry.measure.metrics import formula_text
-from registry.measure.starts import (
-    LEVEL,
-    NOISE_PCT,
-    StartFigure,
-    alternating,
-    boost_verdict,
-    pair_logs,
-    paired_interval,
-    start_figure,
-)
+from registry.measure.sequential import looks, stop_reason
+from registry.measure.starts import LEVEL, NOISE_PCT, StartFigure, alternating, start_figure
 from registry.recipe.schema import Recipe
+from registry.reproduce.why import explain_boost
 from registry.store.home import Home
 
 if TYPE_CHECKING:
@@ -54,18 +51,22 @@ def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 
        models_dir: Path | None = None, out_dir: Path | None = None, dry_run: bool = False,
        level: float = LEVEL, noise_pct: float = NOISE_PCT, hooks: Hooks | None = None,
        on_start: StartHook | None = None, launcher: Launcher | None = None,
-       progress: Progress | None = None, sealed: Mapping[str, str] | None = None
-       ) -> AbResult:
+       progress: Progress | None = None, sealed: Mapping[str, str] | None = None,
+       max_starts: int | None = None, budget_minutes: float | None = None) -> AbResult:
     """Compare `a` and `b` (recipe files or record ids); refused (NotComparable) before
     anything runs when they differ on an axis `deltas` does not name. `sealed` (run
     directory name -> record) holds starts an earlier attempt already sealed: they are
     taken as they are, not run again (the fleet's retried jobs); `progress` gets the
-    bytes each seal hashes."""
+    bytes each seal hashes. With `max_starts` above `starts` the pairs go on one at a time
+    until every suite is decided, `max_starts` a side were run, or `budget_minutes`
+    passed, each look at the level that keeps the whole run at `level`
+    (registry.measure.sequential)."""
     if starts < 2:
         raise InvalidInput(f"--starts {starts}: at least 2 per side (one pair cannot "
                            "measure the spread between starts)")
     if not 0.5 < level < 1:
         raise InvalidInput(f"--level {level}: a confidence between 0.5 and 1")
+    plan = looks(starts, max_starts, budget_minutes, level)
     sides = {"A": load_side(home, "A", a), "B": load_side(home, "B", b)}
     verdict = compare_fields(side_fields(sides["A"].recipe, sides["A"].identity),
                              side_fields(sides["B"].recipe, sides["B"].identity), deltas)
@@ -74,6 +75,7 @@ def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 
     result = AbResult(a=a, b=b, records={k: s.record for k, s in sides.items()},
                       comparability=verdict, order=alternating(starts), starts_per_side=starts,
                       level=level, noise_pct=noise_pct, dry_run=dry_run,
+                      max_starts=plan.most, look_level=plan.each,
                       # sides that cannot be compared are said so before models are asked for
                       plans={k: _plan(s, models_dir, dry_run) for k, s in sides.items()}
                       if verdict.comparable else {},
@@ -81,10 +83,21 @@ def ab(home: Home, a: str, b: str, *, deltas: Sequence[str] = (), starts: int = 
     if dry_run:
         return result
     out = out_dir or Path("runs") / f"ab-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-    done = [_start(home, i, sides[side], out, models_dir, hooks, launcher, on_start,
-                   len(result.order), progress, sealed or {})
-            for i, side in enumerate(result.order)]
-    return attest(home, judge(home, result, done, sides["A"].recipe))
+    done: list[AbStart] = []
+    began, stopped = time.monotonic(), None
+    while stopped is None:  # one pair (a start a side) at a time, judged after each
+        for i in range(len(done), len(done) + 2):
+            side = alternating(i // 2 + 1)[i]
+            done.append(_start(home, i, sides[side], out, models_dir, hooks, launcher,
+                               on_start, 2 * plan.most, progress, sealed or {}))
+        judged = judge(home, result, done, sides["A"].recipe)
+        stopped = stop_reason(all(s.verdict != "inconclusive" for s in judged.suites),
+                              len(done) // 2, plan, time.monotonic() - began)
+        if not judged.comparable and len(done) // 2 >= plan.first:
+            stopped = "outputs of A and B differ (quality outcome): no boost to decide"
+    return attest(home, judged.model_copy(update={
+        "order": [s.side for s in done], "starts_per_side": len(done) // 2,
+        "stopped": stopped}))
 
 
 def attest(home: Home, done: AbResult) -> AbResult:
@@ -161,7 +174,8 @@ def judge(home: Home, planned: AbResult, done: list[AbStart], recipe: Recipe) ->
                     for k in ("A", "B"))
     outcome = compare_fields(a_out, b_out, planned.comparability.deltas)
     b = recipe.benchmark
-    suites = [_suite(spec.name, k, done, formula_text(b.metric, b.window), planned)
+    evidence = [_evidence(home, s) for s in done]
+    suites = [_suite(spec.name, k, done, formula_text(b.metric, b.window), planned, evidence)
               for k, spec in enumerate(b.suites)]
     verdicts = {s.verdict for s in suites}
     verdict = verdicts.pop() if len(verdicts) == 1 else "inconclusive"
@@ -172,11 +186,15 @@ def judge(home: Home, planned: AbResult, done: list[AbStart], recipe: Recipe) ->
 
 
 def _suite(name: str, k: int, done: list[AbStart], formula: str,
-           planned: AbResult) -> SuiteBoost:
+           planned: AbResult, evidence: list[StartEvidence]) -> SuiteBoost:
+    """One suite's boost over the undisturbed starts, analysed as independent
+    (registry.reproduce.why), each look at the planned level."""
     figures = [s.figures[k] for s in done]
     per = {side: [f.value for f in figures if f.side == side] for side in ("A", "B")}
     means = {side: _geomean(v) for side, v in per.items()}
-    interval = paired_interval(pair_logs(figures), level=planned.level)
+    why = explain_boost(figures, evidence, level=planned.look_level or planned.level,
+                        noise_pct=planned.noise_pct)
+    interval = why.interval
     ratio = interval.ratio if interval else None
     a, b = means["A"], means["B"]
     return SuiteBoost(
@@ -185,7 +203,22 @@ def _suite(name: str, k: int, done: list[AbStart], formula: str,
         low_pct=pct(interval.low) if interval else None,
         high_pct=pct(interval.high) if interval else None,
         delta_tok_s=b - a if a is not None and b is not None else None, interval=interval,
-        verdict=boost_verdict(interval, planned.noise_pct))
+        verdict=why.status, why=why)
+
+
+def _evidence(home: Home, start: AbStart) -> StartEvidence:
+    """A start's disturbance evidence (its record holds that one start), numbered by its
+    place in the order; none kept: an empty one (nothing marks it)."""
+    from registry.contracts.sealed import load_sealed
+    from registry.reproduce.host import starts_evidence
+    from registry.store.query import sealed_statement
+
+    run = load_sealed(home, start.record)
+    found = starts_evidence(home, sealed_statement(home, start.record)[1],
+                            run.bench.timed_rows, single=True)
+    if not found:
+        return StartEvidence(start=start.start, rows=0, figure=None, spread=None, stream="")
+    return found[0].model_copy(update={"start": start.start})
 
 
 def pct(ratio: float | None) -> float | None:

@@ -26,7 +26,15 @@ def ab(
         help="What is meant to differ: an axis (quality-class, engine-args, ...) or a field "
              "(precision.kv_cache, engine.args.max_num_seqs). Repeatable.")] = None,
     starts: Annotated[int, typer.Option(
-        "--starts", help="Engine starts per side, in the order A B B A A B ...")] = 3,
+        "--starts", help="Engine starts per side before the first look at the verdict, in "
+                         "the order A B B A A B ...")] = 3,
+    max_starts: Annotated[int | None, typer.Option(
+        "--max-starts", min=2, show_default=False,
+        help="Go on a pair at a time until every suite is decided, at most this many starts "
+             "per side (default: --starts, one look).")] = None,
+    budget_minutes: Annotated[float | None, typer.Option(
+        "--budget-minutes", show_default=False,
+        help="Start no further pair once this many minutes have passed.")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the plan and the comparability verdict; run nothing "
                           "(exit 0 comparable, 4 not).")] = False,
@@ -56,6 +64,7 @@ def ab(
     found = find_home(home) if dry_run else sealing_home(home)
     with term_as_interrupt(), progress(json or dry_run) as bars:
         done = run_ab(found, a, b, deltas=delta or [], starts=starts, models_dir=models,
+                      max_starts=max_starts, budget_minutes=budget_minutes,
                       out_dir=out, dry_run=dry_run, level=level, noise_pct=noise,
                       hooks=bars.hooks if bars else None,
                       on_start=None if json else _announce)
@@ -83,8 +92,13 @@ def _print(done: AbResult) -> None:
     console.print("comparable" if c.comparable else
                   f"NOT COMPARABLE: {', '.join(c.refused_axes)} differ without --delta",
                   highlight=False)
+    most = (f", then a pair at a time up to {done.max_starts} until decided"
+            if done.max_starts and done.max_starts > done.starts_per_side and done.dry_run
+            else "")
     console.print(f"plan: {' '.join(done.order)} ({done.starts_per_side} engine starts per "
-                  "side, each sealed)", highlight=False)
+                  f"side, each sealed{most})", highlight=False)
+    if done.stopped:
+        console.print(f"stopped: {done.stopped}", highlight=False)
     if done.dry_run:
         return
     for s in done.starts:
@@ -120,6 +134,10 @@ def _print_suite(done: AbResult, s: SuiteBoost) -> None:
                       f"{pct}% interval [{s.low_pct:+.1f}%, {s.high_pct:+.1f}%]  "
                       f"delta {_num(s.delta_tok_s)} tok/s", highlight=False)
         console.print(f"  {iv.method}; {s.verdict}", highlight=False)
+    if s.why is not None:
+        console.print(f"  {s.verdict}: {s.why.reason}", highlight=False)
+        console.print(f"  disturbance judged on: {s.why.basis or 'no start evidence'}",
+                      highlight=False)
 
 
 def _num(x: float | None) -> str:

@@ -11,6 +11,7 @@ from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from registry.compare.table import Condition
+    from registry.measure.disturbance import StartEvidence
     from registry.signing.signed import Trust
     from registry.store.home import Home
     from registry.store.rows import RecordRow
@@ -140,13 +141,15 @@ def show(
     from registry.cli.output import print_json
     from registry.store.shown import show_record
 
-    found = show_record(find(home), record)
+    target = find(home)
+    found = show_record(target, record)
+    found = found.model_copy(update={"starts": _starts(target, found)})
     code = exits.shown(found)  # shown, under its banner, but not as a record that verifies
     if json:
         print_json({**exits.with_code(found, code), **_labels(found)})
     else:
         _render(found)
-        _print_starts(find(home), found)
+        _print_starts(found)
     exits.leave(code)
 
 
@@ -161,13 +164,13 @@ def _labels(record: ShownRecord) -> dict[str, dict[str, str]]:
     return {"metric_labels": shown} if shown else {}
 
 
-def _print_starts(home: Home, record: ShownRecord) -> None:
+def _starts(home: Home, record: ShownRecord) -> list[StartEvidence]:
     """Each engine start's disturbance evidence, for a record of several starts (rule and
-    thresholds: docs/measurement.md, "Disturbed starts"). A record of one start is
-    known by its subjects, before anything is read or imported (`show` stays light)."""
+    thresholds: docs/measurement.md, "Disturbed starts"): the one source of the table and
+    of `--json`. A record of one start is known by its subjects, before anything is read
+    or imported (`show` stays light)."""
     if not any(s.name.startswith("starts/") for s in record.statement.subject):
-        return
-    from registry.cli.output import print_fitted, say
+        return []
     from registry.contracts.sealed import sealed_run
     from registry.errors import RegistryError
     from registry.reproduce.host import starts_evidence
@@ -175,21 +178,27 @@ def _print_starts(home: Home, record: ShownRecord) -> None:
     try:
         rows = sealed_run(home, record.id, record.statement).bench.timed_rows
     except RegistryError:
-        return  # no rows to read back: the banner above already says why
-    evidence = starts_evidence(home, record.statement, rows)
-    if not evidence:
+        return []  # no rows to read back: the banner already says why
+    return starts_evidence(home, record.statement, rows)
+
+
+def _print_starts(record: ShownRecord) -> None:
+    if not record.starts:
         return
+    from registry.cli.output import print_fitted, say
 
     def num(x: float | None, form: str) -> str:
         return "" if x is None else format(x, form)
 
     say()
     print_fitted(["start", "tok/s", "row spread", "GPU busy %", "power W", "SM MHz",
-                  "stream", "disturbed"], [
+                  "probe s", "stream", "disturbed"], [
         [str(e.start), num(e.figure, ".1f"), num(e.spread, ".3f"), num(e.busy_pct, ".0f"),
-         num(e.power_w, ".0f"), num(e.sm_mhz, ".0f"), e.stream[:12], e.disturbed or "no"]
-        for e in evidence], keep=[True, True, True, True, True, True, True, False],
+         num(e.power_w, ".0f"), num(e.sm_mhz, ".0f"), num(e.probe_cpu_s, ".3f"),
+         e.stream[:12], e.disturbed or "no"]
+        for e in record.starts], keep=[True, True, True, True, True, True, True, True, False],
         title="engine starts")
+    say(f"disturbance judged on: {'; '.join(sorted({e.basis for e in record.starts}))}")
 
 
 def _render(record: ShownRecord) -> None:

@@ -48,7 +48,16 @@ def reproduce(
         help="A control record run in alternating starts with this one ('teacher': the "
              "lane's teacher); the speed is judged against it.")] = None,
     starts: Annotated[int, typer.Option(
-        "--starts", min=1, help="With --control: engine starts of each, record first.")] = 2,
+        "--starts", min=1, help="With --control: engine starts of each before the first "
+                                "look at the verdict, record first.")] = 2,
+    max_starts: Annotated[int | None, typer.Option(
+        "--max-starts", min=1, show_default=False,
+        help="With --control: go on a pair at a time until the speed verdict is decided, "
+             "at most this many starts of each (default: --starts, one look).")] = None,
+    budget_minutes: Annotated[float | None, typer.Option(
+        "--budget-minutes", show_default=False,
+        help="With --control: start no further pair once this many minutes have passed.")]
+    = None,
     home: HomeOpt = None,
     json: Json = False,
 ) -> None:
@@ -70,6 +79,7 @@ def reproduce(
                                 out_dir=out, allow_env_drift=allow_env_drift,
                                 min_performance=min_performance, max_rounds=rounds,
                                 dry_run=dry_run, control=control, starts=starts,
+                                max_starts=max_starts, budget_minutes=budget_minutes,
                                 hooks=bars.hooks if bars else None,
                                 progress=bars.hashed if bars else None)
     print_json(with_code(done, reproduced(done))) if json else _print(done)
@@ -85,7 +95,7 @@ def _print(done: Reproduction) -> None:
         from registry.cli.run import print_plan
 
         print_plan(done.plan)
-        for line in _foreseen_lines(done):
+        for line in _looks_lines(done) + _foreseen_lines(done):
             console.print(line, highlight=False)
     env = done.environment
     rows = [[f.name, _short(f.sealed), _short(f.now), "DRIFT" if f.drifted else f.state]
@@ -149,11 +159,30 @@ def _controlled_lines(done: Reproduction) -> list[str]:
     if c is None:
         return []
     lines = [f"control     {short_id(c.control)}, starts {' '.join(c.order)}"]
+    if c.stopped:
+        lines.append(f"  stopped: {c.stopped} (at most {c.max_starts} a side; each look at "
+                     f"{100 * (c.look_level or 0.95):.4g}%)")
     for s in c.suites:
         host = "-" if s.host_factor is None else f"{s.host_factor:.3f}"
         lines.append(f"  {s.suite}: the host ran at {host} x the control's sealed speed; "
                      f"uncontrolled verdict {c.uncontrolled.status}")
+        if s.why is not None:
+            lines.append(f"  {s.suite}: {s.why.status}: {s.why.reason}")
+    bases = sorted({e.basis for e in c.evidence})
+    if bases:
+        lines.append(f"  disturbance judged on: {'; '.join(bases)}")
     return lines
+
+
+def _looks_lines(done: Reproduction) -> list[str]:
+    """A sequential plan: where it looks, how far it may go, each look's level."""
+    p = done.looks
+    if p is None or p.count == 1:
+        return []
+    budget = f", or until {p.budget_s / 60:g} minutes have passed" if p.budget_s else ""
+    return [f"plan        first look after {p.first} starts a side, then after each pair up "
+            f"to {p.most}{budget};", f"            each look at {100 * p.each:.4g}% (the "
+            f"error spread over {p.count} looks)"]
 
 
 def _foreseen_lines(done: Reproduction) -> list[str]:

@@ -58,8 +58,18 @@ class StartEvidence(Frozen):
     busy_pct: float | None = Field(None, description="median GPU utilisation over those samples")
     power_w: float | None = Field(None, description="mean power draw over those samples")
     sm_mhz: float | None = Field(None, description="median SM clock over those samples")
+    probe_cpu_s: float | None = Field(None, description="the host probe's CPU loop, seconds "
+                                      "(mean of before and after the suite; shown, not judged)")
+    probe_gib_s: float | None = Field(None, description="the host probe's memory copy, GiB/s")
     stream: str = Field(description="sha256 over its rows' token ids, in row order")
     disturbed: str | None = Field(None, description="why the rule marks it disturbed; None: not")
+
+    @property
+    def basis(self) -> str:
+        """What the rule could judge this start on."""
+        if self.busy_pct is not None:
+            return "GPU busy while decoding and row spread"
+        return "no GPU samples: row spread and the host probe (shown, not judged)"
 
 
 def suite_window(rows: Sequence[BenchRow]) -> tuple[float, float] | None:
@@ -100,9 +110,11 @@ def row_spread(rates: Sequence[float]) -> float | None:
 
 
 def start_evidence(start: int, rows: Sequence[BenchRow], samples: Sequence[Sample],
-                   formula: MetricFormula, window: int, gpu_bound: bool = True) -> StartEvidence:
+                   formula: MetricFormula, window: int, gpu_bound: bool = True,
+                   probe: tuple[float | None, float | None] = (None, None)) -> StartEvidence:
     """One start's evidence from its rows and the GPU samples (any superset of its window:
-    a lease's whole capture or the start's own)."""
+    a lease's whole capture or the start's own); `probe`: its host probe (CPU loop s,
+    memory GiB/s)."""
     rates = decode_rates(rows, formula, window)
     inside = _inside(samples, suite_window(rows))
     util = [s.utilization_pct for s in inside if s.utilization_pct is not None]
@@ -115,7 +127,7 @@ def start_evidence(start: int, rows: Sequence[BenchRow], samples: Sequence[Sampl
         busy_pct=statistics.median(util) if enough else None,
         power_w=statistics.fmean(power) if enough and power else None,
         sm_mhz=statistics.median(clock) if enough and clock else None,
-        stream=stream_digest(rows))
+        probe_cpu_s=probe[0], probe_gib_s=probe[1], stream=stream_digest(rows))
     return evidence.model_copy(update={"disturbed": disturbance(evidence, gpu_bound)})
 
 
@@ -130,11 +142,12 @@ def disturbance(e: StartEvidence, gpu_bound: bool = True) -> str | None:
 
 
 def record_evidence(rows: Sequence[BenchRow], samples_by_start: dict[int, Sequence[Sample]],
-                    formula: MetricFormula, window: int,
-                    gpu_bound: bool = True) -> list[StartEvidence]:
-    """Each start of a record (`BenchRow.start`), with the samples kept for it."""
+                    formula: MetricFormula, window: int, gpu_bound: bool = True,
+                    probes: dict[int, tuple[float | None, float | None]] | None = None
+                    ) -> list[StartEvidence]:
+    """Each start of a record (`BenchRow.start`), with the samples and probe kept for it."""
     return [start_evidence(k, [r for r in rows if r.start == k], samples_by_start.get(k, ()),
-                           formula, window, gpu_bound)
+                           formula, window, gpu_bound, (probes or {}).get(k, (None, None)))
             for k in sorted({r.start for r in rows})]
 
 

@@ -12,6 +12,11 @@ noise), and pairs cancel a host that drifts slowly (a linear drift adds +e to on
 and -e to the next). Why a t interval over pairs and not a bootstrap over starts, and
 the references: docs/measurement.md, "A/B and controlled reproductions".
 
+The verdicts of `ab` and `reproduce --control` now analyse the same starts as independent
+(registry.measure.sequential.independent_interval, docs/measurement.md "Sequential
+starts"); the pair arithmetic here re-derives the verdicts signed before that and the
+dry run's foresight.
+
 A reproduction against a control judges D = ln(new/control now) - ln(sealed/control
 sealed). Its variance adds the sealed ratio's (each sealed record's figure is the mean of
 its starts' logs), and the per-start spread is pooled from every source of replication
@@ -23,6 +28,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from functools import cache
 
 from pydantic import Field
 
@@ -86,6 +92,7 @@ def pair_logs(figures: Sequence[StartFigure], a: str = "A", b: str = "B") -> lis
     return out
 
 
+@cache  # pure in (p, df); sequential looks and the simulations ask the same few again
 def t_quantile(p: float, df: int) -> float:
     """The p-quantile (p > 0.5) of Student's t with `df` degrees of freedom: the CDF,
     integrated numerically, inverted by bisection (no scipy in the registry)."""

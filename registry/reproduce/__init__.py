@@ -9,6 +9,7 @@ The rules are in docs/reproduce.md.
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
@@ -25,6 +26,8 @@ from registry.errors import InvalidInput, Refused
 from registry.executor.gpu import GpuSummary
 from registry.formats.record import Override, Statement
 from registry.formats.rundir import BenchRow, LaunchPlan
+from registry.measure.disturbance import StartEvidence
+from registry.measure.sequential import Looks, looks
 from registry.recipe.schema import MetricFormula, Recipe
 from registry.reproduce.control import Controlled, Foreseen
 from registry.reproduce.environment import EnvironmentCheck, check_environment
@@ -70,6 +73,8 @@ class Reproduction(Frozen):
     gpu: GpuSummary | None = Field(None, description="the new run's GPU samples, summarised")
     foreseen: list[Foreseen] | None = Field(None, description="--control --dry-run: what the "
                                             "planned starts can decide, per suite")
+    looks: Looks | None = Field(None, description="--control: when the verdict is looked at "
+                                "(--starts, --max-starts, --budget-minutes) and each look's level")
     not_judged: list[str] = Field(default_factory=list, description="checks with nothing to "
                                   "judge (e.g. no unflagged sealed decode row): neither "
                                   "passed nor failed")
@@ -82,11 +87,14 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
               max_rounds: int = 5, dry_run: bool = False, hooks: Hooks | None = None,
               progress: Progress | None = None, control: str | None = None,
               starts: int = 2, launcher: Launcher | None = None,
-              sealed: Mapping[str, str] | None = None) -> Reproduction:
+              sealed: Mapping[str, str] | None = None, max_starts: int | None = None,
+              budget_minutes: float | None = None) -> Reproduction:
     """Reproduce record `prefix`; `hooks` are the executor's progress callbacks; with
     `control` (a record, or `teacher`: the lane's), `starts` starts of each alternate,
     except those `sealed` (run directory name -> record) holds: an earlier attempt
-    sealed them, and they are taken as they are (the fleet's retried jobs)."""
+    sealed them, and they are taken as they are (the fleet's retried jobs). With
+    `max_starts` above `starts` the pairs go on one at a time until the verdict is decided,
+    `max_starts` a side were run, or `budget_minutes` passed (docs/reproduce.md)."""
     from registry.contracts.sealed import load_sealed, sealed_run
     from registry.executor.container import engine_for_plan
     from registry.executor.run import Hooks as RunHooks
@@ -97,6 +105,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
         raise InvalidInput(f"--min-performance {min_performance}: must be 0 or more")
     if max_rounds < 1:
         raise InvalidInput(f"--rounds {max_rounds}: must be 1 or more")
+    plan = looks(starts, max_starts, budget_minutes)
     rid, statement = sealed_statement(home, prefix)
     original = sealed_run(home, rid, statement)
     recipe = _recipe(original.id, statement, recipe_path)
@@ -114,7 +123,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
     suites = stored_suites(home, recipe) if recipe_path is None else []
     if control is not None:
         return _controlled(home, checked, statement, original, recipe, recipe_path,
-                           _control_id(home, control, recipe, original.id), starts,
+                           _control_id(home, control, recipe, original.id), starts, plan,
                            models_dir, out_dir, allow_env_drift, min_performance, hooks,
                            progress, launcher, sealed or {})
     if dry_run:
@@ -164,15 +173,22 @@ def _control_id(home: Home, given: str, recipe: Recipe, original: str) -> str:
 
 def _controlled(home: Home, checked: Reproduction, statement: Statement, original: SealedRun,
                 recipe: Recipe, recipe_path: Path | None, control_id: str, starts: int,
+                plan: Looks,
                 models_dir: Path | None, out_dir: Path | None, allow_env_drift: bool,
                 min_performance: float, hooks: Hooks | None,
                 progress: Progress | None, launcher: Launcher | None,
                 sealed: Mapping[str, str]) -> Reproduction:
-    """Record and control in alternating starts, each sealed; then the verdicts."""
+    """Record and control in alternating starts, each sealed, judged after each pair from
+    the `starts`-th on; stopped when decided, at `plan.most` starts a side, or when the
+    budget is spent (registry.measure.sequential)."""
     from registry.contracts.sealed import load_sealed
+    from registry.measure.sequential import stop_reason
     from registry.reproduce.control import control_order, foresee, judge_controlled
 
-    order = control_order(starts)
+    control_order(starts)  # checked before anything is loaded
+
+    def order_at(i: int) -> str:  # record, control, control, record, ...
+        return control_order(i // 2 + 1)[i]
     control = load_sealed(home, control_id)
     mine, theirs = ([(x.name, x.sha256) for x in run.bench.suites] for run in (original, control))
     if mine != theirs:
@@ -191,26 +207,43 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
                       hint="restore the environment, or run anyway with --allow-env-drift")
     formula, window = _formula(statement, recipe)
     if checked.dry_run:
-        return checked.model_copy(update={"foreseen": foresee(
-            original, control, starts, formula, window, min_performance)})
+        return checked.model_copy(update={"looks": plan, "foreseen": foresee(
+            original, control, starts, formula, window, min_performance, plan.each)})
     out = out_dir or Path("runs") / (f"{recipe.name}-controlled-{original.id[:12]}-"
                                      f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
     sides = {"record": (recipe, recipe_path, original.id, checked.environment),
              "control": (c_recipe, None, control.id, c_env)}
-    done, rows = [], {}
-    for i, side in enumerate(order):
-        start, timed = _control_start(home, i, side, sides[side], out, models_dir, hooks,
-                                      progress, [s.name for s in original.bench.suites],
-                                      formula, window, launcher, sealed)
-        done.append(start)
-        rows[start.record] = timed
-    performance, controlled = judge_controlled(original, control, done, rows, formula,
-                                               window, min_performance)
+    seen = {run.id: _evidence(home, run) for run in (original, control)}
+    done: list[ControlStart] = []
+    rows: dict[str, list[BenchRow]] = {}
+    began, stopped = time.monotonic(), None
+    while stopped is None:  # one pair (a start a side) at a time, judged after each
+        for i in range(len(done), len(done) + 2):
+            start, timed = _control_start(home, i, order_at(i), sides[order_at(i)], out,
+                                          models_dir, hooks, progress,
+                                          [s.name for s in original.bench.suites],
+                                          formula, window, launcher, sealed)
+            done.append(start)
+            rows[start.record] = timed
+            seen[start.record] = _evidence(home, load_sealed(home, start.record))
+        performance, controlled = judge_controlled(original, control, done, rows, formula,
+                                                   window, min_performance, seen, plan.each)
+        stopped = stop_reason(performance.status != "inconclusive", len(done) // 2, plan,
+                              time.monotonic() - began)
+    controlled = controlled.model_copy(update={"stopped": stopped, "max_starts": plan.most,
+                                               "look_level": plan.each})
     first = load_sealed(home, next(s.record for s in done if s.side == "record"))
     judged = _judged(checked.model_copy(update={"run_dir": str(out), "record": first.id,
-                                                "controlled": controlled}),
+                                                "controlled": controlled, "looks": plan}),
                      home, statement, original, first, recipe, performance)
     return attest(home, judged)
+
+
+def _evidence(home: Home, run: SealedRun) -> list[StartEvidence]:
+    """A sealed record's starts' disturbance evidence (one start or several)."""
+    from registry.reproduce.host import starts_evidence
+
+    return starts_evidence(home, _statement(home, run.id), run.bench.timed_rows, single=True)
 
 
 def _control_start(home: Home, i: int, side: str,

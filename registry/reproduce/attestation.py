@@ -46,7 +46,19 @@ def reproduction_statement(done: Reproduction, new: Statement, keyid: str
                        [identity, contract, performance], uri=POLICY_URI, keyid=keyid,
                        parameters={"min_performance": p.min_ratio, "max_rounds": p.max_rounds,
                                    "rounds": p.rounds,
-                                   "environment_drift": list(done.environment.drift)})
+                                   "environment_drift": list(done.environment.drift),
+                                   **_controlled(done)})
+
+
+def _controlled(done: Reproduction) -> dict[str, object]:
+    """A controlled reproduction's plan and stop, and each start it kept out."""
+    c = done.controlled
+    if c is None:
+        return {}
+    return {"starts_per_side": len(c.starts) // 2, "max_starts": c.max_starts,
+            "look_level": c.look_level, "stopped": c.stopped,
+            "disturbed": sorted({f"{k}: {why}" for s in c.suites if s.why
+                                 for k, why in s.why.disturbed.items()})}
 
 
 def _result(passed: bool, judged: bool) -> Result:

@@ -4,10 +4,13 @@ sealed), so a host that is slower today as a whole fails neither.
 
 Order: record, control, control, record, ... (`starts` of each). Every start is a fresh
 engine, sealed (parent = the record it re-runs). Per suite, each start's figure is the
-median decode rate of its unflagged rows; D = mean over pairs of ln(record / control)
-now, minus ln(record / control) as sealed (each sealed figure the geometric mean of its
-record's starts). Its interval is Student's t with the start-to-start spread pooled from
-the pairs and from each sealed record's own starts (registry.measure.starts). Passed when
+median decode rate of its unflagged rows; D = mean ln(record now) - mean ln(control now),
+minus ln(record / control) as sealed (each sealed figure the geometric mean of its
+record's undisturbed starts), over the starts the disturbance rule does not mark. Its
+interval is Student's t over independent starts, the spread pooled within each side and
+from each sealed record's own starts (registry.reproduce.why, registry.measure.sequential:
+adjacent starts were not correlated on the kept H200 starts, so pairs bought nothing).
+Passed when
 the interval lies at or above the floor, failed when below, else inconclusive; slower
 when it lies below 1.0. Beside it: the host factor (control now / control sealed, the
 "host was N% slower") and the uncontrolled ratio of the same runs.
@@ -26,26 +29,28 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.errors import InvalidInput
 from registry.formats.rundir import BenchRow
+from registry.measure.disturbance import StartEvidence
 from registry.measure.metrics import formula_text
 from registry.measure.starts import (
+    LEVEL,
     PairedInterval,
     StartFigure,
     alternating,
     figures_by_start,
     foreseen_half,
     log_spread,
-    pair_logs,
-    paired_interval,
     pooled,
     start_figure,
 )
 from registry.recipe.schema import MetricFormula
 from registry.reproduce.judge import PerformanceVerdict, SuitePerformance, judge_rows
+from registry.reproduce.why import Why, explain
 
 if TYPE_CHECKING:
     from registry.contracts.sealed import SealedRun
 
 RECORD, CONTROL = "record", "control"
+Evidence = dict[str, list[StartEvidence]]  # record id -> its starts' evidence
 
 
 class ControlStart(Frozen):
@@ -65,6 +70,8 @@ class ControlledSuite(Frozen):
     host_factor: float | None = Field(description="control now / control sealed")
     uncontrolled: float | None = Field(description="record now / record sealed")
     interval: PairedInterval | None = Field(description="of (new/sealed)/(control now/sealed)")
+    why: Why | None = Field(None, description="the starts used, those kept out, and why it "
+                                              "decided or not")
 
 
 class Controlled(Frozen):
@@ -76,6 +83,12 @@ class Controlled(Frozen):
     suites: list[ControlledSuite]
     uncontrolled: PerformanceVerdict = Field(description="the row-level verdict of the same "
                                                          "record starts, for comparison")
+    evidence: list[StartEvidence] = Field(default_factory=list, description="each start's "
+                                          "disturbance evidence, in run order")
+    stopped: str | None = Field(None, description="why no further pair was started")
+    max_starts: int | None = Field(None, description="--max-starts: most starts a side")
+    look_level: float | None = Field(None, description="each look's interval level "
+                                     "(the error spent over the looks)")
 
 
 MOST_STARTS = 20  # what `foresee` looks through for the starts a ratio of 1.0 needs
@@ -102,11 +115,15 @@ def control_order(starts: int) -> list[str]:
 
 def judge_controlled(original: SealedRun, control: SealedRun, starts: list[ControlStart],
                      rows: dict[str, list[BenchRow]], formula: MetricFormula, window: int,
-                     min_ratio: float) -> tuple[PerformanceVerdict, Controlled]:
-    """The controlled speed verdict; `rows`: record id -> its sealed timed rows."""
+                     min_ratio: float, evidence: Evidence | None = None,
+                     level: float = LEVEL) -> tuple[PerformanceVerdict, Controlled]:
+    """The controlled speed verdict; `rows`: record id -> its sealed timed rows;
+    `evidence`: record id -> its starts' disturbance evidence (the sealed records' and
+    each new start's); `level`: each look's (registry.measure.sequential)."""
     names = [s.name for s in original.bench.suites]
-    suites = [_suite(k, name, original, control, starts, formula, window)
-              for k, name in enumerate(names)]
+    seen = evidence or {}
+    suites = [_suite(k, name, original, control, starts, formula, window, seen, min_ratio,
+                     level) for k, name in enumerate(names)]
     judged = [_performance(s, formula, window, min_ratio) for s in suites]
     statuses = {j.status for j in judged}
     status = next((s for s in ("failed", "inconclusive") if s in statuses), "passed")
@@ -116,11 +133,22 @@ def judge_controlled(original: SealedRun, control: SealedRun, starts: list[Contr
     uncontrolled = judge_rows(original.bench.timed_rows, mine, names, formula, window,
                               min_ratio, 1)
     return verdict, Controlled(control=control.id, order=[s.side for s in starts],
-                               starts=starts, suites=suites, uncontrolled=uncontrolled)
+                               starts=starts, suites=suites, uncontrolled=uncontrolled,
+                               evidence=[_start_evidence(s, seen) for s in starts])
+
+
+def _start_evidence(s: ControlStart, seen: Evidence) -> StartEvidence:
+    """A new start's evidence (a record of one start), numbered by its place in the order;
+    none kept: an empty one (nothing marks it)."""
+    found = seen.get(s.record) or []
+    if not found:
+        return StartEvidence(start=s.start, rows=0, figure=None, spread=None, stream="")
+    return found[0].model_copy(update={"start": s.start})
 
 
 def foresee(original: SealedRun, control: SealedRun, starts: int,
-            formula: MetricFormula, window: int, min_ratio: float) -> list[Foreseen]:
+            formula: MetricFormula, window: int, min_ratio: float,
+            level: float = LEVEL) -> list[Foreseen]:
     """Per suite: if the starts now spread as the sealed ones did, the ratio `starts` a
     side must show to pass, and how many starts a side a ratio of 1.0 needs. The sealed
     records' own spread bounds it: no number of new starts removes their share."""
@@ -129,9 +157,9 @@ def foresee(original: SealedRun, control: SealedRun, starts: int,
         sealed = [_sealed_starts(run, name, formula, window) for run in (original, control)]
         spreads = [x for x in map(log_spread, sealed) if x]
         weight = _sealed_weight(*sealed)
-        now = foreseen_half(spreads, starts, weight)
+        now = foreseen_half(spreads, starts, weight, level)
         parity = next((n for n in range(1, MOST_STARTS + 1)
-                       if (h := foreseen_half(spreads, n, weight)) is not None
+                       if (h := foreseen_half(spreads, n, weight, level)) is not None
                        and math.exp(-h) >= min_ratio), None)
         var, _ = pooled(spreads)
         out.append(Foreseen(
@@ -143,31 +171,35 @@ def foresee(original: SealedRun, control: SealedRun, starts: int,
 
 
 def _suite(k: int, name: str, original: SealedRun, control: SealedRun,
-           starts: Sequence[ControlStart], formula: MetricFormula,
-           window: int) -> ControlledSuite:
-    r_sealed, c_sealed = (_sealed_starts(run, name, formula, window)
+           starts: Sequence[ControlStart], formula: MetricFormula, window: int,
+           seen: Evidence, min_ratio: float, level: float) -> ControlledSuite:
+    """One suite: the sealed records' undisturbed starts against the new ones (the
+    disturbed ones kept out, named in `why`)."""
+    r_sealed, c_sealed = (_sealed_starts(run, name, formula, window, seen.get(run.id, []))
                           for run in (original, control))
     figures = [s.figures[k] for s in starts]
     now = {side: _geomean([f.value for f in figures if f.side == side])
            for side in (RECORD, CONTROL)}
     rs, cs = _geomean(r_sealed), _geomean(c_sealed)
-    interval = None
+    why = None
     if rs and cs:
         spreads = [x for x in (log_spread(r_sealed), log_spread(c_sealed)) if x]
-        interval = paired_interval(
-            pair_logs(figures, a=CONTROL, b=RECORD), sealed=math.log(rs / cs),
-            sealed_weight=_sealed_weight(r_sealed, c_sealed), start_spreads=spreads)
+        why = explain(figures, [_start_evidence(s, seen) for s in starts],
+                      sealed=math.log(rs / cs), sealed_weight=_sealed_weight(r_sealed, c_sealed),
+                      start_spreads=spreads, min_ratio=min_ratio, level=level)
     return ControlledSuite(
         suite=name, record_sealed=rs, control_sealed=cs, record_now=now[RECORD],
         control_now=now[CONTROL], host_factor=_ratio(now[CONTROL], cs),
-        uncontrolled=_ratio(now[RECORD], rs), interval=interval)
+        uncontrolled=_ratio(now[RECORD], rs), interval=why.interval if why else None, why=why)
 
 
-def _sealed_starts(run: SealedRun, suite: str, formula: MetricFormula,
-                   window: int) -> list[float]:
-    """Each sealed start's figure for one suite."""
-    return figures_by_start([r for r in run.bench.timed_rows if r.suite == suite],
-                            formula, window)
+def _sealed_starts(run: SealedRun, suite: str, formula: MetricFormula, window: int,
+                   evidence: Sequence[StartEvidence] = ()) -> list[float]:
+    """Each sealed start's figure for one suite, the starts the rule marks disturbed left
+    out (they are named in `show`)."""
+    marked = {e.start for e in evidence if e.disturbed}
+    return figures_by_start([r for r in run.bench.timed_rows
+                             if r.suite == suite and r.start not in marked], formula, window)
 
 
 def _sealed_weight(record: Sequence[float], control: Sequence[float]) -> float:
@@ -187,19 +219,24 @@ def _performance(s: ControlledSuite, formula: MetricFormula, window: int,
             "status": "passed", "detail": "the record or its control has no unflagged decode "
                                           "rate to compare with"})
     if iv is None:
+        if s.why is not None and s.why.disturbed:  # every start of a side kept out
+            return base.model_copy(update={"detail": s.why.reason})
         return base.model_copy(update={"status": "failed", "detail": "no start of the record "
                                        "and its control gave an unflagged decode rate"})
     host = f"; the host ran at {s.host_factor:.3f} x the control's sealed speed" \
         if s.host_factor else ""
     if iv.low is None or iv.high is None:
+        why = f"; {s.why.reason}" if s.why else ""
         return base.model_copy(update={"ratio": iv.ratio, "detail": f"controlled ratio "
-                                       f"{iv.ratio:.3f}: {iv.method}{host}"})
+                                       f"{iv.ratio:.3f}: {iv.method}{host}{why}"})
     status = ("passed" if iv.low >= min_ratio else "failed" if iv.high < min_ratio
               else "inconclusive")
-    detail = (f"controlled ratio {iv.ratio:.3f}, {round(100 * iv.level)}% interval "
+    detail = (f"controlled ratio {iv.ratio:.3f}, {100 * iv.level:.4g}% interval "
               f"[{iv.low:.3f}, {iv.high:.3f}] vs floor {min_ratio} ({iv.method}){host}")
     if s.uncontrolled:
         detail += f"; uncontrolled {s.uncontrolled:.3f}"
+    if s.why is not None:
+        detail += f"; {s.why.reason}"
     return base.model_copy(update={"ratio": iv.ratio, "ratio_low": iv.low,
                                    "ratio_high": iv.high, "status": status,
                                    "slower": iv.high < 1.0, "detail": detail})

@@ -34,9 +34,13 @@ def _artifact(home: Home, statement: Statement, name: str) -> bytes | None:
 
 
 def sealed_probe(home: Home, statement: Statement) -> Probe | None:
+    return _probe(home, statement, rundir.PROBE)
+
+
+def _probe(home: Home, statement: Statement, name: str) -> Probe | None:
     from pydantic import ValidationError
 
-    data = _artifact(home, statement, rundir.PROBE)
+    data = _artifact(home, statement, name)
     try:
         return Probe.model_validate(loads_json(data)) if data else None
     except (ValueError, ValidationError):
@@ -54,22 +58,34 @@ def gpu_summary(home: Home, statement: Statement) -> GpuSummary | None:
     return summary(parse(data.decode("utf-8", errors="replace"))) if data else None
 
 
-def starts_evidence(home: Home, statement: Statement,
-                    rows: list[BenchRow]) -> list[StartEvidence]:
+def starts_evidence(home: Home, statement: Statement, rows: list[BenchRow],
+                    single: bool = False) -> list[StartEvidence]:
     """Each engine start's disturbance evidence (registry/measure/disturbance.py), from its
-    rows and the GPU samples it sealed (start 0: `gpu-samples.csv`, start k:
-    `starts/<k>/gpu-samples.csv`); empty for a record of one start."""
+    rows, the GPU samples and the host probe it sealed (start 0: `gpu-samples.csv` and
+    `probe.json`, start k: under `starts/<k>/`); empty for a record of one start unless
+    `single` (a controlled reproduction's or an A/B's start is a record of its own)."""
     starts = sorted({r.start for r in rows})
-    if len(starts) < 2:
+    if len(starts) < (1 if single else 2):
         return []
     samples: dict[int, Sequence[Sample]] = {}
+    probes: dict[int, tuple[float | None, float | None]] = {}
     for k in starts:
-        name = rundir.GPU_SAMPLES if k == 0 else f"{rundir.STARTS}/{k}/{rundir.GPU_SAMPLES}"
-        data = _artifact(home, statement, name)
+        where = "" if k == 0 else f"{rundir.STARTS}/{k}/"
+        data = _artifact(home, statement, where + rundir.GPU_SAMPLES)
         samples[k] = parse(data.decode("utf-8", errors="replace")) if data else []
+        probes[k] = probe_figures(_probe(home, statement, where + rundir.PROBE))
     p = statement.predicate
     recipe = p.recipe or {}
     bound = not (recipe.get("engine") or {}).get("args", {}).get("enforce_eager", False)
     formula = MetricFormula(p.results[0].formula) if p.results else MetricFormula.intervals_99
     window = p.results[0].window if p.results else 100
-    return record_evidence(rows, samples, formula, window, bound)
+    return record_evidence(rows, samples, formula, window, bound, probes)
+
+
+def probe_figures(probe: Probe | None) -> tuple[float | None, float | None]:
+    """(CPU loop seconds, memory GiB/s), each the mean of before and after the suite."""
+    taken = [s for s in (probe.before, probe.after) if s] if probe else []
+    if not taken:
+        return None, None
+    return (sum(s.cpu_s for s in taken) / len(taken),
+            sum(s.memory_gib_s for s in taken) / len(taken))

@@ -1,11 +1,14 @@
-"""Why a controlled speed verdict decided or not: the starts it used, the disturbed starts
-it kept out (registry/measure/disturbance.py), and, when it could not decide, which of the
-two it is: the host was disturbed, or the spread the starts showed needs more of them.
+"""Why a speed verdict over engine starts decided or not: the starts it used, the disturbed
+starts it kept out (registry/measure/disturbance.py), and, when it could not decide, which
+of the two it is: the host was disturbed, or the spread the starts showed needs more of
+them (registry/measure/sequential.starts_needed, docs/measurement.md).
 
-A pair (record start, control start) with a disturbed start is left out of the interval:
-on the kept H200 captures the disturbed starts ran 10-29% slow (docs/measurement.md,
-"Disturbed starts"), far beyond any difference a verdict is asked to see, so weighting them
-would still let one of them move the ratio.
+A disturbed start is left out of the interval, alone: the starts are analysed as
+independent (the kept H200 starts show no correlation between adjacent starts, so pairing
+them bought nothing and cost half the degrees of freedom; docs/measurement.md, "Sequential
+starts"), and on the kept captures the disturbed starts ran 10-29% slow, far beyond any
+difference a verdict is asked to see, so weighting them would still let one of them move
+the ratio.
 """
 
 from __future__ import annotations
@@ -17,74 +20,118 @@ from pydantic import Field
 
 from registry.base.model import Frozen
 from registry.measure.disturbance import StartEvidence
-from registry.measure.starts import StartFigure, foreseen_half, pair_logs, paired_interval
-
-MOST_STARTS = 200  # beyond this a decision is called out of reach
+from registry.measure.sequential import MOST_STARTS, independent_interval, starts_needed
+from registry.measure.starts import LEVEL, NOISE_PCT, PairedInterval, StartFigure, boost_verdict
 
 
 class Why(Frozen):
-    status: str = Field(description="passed | failed | inconclusive")
+    status: str = Field(description="passed | failed | inconclusive (reproduce); faster | "
+                                    "slower | no difference | inconclusive (ab)")
     ratio: float | None = None
     low: float | None = None
     high: float | None = None
+    interval: PairedInterval | None = Field(None, description="over the starts used")
     used: list[int] = Field(description="the starts behind the interval, by position")
     disturbed: dict[int, str] = Field(description="start -> why it was kept out")
+    basis: str = Field("", description="what the disturbance rule could judge the starts on")
+    needed: int | None = Field(None, description="undecided: the starts a side a decision "
+                                                 "needs at this spread (None: out of reach)")
     reason: str = Field(description="what decided it, or why nothing could")
 
 
 def explain(figures: Sequence[StartFigure], evidence: Sequence[StartEvidence], *,
             sealed: float, sealed_weight: float, start_spreads: Sequence[tuple[float, int]],
-            min_ratio: float, a: str = "control", b: str = "record") -> Why:
-    """The controlled verdict over the undisturbed pairs (figures and evidence in run
-    order, one each per start), and why."""
+            min_ratio: float, level: float = LEVEL, a: str = "control",
+            b: str = "record") -> Why:
+    """The controlled reproduction's verdict over the undisturbed starts (figures and
+    evidence one each per start), and why."""
+    marks, used, iv = _interval(figures, evidence, a, b, sealed=sealed,
+                                sealed_weight=sealed_weight, start_spreads=start_spreads,
+                                level=level)
+    status = "inconclusive"
+    if iv is not None and iv.low is not None and iv.high is not None:
+        status = ("passed" if iv.low >= min_ratio else "failed" if iv.high < min_ratio
+                  else "inconclusive")
+    margin = -math.log(min_ratio)  # a ratio of 1.0 passes once the half-width fits here
+    needed = _needed(iv, [margin], sealed_weight, start_spreads, level)
+    why = _why(status, iv, used, marks, evidence, needed, status == "inconclusive")
+    if why.reason.endswith(f"more than {MOST_STARTS} starts a side") and sealed_weight:
+        why = why.model_copy(update={"reason": why.reason.replace(
+            f"more than {MOST_STARTS} starts a side", "more starts than any run makes: the "
+            "sealed records' own few starts bound it; re-seal them over more starts")})
+    return why
+
+
+def explain_boost(figures: Sequence[StartFigure], evidence: Sequence[StartEvidence], *,
+                  level: float = LEVEL, noise_pct: float = NOISE_PCT) -> Why:
+    """An A/B's verdict on one suite over the undisturbed starts (side A, side B), and why."""
+    marks, used, iv = _interval(figures, evidence, "A", "B", level=level)
+    status = boost_verdict(iv, noise_pct)
+    # decided either way: the interval inside +-noise, or clear of 0
+    seen = abs(math.log(iv.ratio)) if iv else 0.0
+    margins = [math.log(1 + noise_pct / 100) - seen, seen]
+    needed = _needed(iv, margins, 0.0, (), level)
+    return _why(status, iv, used, marks, evidence, needed, status == "inconclusive")
+
+
+def _interval(figures: Sequence[StartFigure], evidence: Sequence[StartEvidence], a: str, b: str,
+              *, sealed: float = 0.0, sealed_weight: float = 0.0,
+              start_spreads: Sequence[tuple[float, int]] = (), level: float = LEVEL
+              ) -> tuple[dict[int, str], list[int], PairedInterval | None]:
     marks = {f.start: e.disturbed for f, e in zip(figures, evidence, strict=True)
              if e.disturbed}
-    ordered = sorted(figures, key=lambda f: f.start)
-    pairs = [(x, y) for x, y in zip(ordered[::2], ordered[1::2], strict=False)
-             if x.start not in marks and y.start not in marks]
-    used = [f.start for pair in pairs for f in pair]
-    d = pair_logs([f for pair in pairs for f in pair], a=a, b=b)
-    iv = paired_interval(d, sealed=sealed, sealed_weight=sealed_weight,
-                         start_spreads=start_spreads)
-    if iv is None or iv.low is None or iv.high is None:
-        reason = (_disturbed_text(marks) if marks else
-                  "no replicated pair of undisturbed starts: no interval")
-        return Why(status="inconclusive", used=used, disturbed=marks, reason=reason,
-                   ratio=iv.ratio if iv else None)
-    status = ("passed" if iv.low >= min_ratio else "failed" if iv.high < min_ratio
-              else "inconclusive")
-    if status != "inconclusive":
+    kept = [f for f in sorted(figures, key=lambda f: f.start)
+            if f.start not in marks and f.value]
+    logs = {side: [math.log(f.value) for f in kept if f.side == side and f.value]
+            for side in (a, b)}
+    iv = independent_interval(logs[a], logs[b], sealed=sealed, sealed_weight=sealed_weight,
+                              start_spreads=start_spreads, level=level)
+    return marks, [f.start for f in kept], iv
+
+
+def _needed(iv: PairedInterval | None, margins: list[float], sealed_weight: float,
+            start_spreads: Sequence[tuple[float, int]], level: float) -> int | None:
+    if iv is None or iv.spread is None:
+        return None
+    df = sum(d for _, d in start_spreads)
+    found = [n for m in margins if m > 0 and (n := starts_needed(
+        iv.spread / math.sqrt(2), m, level=level, sealed_weight=sealed_weight, df=df,
+        paired=False)) is not None]
+    return min(found, default=None)
+
+
+def _why(status: str, iv: PairedInterval | None, used: list[int], marks: dict[int, str],
+         evidence: Sequence[StartEvidence], needed: int | None, undecided: bool) -> Why:
+    basis = "; ".join(sorted({e.basis for e in evidence}))
+    if not undecided:
         reason = f"decided on starts {', '.join(map(str, used))}"
         if marks:
-            reason += f"; kept out: {_disturbed_text(marks)}"
-    elif marks:
-        reason = _disturbed_text(marks)
+            reason += f"; kept out: {disturbed_text(marks)}"
+    elif iv is None or iv.spread is None:
+        reason = ("no start of one side to decide on" if iv is None else
+                  "no replicated start: no spread to decide or plan from")
+        if marks:
+            reason = f"{disturbed_text(marks)}; the rest: {reason}"
     else:
-        reason = _needs(iv.spread, sealed_weight, min_ratio, iv.df)
-    return Why(status=status, ratio=iv.ratio, low=iv.low, high=iv.high, used=used,
-               disturbed=marks, reason=reason)
+        at = f"at this spread ({100 * iv.spread / math.sqrt(2):.1f}% a start)"
+        reason = (f"{at} a decision needs {needed} starts a side" if needed else
+                  f"{at} a decision needs more than {MOST_STARTS} starts a side")
+        if marks:
+            reason = f"{disturbed_text(marks)}; the undisturbed starts: {reason}"
+    return Why(status=status, ratio=iv.ratio if iv else None, low=iv.low if iv else None,
+               high=iv.high if iv else None, interval=iv, used=used, disturbed=marks,
+               basis=basis, needed=needed if undecided else None, reason=reason)
 
 
-def starts_needed(pair_sd: float, sealed_weight: float, min_ratio: float,
-                  df: int) -> int | None:
-    """Fewest pairs (starts a side) with which a ratio of 1.0 passes, if pairs spread
-    `pair_sd` (sd of one pair's ln ratio, `df` degrees of freedom); None beyond
-    MOST_STARTS."""
-    spread = [(pair_sd ** 2 / 2, max(df, 1))]
-    return next((n for n in range(1, MOST_STARTS + 1)
-                 if (h := foreseen_half(spread, n, sealed_weight)) is not None
-                 and math.exp(-h) >= min_ratio), None)
+def disturbed_text(marks: dict[int, str]) -> str:
+    """`host disturbed (GPU 71% busy while decoding): starts 2 and 5`, one clause per cause."""
+    by: dict[str, list[int]] = {}
+    for k, why in sorted(marks.items()):
+        by.setdefault(why, []).append(k)
+    return "; ".join(f"{why}: start{'s' if len(ks) > 1 else ''} {_and(ks)}"
+                     for why, ks in by.items())
 
 
-def _needs(pair_sd: float | None, sealed_weight: float, min_ratio: float, df: int) -> str:
-    if pair_sd is None:
-        return "no spread to plan from"
-    n = starts_needed(pair_sd, sealed_weight, min_ratio, df)
-    at = f"at this spread ({100 * pair_sd / math.sqrt(2):.1f}% a start)"
-    return (f"{at} a decision needs {n} starts a side" if n else
-            f"{at} a decision needs more than {MOST_STARTS} starts a side: the sealed "
-            f"records' own few starts bound it; re-seal them over more starts")
-
-
-def _disturbed_text(marks: dict[int, str]) -> str:
-    return "; ".join(f"start {k}: {why}" for k, why in sorted(marks.items()))
+def _and(ks: list[int]) -> str:
+    words = [str(k) for k in ks]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]

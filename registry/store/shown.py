@@ -7,6 +7,7 @@ from registry.base.canonical import is_git_sha
 from registry.base.model import Frozen, empty_list
 from registry.formats.display import short_id
 from registry.formats.record import Statement, parse_statement
+from registry.measure.disturbance import StartEvidence
 from registry.signing.signed import SignatureCheck
 from registry.store.home import Home
 from registry.store.ledger import adding_commit, statement_paths
@@ -23,6 +24,9 @@ class ShownRecord(Frozen):
     artifacts_changed: bool = False  # an artifact's bytes changed (not merely missing)
     verifications: list[StoredVerification] = Field(
         default_factory=empty_list, description="trusted attestations that judged this record")
+    starts: list[StartEvidence] = Field(
+        default_factory=list, description="each engine start's disturbance evidence, for a "
+                                          "record of several starts (`show` fills it)")
 
 
 def show_record(home: Home, prefix: str) -> ShownRecord:
