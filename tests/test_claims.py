@@ -376,6 +376,27 @@ def test_no_path_leads_out_of_refuted(sealed, moves) -> None:
     assert not refuted or state is State.refuted
 
 
+def test_a_claim_is_judged_on_the_figure_of_its_own_formula(sealed) -> None:
+    """The figure that judges a claim is the record's figure of the formula the claim's
+    words name, whatever order the verification lists its figures in (here the lab's
+    legacy 100-token figure first)."""
+    rid, record = sealed
+    by = {m.formula.rsplit(" of ", 1)[1]: m.name for s in record.predicate.results
+          for m in s.metrics.values()
+          if m.name.startswith("decode_tok_s") and m.name.endswith(".median")}
+    assert set(by) == {"99 / (t[99] - t[0])", "100 / (t[99] - t[0])"}
+    figures = [Figure(metric=f"tiny-cold/{by[f]}", value=v, low=v - 1, high=v + 1, record=rid)
+               for f, v in (("100 / (t[99] - t[0])", 80.0), ("99 / (t[99] - t[0])", 100.0))]
+    checks = [Check(name="identity", result=Result.passed),
+              Check(name="contract", result=Result.passed),
+              Check(name="performance", result=Result.passed, figures=figures)]
+    v = verification({"original": rid, "reproduction": rid}, checks,
+                     policy=Policy(name="reproduce", uri="x"), verifier=Verifier(id="t", key="k"))
+    evidence = Evidence(verification_id="0" * 64, verification=v, record_id=rid, record=record)
+    decision = decide(State.submitted, State.confirmed, BODY, evidence, {"runtime": "x"})
+    assert decision.figure is not None and decision.figure.value == 100.0
+
+
 # ---- evidence levels in review ----
 
 def test_review_reports_the_level_and_why(cli, store_home, records, tmp_path) -> None:

@@ -161,8 +161,22 @@ def _figure(claim: ClaimBody, e: Evidence) -> Figure:
     figures = [f for c in e.verification.predicate.checks for f in c.figures
                if f.record in (None, e.record_id)]
     want = {"mean": ".mean"}.get(claim.claimed.metric.aggregation or "", ".median")
-    found = next((f for f in figures if f.metric.endswith(want)), None)
+    formula = claim.claimed.metric.formula
+    names = _metrics_of(e.record, formula)
+    found = next((f for f in figures if f.metric.endswith(want)
+                  and (names is None or f.metric.rsplit("/", 1)[-1] in names)), None)
     if found is None:
+        of = f" of formula {formula}" if formula else ""
         raise Refused(f"claim {claim.id}: verification {short_id(e.verification_id)} measured no "
-                      f"figure ending {want} on record {short_id(e.record_id)}")
+                      f"figure ending {want}{of} on record {short_id(e.record_id)}")
     return found
+
+
+def _metrics_of(record: Statement, formula: str | None) -> set[str] | None:
+    """The record's metric names computed by the formula the claim's words name (None:
+    they name none, so any decode figure judges it): a claim stated in the lab's
+    100-token formula is judged on that figure, never on the registry's 99-interval one."""
+    if formula is None:
+        return None
+    return {m.name for s in record.predicate.results for m in s.metrics.values()
+            if m.formula.endswith(f" of {formula}")}  # "median over unflagged rows of ..."
