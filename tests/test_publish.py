@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from registry.base.canonical import canonical_bytes
+from registry.formats.display import short_id
 from registry.publish.closure import check_package
 from registry.publish.package import MANIFEST, PAYLOAD_TYPE, SIGNATURE, Package
 from registry.signing.dsse import envelope_bytes, sign
@@ -199,7 +200,7 @@ def test_a_profile_holds_measured_points_only(store_home, make_run, hash_cache):
     assert [p.evidence for p in profile.points] == [ids[1], ids[0]]
     one = statistics.median(99 / (99 * s) for s in steady)
     assert profile.points[0].value == pytest.approx(one)
-    assert profile.withheld and ids[2][:16] in profile.withheld[0]
+    assert profile.withheld and short_id(ids[2]) in profile.withheld[0]
     with pytest.raises(Exception, match="at least two measured points"):
         profile_of(store_home, ids[1:], XMetric.concurrent_sequences)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import Field
 
 from registry.base.model import Frozen
+from registry.formats.display import short_id
 from registry.formats.identity import ResolvedIdentity
 from registry.recipe.schema import Recipe
 from registry.store.home import Home
@@ -43,7 +44,7 @@ def load_side(home: Home | None, label: str, given: str) -> Side:
     if statement.predicate.recipe is None:
         from registry.errors import InvalidInput
 
-        raise InvalidInput(f"record {rid[:16]} carries no recipe to run",
+        raise InvalidInput(f"record {short_id(rid)} carries no recipe to run",
                            hint="give its recipe file instead")
     return Side(label=label, given=given, recipe=Recipe.model_validate(statement.predicate.recipe),
                 record=rid, identity=statement.predicate.identity)

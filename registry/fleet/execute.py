@@ -23,6 +23,7 @@ from registry.base.canonical import canonical_bytes
 from registry.base.model import Frozen
 from registry.errors import Refused
 from registry.fleet import claimjobs
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.executor.engine import Launcher
@@ -121,9 +122,9 @@ def _reproduce(job: JobSpec, ctx: Context) -> Outcome:
     if sealed:
         resumed = _resumed(ctx.home, list(sealed.values()))
         if resumed is None:
-            raise Refused(f"record {sealed[''][:16]} was sealed by an earlier attempt of "
+            raise Refused(f"record {short_id(sealed[''])} was sealed by an earlier attempt of "
                           "this job, but its verification was not: not sealed again",
-                          hint=f"registry reproduce {target[:16]} to judge it by hand")
+                          hint=f"registry reproduce {short_id(target)} to judge it by hand")
         return resumed
     run_dir = ctx.work_dir / f"job-{job.id}-attempt-{job.attempt + 1}"
 

@@ -19,6 +19,7 @@ from pydantic import Field, StringConstraints, ValidationError
 
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound
+from registry.formats.display import short_id
 
 if TYPE_CHECKING:
     from registry.store.home import Home
@@ -108,6 +109,6 @@ def check_in_ledger(home: Home, job: JobArgs) -> None:
         raise InvalidInput(f"claim {job.claim} is untrusted: {replayed.reason}")
     rests = claim_record(home, job.claim)
     if rests != job.target:
-        raise InvalidInput(f"claim {job.claim} rests on record {rests[:16]}, not on this "
-                           f"{job.kind.value} of {job.target[:16]}: the claim is not moved",
+        raise InvalidInput(f"claim {job.claim} rests on record {short_id(rests)}, not on this "
+                           f"{job.kind.value} of {short_id(job.target)}: the claim is not moved",
                            hint=f"registry queue add {job.claim}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import Field
 
 from registry.base.model import Frozen, empty_list
+from registry.formats.display import short_id
 from registry.formats.record import Statement
 from registry.formats.verification import Result, VerificationStatement
 from registry.promote.finalgate import FinalGate
@@ -50,7 +51,7 @@ def promote_record(home: Home, prefix: str, policy_path: Path | None = None, *,
     policy = load_policy(policy_path)
     rid, check, data = checked_statement(home, prefix)
     if not check.ok:
-        raise VerificationFailed(f"record {rid[:16]} does not verify ({check.trust.value}: "
+        raise VerificationFailed(f"record {short_id(rid)} does not verify ({check.trust.value}: "
                                  f"{check.detail}): nothing to promote")
     evidence = _evidence(home, rid, parse_statement(data), policy)
     results = [judge(home, gate, evidence) for gate in policy.gates]

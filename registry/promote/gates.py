@@ -13,6 +13,7 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.contracts.sealed import SealedRun, carried
 from registry.errors import RegistryError
+from registry.formats.display import short_id
 from registry.formats.identity import Status
 from registry.formats.record import Statement
 from registry.promote.finalgate import FinalGate, judge_final_gate
@@ -133,7 +134,7 @@ def _fresh(ev: Evidence) -> GateResult:
                                  "verifications, none PASSED): `registry reproduce` it")
     v = passed[0]
     return GateResult(gate=Gate.fresh_server_repeat, passed=True,
-                      detail=f"reproduction {v.id[:16]} PASSED, signed by {v.signer}",
+                      detail=f"reproduction {short_id(v.id)} PASSED, signed by {v.signer}",
                       evidence={"verification": v.id})
 
 

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from registry.base.canonical import canonical_bytes
 from registry.contracts.sealed import carried, sealed_run
 from registry.errors import InvalidInput, NotFound
+from registry.formats.display import short_id
 from registry.formats.record import Statement
 from registry.formats.rundir import Bench
 from registry.publish.contributors import contributors_of
@@ -73,7 +74,7 @@ def publish_record(home: Home, prefix: str, out: Path, *, promotion: str | None 
         raise InvalidInput(f"{out}: not an empty folder", hint="publish into a new folder")
     rid, check, data = checked_statement(home, prefix)
     if not check.ok:
-        raise VerificationFailed(f"record {rid[:16]} does not verify: nothing to publish")
+        raise VerificationFailed(f"record {short_id(rid)} does not verify: nothing to publish")
     statement = parse_statement(data)
     keyid, key = ready_signer(home)
     files = _files(home, rid, statement)
@@ -94,7 +95,7 @@ def _files(home: Home, rid: str, statement: Statement) -> dict[str, bytes]:
     """The recipe and every suite the record carries, at the paths the recipe names."""
     recipe = carried(home, statement, "recipe.toml")
     if recipe is None:
-        raise NotFound(f"record {rid[:16]} does not carry its recipe.toml: it cannot be "
+        raise NotFound(f"record {short_id(rid)} does not carry its recipe.toml: it cannot be "
                        "published as a package a stranger re-runs")
     files = {"recipe.toml": recipe}
     spec = statement.predicate.recipe or {}
@@ -102,7 +103,7 @@ def _files(home: Home, rid: str, statement: Statement) -> dict[str, bytes]:
         name, path = suite.get("name"), suite.get("path") or ""
         data = carried(home, statement, f"suites/{name}.jsonl")
         if data is None:
-            raise NotFound(f"record {rid[:16]} does not carry its suite {name!r}",
+            raise NotFound(f"record {short_id(rid)} does not carry its suite {name!r}",
                            hint="records sealed from `registry run` carry suites/NAME.jsonl")
         if path.startswith(("/", "$")) or ".." in Path(path).parts:
             raise InvalidInput(f"recipe suite {name!r} names {path!r}: not a path inside "
@@ -112,7 +113,7 @@ def _files(home: Home, rid: str, statement: Statement) -> dict[str, bytes]:
         if source.dirty and source.diff_artifact:
             diff = carried(home, statement, source.diff_artifact)
             if diff is None:
-                raise NotFound(f"record {rid[:16]}: its {source.role} diff is missing")
+                raise NotFound(f"record {short_id(rid)}: its {source.role} diff is missing")
             files[_patch_path(source.role)] = diff
     for path, data in files.items():
         _no_host_path(path, data)
@@ -144,7 +145,7 @@ def _package(home: Home, rid: str, statement: Statement, files: dict[str, bytes]
     pins = {path: Pinned(path=path, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
             for path, data in files.items()}
     return Package(
-        record=rid, name=spec.get("name", rid[:16]), lane=spec.get("lane", ""),
+        record=rid, name=spec.get("name", short_id(rid)), lane=spec.get("lane", ""),
         recipe=pins["recipe.toml"],
         suites=[pin for path, pin in pins.items()
                 if path != "recipe.toml" and not path.startswith("patches/")],
@@ -197,8 +198,8 @@ def _promotion(home: Home, rid: str, verification: str) -> PromotionRef:
     found = [v for v in verifications_of(home, rid) if v.id.startswith(verification)
              and v.statement.predicate.policy.name == POLICY_NAME]
     if len(found) != 1:
-        raise NotFound(f"no promotion {verification!r} of record {rid[:16]} in this ledger",
-                       hint=f"registry promote {rid[:16]}")
+        raise NotFound(f"no promotion {verification!r} of record {short_id(rid)} in this ledger",
+                       hint=f"registry promote {short_id(rid)}")
     v = found[0]
     return PromotionRef(verification=v.id, promoted=v.statement.predicate.result.value == "PASSED",
                         policy=str(v.statement.predicate.policy.parameters.get("policy", "")))

@@ -155,7 +155,8 @@ def _pins(package: Package) -> list[Finding]:
 
     m = package.model
     need(bool(m.revision and COMMIT.match(m.revision)), "model_revision_unpinned",
-         f"model revision {m.revision!r} is not a 40-hex commit")
+         f"model revision {m.revision!r} is not a 40-hex commit" if m.revision
+         else "the model names no revision (a 40-hex commit)")
     need(bool(m.manifest_sha256 and DIGEST.match(m.manifest_sha256)), "model_manifest_missing",
          "the model's release files have no manifest digest")
     source = package.engine.source

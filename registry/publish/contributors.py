@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from registry.base.safeload import loads_toml
 from registry.errors import InvalidInput
+from registry.formats.display import short_id
 from registry.publish.package import Contributor, Intake, Provenance
 from registry.store.home import Home
 
@@ -118,14 +119,14 @@ def boost(home: Home, evidence: Sequence[str]) -> tuple[str | None, str]:
         found = [v for v in stored if v.id.startswith(ref) and ref]
         abs_ = [v for v in found if v.statement.predicate.policy.name == "ab"]
         if not found:
-            why.append(f"{ref[:16]}: no verification of this ledger")
+            why.append(f"{short_id(ref)}: no verification of this ledger")
         elif not abs_:
-            why.append(f"{ref[:16]}: not an A/B verification")
+            why.append(f"{short_id(ref)}: not an A/B verification")
         for v in abs_:
             for check in v.statement.predicate.checks:
                 b = next((f for f in check.figures if f.metric.endswith("/boost_pct")), None)
                 if check.result.value == "PASSED" and b and b.low is not None and b.low > 0:
                     return (f"{b.metric} {b.value:+.2f}% [{b.low:+.2f}, {b.high:+.2f}] "
-                            f"(verification {v.id[:16]})"), ""
-            why.append(f"{v.id[:16]}: no boost decided faster (its interval above zero)")
+                            f"(verification {short_id(v.id)})"), ""
+            why.append(f"{short_id(v.id)}: no boost decided faster (its interval above zero)")
     return None, "; ".join(why)

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from registry.base.model import Frozen, empty_list
 from registry.errors import InvalidInput
+from registry.formats.display import short_id
 from registry.formats.record import Statement
 from registry.store.home import Home
 
@@ -60,7 +61,7 @@ def profile_of(home: Home, records: Sequence[str], x_metric: XMetric) -> Perform
                    f"no {x_metric.value}" if x is None else
                    "no decode figure" if top is None or top.metric is None else
                    f"measurement {top.quality}")
-            withheld.append(f"{rid[:16]}: {why}")
+            withheld.append(f"{short_id(rid)}: {why}")
             continue
         m = top.metric
         points.append(ProfilePoint(x=x, value=m.value, low=m.ci_low, high=m.ci_high,

@@ -26,6 +26,7 @@ from pydantic import Field
 
 from registry.base.model import Frozen, empty_list
 from registry.errors import InvalidInput, Refused
+from registry.formats.display import short_id
 from registry.publish.package import Package, PackagedFigure, PackagedOutput
 from registry.store.home import Home
 
@@ -142,8 +143,9 @@ def _outputs(package: Package, new: list[PackagedOutput]) -> list[RerunRow]:
         again = found.get((o.suite, o.index, o.prompt_id))
         same = again is not None and again.sha256 == o.sha256
         out.append(RerunRow(
-            name=f"{o.suite}/{o.prompt_id} output", packaged=f"{o.tokens} tokens {o.sha256[:12]}",
-            new=None if again is None else f"{again.tokens} tokens {again.sha256[:12]}",
+            name=f"{o.suite}/{o.prompt_id} output",
+            packaged=f"{o.tokens} tokens {short_id(o.sha256)}",
+            new=None if again is None else f"{again.tokens} tokens {short_id(again.sha256)}",
             verdict="passed" if same else "failed",
             why="the same token ids" if same else "no such row in the re-run"
             if again is None else "other token ids"))

@@ -24,6 +24,7 @@ from registry.base.hashing import Progress
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, Refused
 from registry.executor.gpu import GpuSummary
+from registry.formats.display import short_id
 from registry.formats.record import Override, Statement
 from registry.formats.rundir import BenchRow, LaunchPlan
 from registry.measure.disturbance import StartEvidence
@@ -116,7 +117,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
                            plan=launch, environment=env, dry_run=dry_run,
                            passed=not env.refused)
     if env.refused and not dry_run:
-        raise Refused(f"environment drift since record {original.id[:16]}: "
+        raise Refused(f"environment drift since record {short_id(original.id)}: "
                       + "; ".join(_drift_text(env)),
                       hint="restore the environment, or run anyway with --allow-env-drift "
                            "(recorded in the new record)")
@@ -128,7 +129,7 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
                            progress, launcher, sealed or {})
     if dry_run:
         return checked
-    run_dir = out_dir or Path("runs") / (f"{recipe.name}-reproduce-{original.id[:12]}-"
+    run_dir = out_dir or Path("runs") / (f"{recipe.name}-reproduce-{short_id(original.id)}-"
                                          f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
     formula, window = _formula(statement, recipe)
     names = [s.name for s in original.bench.suites]
@@ -192,8 +193,8 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
     control = load_sealed(home, control_id)
     mine, theirs = ([(x.name, x.sha256) for x in run.bench.suites] for run in (original, control))
     if mine != theirs:
-        raise InvalidInput(f"control {control.id[:16]} measured other suites ({theirs}) than "
-                           f"record {original.id[:16]} ({mine})",
+        raise InvalidInput(f"control {short_id(control.id)} measured other suites ({theirs}) than "
+                           f"record {short_id(original.id)} ({mine})",
                            hint="a control runs the same suites, pinned to the same digests")
     c_statement = _statement(home, control.id)
     c_recipe = _recipe(control.id, c_statement, None)
@@ -202,14 +203,14 @@ def _controlled(home: Home, checked: Reproduction, statement: Statement, origina
                                     _restored(home, c_statement, c_recipe, None)),
                               allow_env_drift)
     if c_env.refused and not checked.dry_run:
-        raise Refused(f"environment drift since control {control.id[:16]}: "
+        raise Refused(f"environment drift since control {short_id(control.id)}: "
                       + "; ".join(_drift_text(c_env)),
                       hint="restore the environment, or run anyway with --allow-env-drift")
     formula, window = _formula(statement, recipe)
     if checked.dry_run:
         return checked.model_copy(update={"looks": plan, "foreseen": foresee(
             original, control, starts, formula, window, min_performance, plan.each)})
-    out = out_dir or Path("runs") / (f"{recipe.name}-controlled-{original.id[:12]}-"
+    out = out_dir or Path("runs") / (f"{recipe.name}-controlled-{short_id(original.id)}-"
                                      f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
     sides = {"record": (recipe, recipe_path, original.id, checked.environment),
              "control": (c_recipe, None, control.id, c_env)}
@@ -319,7 +320,7 @@ def _recipe(rid: str, statement: Statement, recipe_path: Path | None) -> Recipe:
     if recipe_path is not None:
         return load_recipe(recipe_path)
     if statement.predicate.recipe is None:
-        raise InvalidInput(f"record {rid[:16]} carries no recipe to rebuild the run from",
+        raise InvalidInput(f"record {short_id(rid)} carries no recipe to rebuild the run from",
                            hint="give the recipe with --recipe FILE")
     return Recipe.model_validate(statement.predicate.recipe)
 
@@ -391,7 +392,7 @@ def _seal(home: Home, run_dir: Path, recipe_path: Path | None, parent: str,
           env: EnvironmentCheck, progress: Progress | None) -> SealedRecord:
     from registry.seal import seal_run
 
-    reason = f"environment drift allowed with --allow-env-drift reproducing {parent[:16]}"
+    reason = f"environment drift allowed with --allow-env-drift reproducing {short_id(parent)}"
     allowed = [Override(field=f"environment.{f.name}", reason=reason, declared=f.sealed,
                         resolved=f.now) for f in env.facts if f.drifted]
     return seal_run(run_dir, home=home, recipe_path=recipe_path, parent=parent,

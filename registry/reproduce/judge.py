@@ -21,6 +21,7 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.contracts.sealed import SealedRun
 from registry.contracts.teacher import Teacher
+from registry.formats.display import short_id
 from registry.formats.identity import Kind, kind_of
 from registry.formats.rundir import BenchRow
 from registry.formats.verdict import Verdict, VerdictStatus
@@ -137,7 +138,7 @@ def contract_verdict(home: Home, contract: str, original: SealedRun, new: Sealed
     """`recipe` is the one the new run used (its gates, its max_tokens)."""
     from registry.contracts.consistency import self_consistency
 
-    problems = [f"record {r.id[:16]}: bench.json no longer matches its signed digest"
+    problems = [f"record {short_id(r.id)}: bench.json no longer matches its signed digest"
                 for r in (original, new) if not r.bench_intact]
     note = None
     if contract == ContractName.bitwise_teacher:
@@ -185,7 +186,7 @@ def _bitwise(home: Home, original: SealedRun, new: SealedRun, recipe: Recipe) ->
                              kernel_axes(original.identity))
            for s in original.bench.suites]
     # the original's rows are not the lane's teacher: a lane without one prints no teacher
-    mine = f"the original's rows (record {original.id[:12]})"
+    mine = f"the original's rows (record {short_id(original.id)})"
     verdicts = [_evaluate(recipe, new, t, ContractName.bitwise_teacher)
                 .model_copy(update={"reference": mine}) for t in own]
     teacher = get_teacher(home, lane)
