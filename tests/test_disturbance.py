@@ -18,11 +18,11 @@ from registry.measure.disturbance import (
     BUSY_FLOOR_PCT,
     SPREAD_CEILING,
     Sample,
-    StartEvidence,
     record_evidence,
     row_spread,
     stream_digest,
 )
+from registry.measure.evidence import StartEvidence
 from registry.recipe.schema import MetricFormula
 
 RUNS = Path(__file__).parent / "data" / "gpu-runs"

@@ -24,7 +24,7 @@ from registry.ab.result import AbResult, AbStart, SuiteBoost
 from registry.ab.sides import Side, load_side, recipe_folder
 from registry.errors import ExitCode, InvalidInput, RegistryError
 from registry.formats.rundir import BenchRow, LaunchPlan
-from registry.measure.disturbance import StartEvidence
+from registry.measure.evidence import StartEvidence
 from registry.measure.metrics import formula_text
 from registry.measure.sequential import looks, stop_reason
 from registry.measure.starts import LEVEL, NOISE_PCT, StartFigure, alternating, start_figure

@@ -11,7 +11,7 @@ from registry.cli.options import HomeOpt, Json, find
 
 if TYPE_CHECKING:
     from registry.compare.table import Condition
-    from registry.measure.disturbance import StartEvidence
+    from registry.measure.evidence import StartEvidence
     from registry.signing.signed import Trust
     from registry.store.home import Home
     from registry.store.rows import RecordRow

@@ -38,6 +38,7 @@ from registry.base.model import Frozen
 from registry.executor import runtime
 
 PR_SET_PDEATHSIG = 1
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 def default_dir() -> Path:
@@ -50,12 +51,18 @@ def die_with_parent(parent: int) -> Callable[[], None]:
     """The child's first step (Popen's preexec_fn): SIGTERM when the parent dies; a
     parent already gone by then means no engine at all. libc is looked up here, in the
     parent: the child, forked from a threaded process, only calls it."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl, reset = libc.prctl, libc.signal
+    reset.argtypes, reset.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
 
     def arm() -> None:
         prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
         if os.getppid() != parent:
             os._exit(1)
+        # a worker started under nohup or `&` ignores SIGINT/SIGHUP, and an ignored signal
+        # stays ignored across exec: the engine must hear the stop signal the recipe names
+        for stop in STOP_SIGNALS:
+            reset(int(stop), None)  # SIG_DFL
 
     return arm
 

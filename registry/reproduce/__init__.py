@@ -27,7 +27,7 @@ from registry.executor.gpu import GpuSummary
 from registry.formats.display import short_id
 from registry.formats.record import Override, Statement
 from registry.formats.rundir import BenchRow, LaunchPlan
-from registry.measure.disturbance import StartEvidence
+from registry.measure.evidence import StartEvidence
 from registry.measure.sequential import Looks, looks
 from registry.recipe.schema import MetricFormula, Recipe
 from registry.reproduce.control import Controlled, Foreseen

@@ -29,7 +29,7 @@ from pydantic import Field
 from registry.base.model import Frozen
 from registry.errors import InvalidInput
 from registry.formats.rundir import BenchRow
-from registry.measure.disturbance import StartEvidence
+from registry.measure.evidence import StartEvidence
 from registry.measure.metrics import formula_text
 from registry.measure.starts import (
     LEVEL,

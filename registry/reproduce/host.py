@@ -14,7 +14,8 @@ from registry.executor.probe import Probe, speed
 from registry.formats import rundir
 from registry.formats.record import Statement
 from registry.formats.rundir import BenchRow
-from registry.measure.disturbance import Sample, StartEvidence, record_evidence
+from registry.measure.disturbance import Sample, record_evidence
+from registry.measure.evidence import StartEvidence
 from registry.recipe.schema import MetricFormula
 from registry.store.home import Home
 

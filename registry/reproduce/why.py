@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from registry.base.model import Frozen
-from registry.measure.disturbance import StartEvidence
+from registry.measure.evidence import StartEvidence
 from registry.measure.sequential import MOST_STARTS, independent_interval, starts_needed
 from registry.measure.starts import LEVEL, NOISE_PCT, PairedInterval, StartFigure, boost_verdict
 

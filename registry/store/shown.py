@@ -7,7 +7,7 @@ from registry.base.canonical import is_git_sha
 from registry.base.model import Frozen, empty_list
 from registry.formats.display import short_id
 from registry.formats.record import Statement, parse_statement
-from registry.measure.disturbance import StartEvidence
+from registry.measure.evidence import StartEvidence
 from registry.signing.signed import SignatureCheck
 from registry.store.home import Home
 from registry.store.ledger import adding_commit, statement_paths
