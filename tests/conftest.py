@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -130,27 +132,33 @@ def postgres_server():
         shutil.rmtree(base, ignore_errors=True)
 
 
+@contextmanager
+def fresh_database(server: str, prefix: str = "t") -> Iterator[str]:
+    """A new database on the tests' PostgreSQL server (its SQLAlchemy URL), dropped after."""
+    import psycopg
+
+    name = f"{prefix}{uuid.uuid4().hex[:16]}"
+    admin = server.format(db="postgres").replace("+psycopg", "")
+    with psycopg.connect(admin, autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {name}")
+    try:
+        yield server.format(db=name)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as db:
+            db.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def database_url(request, monkeypatch):
     """The index database: the home's SQLite file, or a fresh PostgreSQL database."""
-    import uuid
 
     if request.param == "sqlite":
         monkeypatch.delenv("REGISTRY_DATABASE_URL", raising=False)
         yield None
         return
-    import psycopg
-
-    server = request.getfixturevalue("postgres_server")
-    name = f"t{uuid.uuid4().hex[:16]}"
-    admin = server.format(db="postgres").replace("+psycopg", "")
-    with psycopg.connect(admin, autocommit=True) as db:
-        db.execute(f"CREATE DATABASE {name}")
-    url = server.format(db=name)
-    monkeypatch.setenv("REGISTRY_DATABASE_URL", url)
-    yield url
-    with psycopg.connect(admin, autocommit=True) as db:
-        db.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    with fresh_database(request.getfixturevalue("postgres_server")) as url:
+        monkeypatch.setenv("REGISTRY_DATABASE_URL", url)
+        yield url
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import typer
 
 from registry.cli import app
 from registry.errors import ExitCode
-from tests.conftest import ROOT
+from tests.conftest import ROOT, fresh_database
 from tests.test_cli import _commands
 
 CLI_MD = (ROOT / "docs" / "cli.md").read_text()
@@ -113,18 +113,8 @@ def checkout(where: Path) -> None:
 
 def queue_database(request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh PostgreSQL database for the blocks that queue work (cli, fleet)."""
-    import uuid
-
-    import psycopg
-
-    server = request.getfixturevalue("postgres_server")
-    name = f"docs{uuid.uuid4().hex[:12]}"
-    admin = server.format(db="postgres").replace("+psycopg", "")
-    with psycopg.connect(admin, autocommit=True) as db:
-        db.execute(f"CREATE DATABASE {name}")
-    yield server.format(db=name).replace("+psycopg", "")
-    with psycopg.connect(admin, autocommit=True) as db:
-        db.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    with fresh_database(request.getfixturevalue("postgres_server"), "docs") as url:
+        yield url.replace("+psycopg", "")
 
 
 QUEUED = ("cli", "fleet")  # the docs whose blocks use the bench queue

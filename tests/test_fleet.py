@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from registry.executor import orphans
-from tests.conftest import ROOT
+from tests.conftest import ROOT, fresh_database
 from tests.fleet_team import STALLED_S, Fleet, build_fleet
 
 pytestmark = pytest.mark.postgres
@@ -23,15 +23,8 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture
 def queue_db(postgres_server):
-    import psycopg
-
-    name = f"q{uuid.uuid4().hex[:16]}"
-    admin = postgres_server.format(db="postgres").replace("+psycopg", "")
-    with psycopg.connect(admin, autocommit=True) as db:
-        db.execute(f"CREATE DATABASE {name}")
-    yield postgres_server.format(db=name).replace("+psycopg", "")
-    with psycopg.connect(admin, autocommit=True) as db:
-        db.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    with fresh_database(postgres_server, "q") as url:
+        yield url.replace("+psycopg", "")
 
 
 @pytest.fixture
