@@ -20,6 +20,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import Field, ValidationError
 
+from registry.base.canonical import is_git_sha, is_sha256
 from registry.base.confine import inside
 from registry.base.model import Frozen, empty_list
 from registry.base.safeload import loads_json
@@ -37,8 +38,6 @@ from registry.publish.package import (
 HOST_PATH = re.compile(
     r"(?<![\w.$}])(/home/[^/\s\"']+/|/Users/[^/\s\"']+/|/root/|/mnt/|/media/[^/\s\"']+/"
     r"|/tmp/|/var/folders/|[A-Za-z]:\\\\?Users\\\\?)")
-COMMIT = re.compile(r"^[0-9a-f]{40}$")
-DIGEST = re.compile(r"^[0-9a-f]{64}$")
 IMAGE = re.compile(r"@sha256:[0-9a-f]{64}$")
 FETCH_LIMIT = 1 << 30  # an asset larger than this is not fetched whole to check it
 
@@ -154,13 +153,13 @@ def _pins(package: Package) -> list[Finding]:
             out.append(Finding(code=code, detail=detail))
 
     m = package.model
-    need(bool(m.revision and COMMIT.match(m.revision)), "model_revision_unpinned",
+    need(bool(m.revision and is_git_sha(m.revision)), "model_revision_unpinned",
          f"model revision {m.revision!r} is not a 40-hex commit" if m.revision
          else "the model names no revision (a 40-hex commit)")
-    need(bool(m.manifest_sha256 and DIGEST.match(m.manifest_sha256)), "model_manifest_missing",
+    need(bool(m.manifest_sha256 and is_sha256(m.manifest_sha256)), "model_manifest_missing",
          "the model's release files have no manifest digest")
     source = package.engine.source
-    need(bool(source and source.commit and COMMIT.match(source.commit)),
+    need(bool(source and source.commit and is_git_sha(source.commit)),
          "engine_source_unpinned", f"engine {package.engine.name} "
          f"{package.engine.version or ''} is not at a full source commit".replace("  ", " "))
     need(bool(source and source.url), "engine_source_url_missing",
@@ -169,7 +168,7 @@ def _pins(package: Package) -> list[Finding]:
         need(bool(IMAGE.search(package.container.image)), "container_image_unpinned",
              f"image {package.container.image!r} is not pinned by digest")
     for asset in package.assets:
-        need(asset.size > 0 and bool(DIGEST.match(asset.sha256)) and
+        need(asset.size > 0 and is_sha256(asset.sha256) and
              asset.url.endswith("/" + asset.name), "asset_incomplete", asset.name)
     need(sorted(package.commands) == sorted(COMMANDS), "commands_not_five",
          f"commands {sorted(package.commands)}; a package has exactly {', '.join(COMMANDS)}")

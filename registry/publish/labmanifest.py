@@ -19,10 +19,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from registry.base.canonical import is_git_sha, is_sha256
 from registry.publish.labrules import MANIFEST_FORMAT, LabCheck, Rules
 
-SHA256 = re.compile(r"[0-9a-f]{64}")
-COMMIT = re.compile(r"[0-9a-f]{40}")
 UTC_SECOND = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 REQUIRED_RELEASE_KINDS = frozenset({"build-log", "checksum-manifest", "wheel", "xpu-extension",
                                     "gdn-library", "runtime-inventory", "toolchain-inventory"})
@@ -93,7 +92,7 @@ def _repo_path(r: Rules, value: object, label: str) -> None:
 
 
 def _digest(r: Rules, value: object, label: str) -> None:
-    r.need(isinstance(value, str) and bool(SHA256.fullmatch(value)), label,
+    r.need(isinstance(value, str) and is_sha256(value), label,
            f"{label} must be a lowercase SHA-256 digest")
 
 
@@ -117,7 +116,7 @@ def _bound_files(r: Rules, items: object, label: str, what: str) -> list[dict[st
 def _repository(r: Rules, label: str, value: object) -> list[dict[str, Any]]:
     repo = _dict(r, value, f"{label}.repository")
     commit = repo.get("source_commit")
-    r.need(isinstance(commit, str) and bool(COMMIT.fullmatch(commit)),
+    r.need(isinstance(commit, str) and is_git_sha(commit),
            f"{label}.repository.source_commit",
            f"{label}.repository.source_commit must be a full 40-character Git commit")
     _bound_files(r, repo.get("build_scripts"), f"{label}.repository.build_scripts",
@@ -139,7 +138,7 @@ def _sources(r: Rules, label: str, value: object) -> None:
         url, commit = source.get("url"), source.get("commit")
         r.need(isinstance(url, str) and url.startswith("https://"), f"{s}.url",
                f"{s}.url must be an HTTPS URL")
-        r.need(isinstance(commit, str) and bool(COMMIT.fullmatch(commit)), f"{s}.commit",
+        r.need(isinstance(commit, str) and is_git_sha(commit), f"{s}.commit",
                f"{s}.commit must be a full 40-character Git commit")
 
 
@@ -190,7 +189,7 @@ def _asset(r: Rules, a: str, asset: dict[str, Any], names: set[str],
     bare = named and PurePosixPath(str(name)).name == name
     if named and not bare:
         r.need(False, f"{a}.name", f"{a}.name must not contain a path")
-    return bool(bare and https and isinstance(digest, str) and SHA256.fullmatch(digest)
+    return bool(bare and https and isinstance(digest, str) and is_sha256(digest)
                 and sized and isinstance(kind, str) and kind)
 
 
@@ -213,7 +212,7 @@ def _binaries(r: Rules, label: str, value: object, kinds: dict[str, str]) -> Non
         lacking = sorted(REQUIRED_SECTIONS - set(hashes))
         r.need(not lacking, f"{b}.sections", f"{b}: missing section hashes {lacking}")
         for section, digest in hashes.items():
-            r.need(isinstance(digest, str) and bool(SHA256.fullmatch(digest)),
+            r.need(isinstance(digest, str) and is_sha256(digest),
                    f"{b}.sections", f"{b}.sections[{section!r}] must be a SHA-256 digest")
     for name, kind in kinds.items():
         r.need(kind not in CRITICAL_KINDS or name in sections, where,

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlparse
 
+from registry.base.canonical import is_git_sha
 from registry.publish.labrules import PACKAGE_FORMAT, LabCheck, Rules
 
 COMMANDS = frozenset({"preflight", "launch", "health", "benchmark", "stop"})
@@ -27,7 +28,6 @@ CONTRIBUTOR_STATUSES = frozenset({"acknowledged", "credited", "validated-boost",
 HOST_LOCAL = re.compile(r"(?:file://|/(?:home|mnt|media)/)")
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]*")
 IMAGE = re.compile(r".+@sha256:[0-9a-f]{64}")
-COMMIT = re.compile(r"[0-9a-f]{40}")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 LIBRARY_TEXT = ("model_family", "publisher", "variant", "summary", "quantization",
                 "runtime_label")
@@ -247,7 +247,7 @@ def _model(r: Rules, label: str, model: object) -> None:
         return
     assert isinstance(model, dict)
     revision = model.get("revision")
-    r.need(isinstance(revision, str) and bool(COMMIT.fullmatch(revision)), "model.revision",
+    r.need(isinstance(revision, str) and is_git_sha(revision), "model.revision",
            f"{label}: model revision must be an immutable 40-character commit")
     _inside(r, label, model.get("manifest"), "model.manifest")
 
