@@ -17,6 +17,7 @@ import pytest
 
 from registry.engines.llamacpp.logs.lines import plain
 from registry.engines.llamacpp.logs.messages import PATTERNS
+from tests.corpus_score import score_cases
 
 DATA = Path(__file__).parent / "data" / "llamacpp-family"
 NONE_LIKE = {"", "none", "absent", "null", "no", "disabled"}
@@ -41,30 +42,14 @@ def verdict(truth: Any, got: Any) -> str:
 
 
 def test_family_logs_resolve_right_or_not_at_all(cli, tmp_path: Path) -> None:
-    totals = {"right": 0, "unresolved": 0, "WRONG": 0, "crash": 0}
-    wrong: list[str] = []
-    values = values_right = 0
-    for case in json.loads((DATA / "truth.json").read_text()):
-        run = tmp_path / case["case"]
-        shutil.copytree(DATA / case["case"], run)
-        known = {f: v for f, v in case["truth"].items() if v != "unknown"}
-        result = cli("resolve", run, "--log", case["log"], "--json")
-        if result.exit_code != 0:
-            totals["crash"] += len(known)
-            wrong.append(f"{case['case']}: exit {result.exit_code}: {result.stderr[:300]}")
-            continue
-        fields = json.loads(result.stdout)["fields"]
-        for field, truth in known.items():
-            got = (fields.get(field) or {}).get("resolved")
-            v = verdict(truth, got)
-            totals[v] += 1
-            if truth != "absent":
-                values += 1
-                values_right += v == "right"
-            if v != "right":
-                print(f"{case['case']} {field}: {v} (truth {truth!r}, resolved {got!r})")
-            if v == "WRONG":
-                wrong.append(f"{case['case']} {field}: truth {truth!r}, resolved {got!r}")
+    def resolve(case: dict[str, Any]) -> Any:
+        run = shutil.copytree(DATA / case["case"], tmp_path / case["case"])
+        return cli("resolve", run, "--log", case["log"], "--json")
+
+    cases = json.loads((DATA / "truth.json").read_text())
+    s = score_cases(cases, resolve, lambda _, truth, got: verdict(truth, got), cut=300)
+    totals, values, values_right, wrong = s.totals, s.values, s.values_right, s.wrong
+    print("\n".join(s.misses))
     print(f"llamacpp-family: {totals}; values right {values_right} of {values} "
           f"({100 * values_right / values:.1f}%)")
     assert not wrong, "\n".join(wrong)

@@ -17,6 +17,7 @@ from registry.engines.llamacpp.logs.lines import plain
 from registry.engines.llamacpp.resolve.weights import decide_weights
 from registry.logs.facts import Fact
 from tests.conftest import SHARED, corpus_scorer
+from tests.corpus_score import score_cases
 
 CORPUS = SHARED / "llamacpp-logs"
 needs_corpus = pytest.mark.skipif(not (CORPUS / "truth.json").is_file(),
@@ -29,27 +30,10 @@ def scorer() -> ModuleType:
 
 @needs_corpus
 def test_llamacpp_logs_resolve_right_or_not_at_all(cli) -> None:
-    score = scorer()
-    totals = {"right": 0, "unresolved": 0, "WRONG": 0, "crash": 0}
-    values = values_right = 0
-    wrong: list[str] = []
-    for case in json.loads((CORPUS / "truth.json").read_text()):
-        known = {f: v for f, v in case["truth"].items() if v != "unknown"}
-        result = cli("resolve", CORPUS / case["case"], "--json")
-        if result.exit_code != 0:
-            totals["crash"] += len(known)
-            wrong.append(f"{case['case']}: exit {result.exit_code}: {result.stderr[:200]}")
-            continue
-        fields = json.loads(result.stdout)["fields"]
-        for field, truth in known.items():
-            got = (fields.get(field) or {}).get("resolved")
-            v = score.verdict(field, truth, got)
-            totals[v] += 1
-            if truth != "absent":
-                values += 1
-                values_right += v == "right"
-            if v == "WRONG":
-                wrong.append(f"{case['case']} {field}: truth {truth!r}, resolved {got!r}")
+    cases = json.loads((CORPUS / "truth.json").read_text())
+    s = score_cases(cases, lambda case: cli("resolve", CORPUS / case["case"], "--json"),
+                    scorer().verdict)
+    totals, values, values_right, wrong = s.totals, s.values, s.values_right, s.wrong
     assert not wrong, "\n".join(wrong)
     assert totals["crash"] == 0
     assert values_right >= 0.85 * values, (values_right, values)
