@@ -29,7 +29,10 @@
 #           (The eager lane is faster to start but bound by the host: docs/gpu.md.)
 # PLAN=ab (one GPU): `registry ab` of AB_A against AB_B (default the BF16-KV and explicit
 #           FP8-KV 3B lanes, same weights), --delta precision.kv_cache, AB_STARTS (3) starts
-#           a side, the whole job sampled by nvidia-smi (logs/smi.csv).
+#           a side before the first look, then a pair at a time up to AB_MAX_STARTS
+#           (default AB_STARTS) until decided; AB_REPEATS (1) such A/Bs while the budget
+#           lasts, the sides swapped on each repeat (runs/ab, runs/ab-2, ...); the whole
+#           job sampled by nvidia-smi (logs/smi.csv).
 #           TRUST_PEM=FILE: the new home also trusts that public key as a signer, so a
 #           later lease can go on with this home. RESUME=DIR (absolute): go on with an
 #           earlier controlled job's home instead of sealing again: DIR holds the
@@ -158,9 +161,20 @@ fi
 if [ "$PLAN" = hybrid ]; then  # the sliding-window hybrid alone, on one GPU
   run_lane hybrid hybrid-2b-sliding-cuda
 elif [ "$PLAN" = ab ]; then  # is a 4% KV-precision difference decided on one GPU?
-  step ab-kv R ab "recipes/${AB_A:-llama-3b-bf16-kv-cuda}.toml" \
-    "recipes/${AB_B:-llama-3b-fp8-kv-cuda}.toml" --delta precision.kv_cache \
-    --starts "${AB_STARTS:-3}" --models "$MODELS" --out "$W/runs/ab" --json
+  SIDES=("${AB_A:-llama-3b-bf16-kv-cuda}" "${AB_B:-llama-3b-fp8-kv-cuda}")
+  FIRST=${AB_STARTS:-3} MOST=${AB_MAX_STARTS:-${AB_STARTS:-3}}
+  LAST_RUN_S=$((2 * FIRST * 80))  # the first look, until one A/B is measured
+  for i in $(seq 1 "${AB_REPEATS:-1}"); do  # the sides swap on every repeat
+    fits "$LAST_RUN_S" || break
+    a=${SIDES[$(( (i + 1) % 2 ))]} b=${SIDES[$(( i % 2 ))]} t0=$SECONDS
+    suffix=; [ "$i" -gt 1 ] && suffix=-$i
+    minutes=$(( ($(left) - 240) / 60 ))  # no pair starts that would not end in time
+    [ "$minutes" -ge 1 ] || minutes=1
+    step "ab-kv$suffix" R ab "recipes/$a.toml" "recipes/$b.toml" --delta precision.kv_cache \
+      --starts "$FIRST" --max-starts "$MOST" --budget-minutes "$minutes" \
+      --models "$MODELS" --out "$W/runs/ab$suffix" --json
+    LAST_RUN_S=$(( (SECONDS - t0) < 2 * FIRST * 80 ? (SECONDS - t0) : 2 * FIRST * 80 ))
+  done
 elif [ "$PLAN" = controlled ]; then  # does a control cancel what one GPU drifts by?
   LANE_RECIPE=${CONTROL_RECIPE:-llama-3b-bf16-kv-cuda}
   SEALED=${SEALED_STARTS:-3} EACH=${CONTROL_STARTS:-3}
