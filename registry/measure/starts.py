@@ -162,17 +162,6 @@ def paired_interval(d: Sequence[float], *, sealed: float = 0.0, sealed_weight: f
                           spread=math.sqrt(var), method=method)
 
 
-def foreseen_half(start_spreads: Sequence[tuple[float, int]], pairs: int,
-                  sealed_weight: float, level: float = LEVEL) -> float | None:
-    """The ln half-width `paired_interval` would give `pairs` pairs against a sealed ratio
-    if the pairs spread as the sealed starts did (None: no sealed spread to go by)."""
-    var, df = pooled([(2 * v, d) for v, d in start_spreads])
-    if var is None or pairs < 1:
-        return None
-    return t_quantile(1 - (1 - level) / 2, df + pairs - 1) * math.sqrt(
-        var * (1 / pairs + sealed_weight))
-
-
 def boost_verdict(interval: PairedInterval | None, noise_pct: float = NOISE_PCT) -> str:
     """faster | slower | no difference | inconclusive, from the boost's interval: no
     difference when the whole interval lies within +-noise (criterion.rs's "change within

@@ -37,11 +37,11 @@ from registry.measure.starts import (
     StartFigure,
     alternating,
     figures_by_start,
-    foreseen_half,
     log_spread,
     pooled,
     start_figure,
 )
+from registry.measure.sequential import MOST_STARTS, half_width, starts_needed
 from registry.recipe.schema import MetricFormula
 from registry.reproduce.judge import PerformanceVerdict, SuitePerformance, judge_rows
 from registry.reproduce.why import Why, explain
@@ -89,9 +89,6 @@ class Controlled(Frozen):
     max_starts: int | None = Field(None, description="--max-starts: most starts a side")
     look_level: float | None = Field(None, description="each look's interval level "
                                      "(the error spent over the looks)")
-
-
-MOST_STARTS = 20  # what `foresee` looks through for the starts a ratio of 1.0 needs
 
 
 class Foreseen(Frozen):
@@ -149,24 +146,26 @@ def _start_evidence(s: ControlStart, seen: Evidence) -> StartEvidence:
 def foresee(original: SealedRun, control: SealedRun, starts: int,
             formula: MetricFormula, window: int, min_ratio: float,
             level: float = LEVEL) -> list[Foreseen]:
-    """Per suite: if the starts now spread as the sealed ones did, the ratio `starts` a
-    side must show to pass, and how many starts a side a ratio of 1.0 needs. The sealed
-    records' own spread bounds it: no number of new starts removes their share."""
+    """Per suite: if the new starts spread as the sealed ones did, the ratio `starts` a
+    side must show to pass, and how many starts a side a ratio of 1.0 needs, by the
+    arithmetic of the verdict's own interval (independent starts, the sealed spread
+    pooled in). The sealed records' own spread bounds it: no number of new starts removes
+    their share."""
     out = []
     for name in (s.name for s in original.bench.suites):
         sealed = [_sealed_starts(run, name, formula, window) for run in (original, control)]
-        spreads = [x for x in map(log_spread, sealed) if x]
+        var, df = pooled([x for x in map(log_spread, sealed) if x])
+        sd = None if var is None else math.sqrt(var)
         weight = _sealed_weight(*sealed)
-        now = foreseen_half(spreads, starts, weight, level)
-        parity = next((n for n in range(1, MOST_STARTS + 1)
-                       if (h := foreseen_half(spreads, n, weight, level)) is not None
-                       and math.exp(-h) >= min_ratio), None)
-        var, _ = pooled(spreads)
+        now = None if sd is None else half_width(sd, starts, df=df, sealed_weight=weight,
+                                                 level=level, paired=False)
         out.append(Foreseen(
             suite=name, starts=starts,
-            start_spread_pct=None if var is None else 100 * math.sqrt(var),
+            start_spread_pct=None if sd is None else 100 * sd,
             passes_above=None if now is None else min_ratio * math.exp(now),
-            starts_for_parity=parity))
+            starts_for_parity=None if sd is None else starts_needed(
+                sd, -math.log(min_ratio), level=level, sealed_weight=weight, df=df,
+                paired=False)))
     return out
 
 

@@ -243,7 +243,7 @@ def foresee(rid: str, control: str, starts: int, models: Path, env: dict[str, st
                  "--models", str(models), "--json", env=env)
     found = json.loads(r.stdout).get("foreseen") if r.stdout else None
     for f in found or []:  # --json leaves out the null fields
-        parity = f.get("starts_for_parity") or "none within 20"
+        parity = f.get("starts_for_parity") or "none within 200"
         print(f"foreseen {f['suite']}: sealed starts {f.get('start_spread_pct', 0):.1f}% apart; "
               f"{starts} a side pass above {_num(f.get('passes_above'))}; a ratio of 1.0 needs "
               f"{parity} a side", flush=True)
