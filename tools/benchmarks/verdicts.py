@@ -91,6 +91,7 @@ def _controlled(c: dict) -> dict:
     [u] = c["uncontrolled"]["suites"]
     [s] = c["suites"]
     return {"starts": len(c["order"]), "host": s.get("host_factor"),
+            "why": (s.get("why") or {}).get("reason"),
             "u_status": c["uncontrolled"]["status"], "u_ratio": u.get("ratio"),
             "u_low": u.get("ratio_low"), "u_high": u.get("ratio_high"),
             "u_slower": u.get("slower", False)}
@@ -110,9 +111,9 @@ def series(name: str, n: int, rid: str, tmp: Path, models: Path, env: dict[str, 
               f"{v['seconds']:.0f} s, engine on CPUs {v['cpus']}; new measurement {v['quality']}: "
               f"{v['detail']}; host probe {_num(v['probe'])}", flush=True)
         if control:
-            print(f"  uncontrolled: {v['u_status']:<12} ratio {_num(v['u_ratio'])} "
-                  f"[{_num(v['u_low'])}, {_num(v['u_high'])}]; host factor "
-                  f"{_num(v['host'])}", flush=True)
+            print(f"  why: {v['why']}\n  uncontrolled: {v['u_status']:<12} ratio "
+                  f"{_num(v['u_ratio'])} [{_num(v['u_low'])}, {_num(v['u_high'])}]; host "
+                  f"factor {_num(v['host'])}", flush=True)
         out.append(v)
     return out
 
@@ -202,6 +203,10 @@ def main() -> None:
     failed = sum(v["status"] == "failed" for v in same)
     caught = sum(v["status"] == "failed" or v["slower"] for v in slower)
     every = same + slower
+    wrong = failed + sum(v["slower"] for v in same) + sum(v["status"] == "passed" for v in slower)
+    undecided = [v for v in every if v["status"] == "inconclusive"]
+    print(f"\nwrong verdicts: {wrong} of {len(every)}; undecided {len(undecided)}, "
+          f"{sum(bool(v.get('why')) for v in undecided)} of them saying why")
     print(f"\nsame record, floor 0.95: {passed}/{len(same)} passed, {failed} failed "
           f"(target >= 90% passed, none failed)")
     print(f"slow runs: {caught}/{len(slower)} failed or slower with 1.0 outside the "
