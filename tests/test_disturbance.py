@@ -287,3 +287,43 @@ def test_the_reproduce_verdict_of_each_kept_controlled_reproduction_says_why(
         assert suite.why.basis == "GPU busy while decoding and row spread"
         if outcome == "passed":
             assert perf.ratio_low is not None and perf.ratio_low >= 0.95
+
+
+def _start(run: Path) -> tuple[list, list[StartEvidence]]:
+    """A kept start's timed rows and its evidence, as a reproduction reads them back."""
+    bench = Bench.model_validate_json((run / "bench.json").read_text())
+    recipe = json.loads((run / "recipe.json").read_text())
+    rows = bench.timed_rows
+    samples = {k: _own_samples(run, k) or _lease_samples(run) for k in {r.start for r in rows}}
+    return rows, record_evidence(rows, samples, MetricFormula(recipe["benchmark"]["metric"]),
+                                 recipe["benchmark"]["window"])
+
+
+def test_a_one_start_reproduction_does_not_fail_a_record_over_a_disturbed_start() -> None:
+    """A plain reproduction (no control) judges one start's rows against the sealed ones.
+    Judged on the kept H200 starts of one lane and lease: a full-speed start (90% busy) as
+    the sealed record, a disturbed one (73% busy, 362.4 tok/s) as the reproduction. By the
+    rows alone it fails; it is signed inconclusive, naming the disturbance. Between two
+    undisturbed starts the verdict is left as the rows give it."""
+    from registry.reproduce.judge import judge_rows
+    from registry.reproduce.why import one_start_held
+
+    lease = RUNS / "h200x1-20261202-controlled-2" / "runs"
+    sealed_rows, sealed = _start(lease / "controlled-1" / "00-record")
+    slow_rows, slow = _start(lease / "controlled-2" / "00-record")
+    quiet_rows, quiet = _start(lease / "controlled-1" / "03-record")
+    assert not sealed[0].disturbed and not quiet[0].disturbed
+    assert slow[0].disturbed == "host disturbed (GPU 73% busy while decoding)"
+    formula = MetricFormula("99 / (t[99] - t[0])")  # the lane's recipe
+
+    def judged(rows: list) -> object:
+        return judge_rows(sealed_rows, rows, ["tiny-cold"], formula, 100, 0.95)
+
+    by_rows = judged(slow_rows)
+    assert by_rows.status == "failed" and by_rows.suites[0].ratio < 0.92
+    held = one_start_held(by_rows, sealed, slow)
+    assert held.status == "inconclusive" and not held.passed
+    assert "not failed, new start 0: host disturbed (GPU 73% busy while decoding)" in \
+        held.suites[0].detail and "--control" in held.suites[0].detail
+    fine = judged(quiet_rows)
+    assert one_start_held(fine, sealed, quiet) == fine

@@ -47,6 +47,10 @@ def test_rows_that_are_not_jobs_are_listed_and_fail_once(fleet: Fleet, cli,
         "path": insert(fleet, {"kind": "ab", "target": str(recipe),
                                "control": str(recipe)}),
         "task": insert(fleet, {"kind": "reproduce", "target": fleet.record}, task="shell"),
+        "looks": insert(fleet, {"kind": "reproduce", "target": fleet.record, "control": None,
+                                "max_starts": 3}),
+        "starts": insert(fleet, {"kind": "ab", "target": fleet.record, "control": "0" * 64,
+                                 "max_starts": 10**9}),
     }
     import psycopg
 
@@ -61,6 +65,8 @@ def test_rows_that_are_not_jobs_are_listed_and_fail_once(fleet: Fleet, cli,
     assert all(shown[i]["malformed"].startswith("malformed job") for i in rows.values())
     assert "kind" in shown[rows["shell"]]["malformed"]
     assert "argv: not an argument" in shown[rows["extra"]]["malformed"]
+    assert "takes no max_starts" in shown[rows["looks"]]["malformed"]
+    assert "max_starts" in shown[rows["starts"]]["malformed"]
     table = cli("queue", "list")
     assert table.exit_code == 0 and table.stdout.count("malformed job") >= len(rows)
     page = cli("report", "--fleet", "--out", fleet.root / "site")

@@ -40,10 +40,12 @@ def second_record(fleet: Fleet) -> str:
     return rid
 
 
-def sealed_for(fleet: Fleet, job: int, kind: str) -> tuple[list[str], list[str]]:
+def sealed_for(fleet: Fleet, job: int, kind: str,
+               most: int = 0) -> tuple[list[str], list[str], list[dict]]:
     """What the team remote holds for `job` (read by a fresh home after a pull): the
     records whose signed subjects carry one of the job's start tags, each as often as
-    it was sealed, and the attestations that judged them."""
+    it was sealed, the attestations that judged them and their policies' parameters
+    (`most`: the job's max_starts)."""
     from registry.fleet.execute import SIDES, STARTS, TAG, JobSpec, tag_bytes
     from registry.fleet.queue import hardware_queue
     from registry.store.home import home_at
@@ -53,13 +55,14 @@ def sealed_for(fleet: Fleet, job: int, kind: str) -> tuple[list[str], list[str]]
     home = home_at(fleet.home(f"reader-{uuid.uuid4().hex[:6]}"))
     spec = JobSpec(id=job, queue=hardware_queue("test-a"), kind=kind, target="")
     want = {hashlib.sha256(tag_bytes(spec, f"{i:02d}-{s}")).hexdigest()
-            for i in range(2 * STARTS) for s in SIDES}
+            for i in range(2 * max(most, STARTS)) for s in SIDES}
     records = [row.id for row in find_records(home)
                if any(s.name == TAG and s.digest["sha256"] in want
                       for s in sealed_statement(home, row.id)[1].subject)]
     good, _ = all_verifications(home)
-    attested = [v.id for v in good if set(records) & set(v.statement.judged())]
-    return records, attested
+    judged = [v for v in good if set(records) & set(v.statement.judged())]
+    return records, [v.id for v in judged], [v.statement.predicate.policy.parameters
+                                             for v in judged]
 
 
 def test_controlled_and_ab_jobs_run_from_the_queue(fleet: Fleet, cli, monkeypatch) -> None:
@@ -71,13 +74,18 @@ def test_controlled_and_ab_jobs_run_from_the_queue(fleet: Fleet, cli, monkeypatc
     assert both.exit_code == 2 and "exclude" in both.stderr, both.stderr
     itself = cli("queue", "add", fleet.record[:12], "--control", fleet.record[:12])
     assert itself.exit_code == 4 and "Traceback" not in itself.stderr
+    alone = cli("queue", "add", fleet.record[:12], "--max-starts", "3")
+    assert alone.exit_code == 2 and "--max-starts is for" in alone.stderr, alone.stderr
+    one = cli("queue", "add", fleet.record[:12], "--control", control[:12], "--max-starts", "1")
+    assert one.exit_code == 4 and "looks first after 2" in one.stderr, one.stderr
     added = {}
-    for option in ("--control", "--ab"):
+    for option in ("--control", "--ab"):  # sequential: a pair at a time, up to 3 a side
         r = cli("queue", "add", fleet.record[:12], option, control[:12], "--hardware",
-                "test-a", "--json")
+                "test-a", "--max-starts", "3", "--json")
         assert r.exit_code == 0, r.stderr
         job = json.loads(r.stdout)
         assert job["control"] == control and job["target"] == fleet.record
+        assert job["max_starts"] == 3
         added[job["kind"]] = job["id"]
     assert sorted(added) == ["ab", "controlled"]
     [report] = finish([fleet.start("ws", "test-a", once=False, max_jobs=2)])
@@ -86,9 +94,12 @@ def test_controlled_and_ab_jobs_run_from_the_queue(fleet: Fleet, cli, monkeypatc
     for kind, job in added.items():
         j = done[job]
         assert j.state.value == "done", (j.phase, j.reason, j.log)
-        assert len(j.records) == 4 == len(set(j.records)) and len(j.attestations) == 1
-        records, attested = sealed_for(fleet, job, kind)
+        assert len(j.records) in (4, 6) and len(set(j.records)) == len(j.records)
+        assert len(j.attestations) == 1
+        records, attested, [signed] = sealed_for(fleet, job, kind, most=3)
         assert sorted(records) == sorted(j.records) and attested == j.attestations
+        assert signed["max_starts"] == 3 and signed["look_level"] == pytest.approx(0.975)
+        assert signed["stopped"].startswith(("decided after", "most starts spent (3 a side"))
     assert started_count(fleet) == {job: 1 for job in added.values()}
     table = cli("queue", "list")
     assert "controlled" in table.stdout and all(len(x) <= 80 for x in table.stdout.splitlines())
@@ -134,7 +145,7 @@ def test_a_job_of_several_starts_killed_at_each_step_seals_each_start_once(
         j = jobs(fleet)[job]
         assert j.state.value == "done", (step, j.reason, j.log)
         assert started_count(fleet)[job] == 2
-        records, attested = sealed_for(fleet, job, kind)
+        records, attested, _ = sealed_for(fleet, job, kind)
         assert len(records) == 4 == len(set(records)), (step, records)  # once each
         assert sorted(records) == sorted(j.records) and attested == j.attestations, step
         if step in ("sealed", "pushing"):

@@ -328,9 +328,9 @@ def test_each_sequential_ab_on_one_gpu_re_derives_its_verdict(capture_name: str,
                                                              expected: str) -> None:
     """docs/gpu.md: `registry ab --starts 2 --max-starts 5` (the third: 2, one look) of the
     BF16-KV and explicit FP8-KV 3 B lanes (2026-12-03): each look at 98.75% (the error
-    split over 4 looks), stopped at the first look. Each start's figure, its disturbance evidence (its own GPU
-    samples), the interval over the kept independent starts and the verdict with its
-    reason come out here as on the GPU host, from the raw rows."""
+    split over 4 looks), stopped at the first look. Each start's figure, its disturbance
+    evidence (its own GPU samples), the interval over the kept independent starts and the
+    verdict with its reason come out here as on the GPU host, from the raw rows."""
     from registry.executor.gpu import parse
     from registry.measure.disturbance import start_evidence
     from registry.measure.starts import StartFigure, start_figure

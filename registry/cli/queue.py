@@ -40,6 +40,11 @@ def add(
         help="The hardware identity that must run it (default: the record's own host, "
              "e.g. nvidia-h200x1; `registry worker --show-hardware` prints a host's).")]
     = None,
+    max_starts: Annotated[int | None, typer.Option(
+        "--max-starts", show_default=False,
+        help="With --control or --ab: after the first 2 starts a side go on a pair at a "
+             "time until decided, at most this many starts a side (as `registry ab "
+             "--max-starts`).")] = None,
     allow_env_drift: Annotated[bool, typer.Option(
         "--allow-env-drift",
         help="Run the reproduction despite environment drift (recorded in the new "
@@ -57,12 +62,13 @@ def add(
     from registry.fleet.submit import submit
 
     job = submit(find(home), what, control=control, ab=ab, hardware=hardware, url=url,
-                 allow_env_drift=allow_env_drift)
+                 allow_env_drift=allow_env_drift, max_starts=max_starts)
     if json:
         print_json(job)
     else:
         console.print(f"job {job.id} queued: {job.what(ID_DIGITS)} on {job.hardware}"
-                      + (" (environment drift allowed)" if job.allow_env_drift else ""),
+                      + (" (environment drift allowed)" if job.allow_env_drift else "")
+                      + (f" (up to {job.max_starts} starts a side)" if job.max_starts else ""),
                       highlight=False)
 
 

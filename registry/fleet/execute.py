@@ -56,6 +56,7 @@ class JobSpec:
     attempt: int = 0
     claim: str | None = None
     allow_env_drift: bool = False
+    max_starts: int | None = None
 
 
 @dataclass
@@ -107,8 +108,9 @@ def check_job(home: Home, job: JobSpec) -> None:
     this home's verified ledger: NotFound or InvalidInput, which no retry fixes."""
     from registry.fleet.jobcheck import TASK, check_in_ledger, parse_args
 
+    more = {} if job.max_starts is None else {"max_starts": job.max_starts}
     asked = parse_args(TASK, {"kind": job.kind, "target": job.target,
-                              "control": job.control, "claim": job.claim})
+                              "control": job.control, "claim": job.claim, **more})
     check_in_ledger(home, asked)
 
 
@@ -144,7 +146,8 @@ def _reproduce(job: JobSpec, ctx: Context) -> Outcome:
 
 def _starts(job: JobSpec, ctx: Context) -> Outcome:
     """A controlled reproduction (`control` the control record) or an A/B (`control`
-    side A, `target` side B): STARTS engine starts of each side, each sealed and tagged.
+    side A, `target` side B): STARTS engine starts of each side, then a pair at a time up
+    to the job's `max_starts` until decided, each sealed and tagged.
     From the first seal on, the job's records may be in this home alone (the worker
     routes a lost job back to it: docs/fleet.md)."""
     from registry.ab.runner import ab
@@ -152,7 +155,8 @@ def _starts(job: JobSpec, ctx: Context) -> Outcome:
     from registry.reproduce import reproduce
 
     assert job.control is not None
-    names = [f"{i:02d}-{side}" for i in range(2 * STARTS) for side in SIDES]
+    names = [f"{i:02d}-{side}" for i in range(2 * (job.max_starts or STARTS))
+             for side in SIDES]
     sealed = tagged(ctx.home, {_digest(tag_bytes(job, n)): n for n in names})
     resumed = _resumed(ctx.home, [sealed[n] for n in sorted(sealed)]) if sealed else None
     if resumed is not None:
@@ -165,13 +169,15 @@ def _starts(job: JobSpec, ctx: Context) -> Outcome:
     out = ctx.work_dir / f"job-{job.id}-{job.kind}-{job.attempt + 1}"
     sealing = _once(ctx, "sealing")
     if job.kind == "ab":
-        result = ab(ctx.home, job.control, job.target, starts=STARTS, out_dir=out,
+        result = ab(ctx.home, job.control, job.target, starts=STARTS,
+                    max_starts=job.max_starts, out_dir=out,
                     models_dir=ctx.models_dir, hooks=hooks, progress=sealing,
                     launcher=ctx.launcher, sealed=sealed)
         return Outcome(records=[s.record for s in result.starts],
                        attestations=[result.verification] if result.verification else [],
                        verdict=result.verdict, pushed=False, reused=len(sealed))
-    done = reproduce(ctx.home, job.target, control=job.control, starts=STARTS, out_dir=out,
+    done = reproduce(ctx.home, job.target, control=job.control, starts=STARTS,
+                     max_starts=job.max_starts, out_dir=out,
                      allow_env_drift=job.allow_env_drift,
                      models_dir=ctx.models_dir, hooks=hooks, progress=sealing,
                      launcher=ctx.launcher, sealed=sealed)

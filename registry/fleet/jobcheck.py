@@ -20,6 +20,7 @@ from pydantic import Field, StringConstraints, ValidationError
 from registry.base.model import Frozen
 from registry.errors import InvalidInput, NotFound
 from registry.formats.display import short_id
+from registry.measure.sequential import MOST_STARTS
 
 if TYPE_CHECKING:
     from registry.store.home import Home
@@ -44,6 +45,10 @@ class JobArgs(Frozen):
     target: RecordId = Field(description="the full id of a record (side B of an A/B)")
     control: RecordId | None = Field(description="the control record, side A of an A/B")
     claim: ClaimId | None = Field(None, description="the claim the job reproduces")
+    max_starts: int | None = Field(None, strict=True, ge=2, le=MOST_STARTS,
+                                   description="a controlled reproduction or A/B goes on a "
+                                   "pair at a time until decided, at most this many starts "
+                                   "a side (`queue add --max-starts`)")
     allow_env_drift: bool = Field(False, strict=True, description="reproduce despite "
                                   "environment drift (`queue add --allow-env-drift`)")
 
@@ -64,6 +69,8 @@ def parse_args(task: str | None, args: object) -> JobArgs:
         raise InvalidInput(f"malformed job: a {parsed.kind.value} job "
                            + ("takes no control record" if parsed.kind is Kind.reproduce
                               else "needs a control record"))
+    if parsed.max_starts is not None and parsed.kind is Kind.reproduce:
+        raise InvalidInput("malformed job: a reproduce job takes no max_starts")
     if parsed.control == parsed.target:
         raise InvalidInput("malformed job: its control is its target")
     return parsed

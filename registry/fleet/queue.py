@@ -108,6 +108,8 @@ class Job(Frozen):
                                    description="what the job did to the claim, in order")
     allow_env_drift: bool = Field(False, description="queued with --allow-env-drift: the "
                                   "reproduction runs despite drift, recorded in its record")
+    max_starts: int | None = Field(None, description="queued with --max-starts: the most "
+                                   "starts a side, a pair at a time until decided")
     reason: str | None = None
     log: str | None = None
     added_at: datetime | None = Field(None, description="None before its row is written")
@@ -207,7 +209,7 @@ def hardware_queue(identity: str) -> str:
 
 def add_job(url: str, kind: Kind, target: str, hardware: str,
             control: str | None = None, claim: str | None = None,
-            allow_env_drift: bool = False) -> Job:
+            allow_env_drift: bool = False, max_starts: int | None = None) -> Job:
     """Queue one job for `hardware`. procrastinate commits (and announces) the job on its
     own connection, so a worker may take it before the row below exists: both write the
     row with `ON CONFLICT DO NOTHING` (insert_row), whichever comes first."""
@@ -215,9 +217,10 @@ def add_job(url: str, kind: Kind, target: str, hardware: str,
 
     ensure_schema(url)
     with App(connector=SyncPsycopgConnector(conninfo=url)).open() as sync, connect(url) as conn:
+        more = {} if max_starts is None else {"max_starts": max_starts}
         job_id = sync.configure_task(TASK, queue=hardware_queue(hardware)).defer(
             kind=kind.value, target=target, control=control, claim=claim,
-            allow_env_drift=allow_env_drift)
+            allow_env_drift=allow_env_drift, **more)
         insert_row(conn, job_id, kind.value, target, hardware, control, claim,
                    allow_env_drift)
         return get_job(url, job_id, conn=conn)
@@ -260,7 +263,7 @@ def _job(row: dict[str, Any]) -> Job:
                    host=row["host"], records=row["records"] or [],
                    attestations=row["attestations"] or [], pushed=bool(row["pushed"]),
                    claim_moves=row["claim_moves"] or [], reason=row["reason"],
-                   allow_env_drift=args.allow_env_drift,
+                   allow_env_drift=args.allow_env_drift, max_starts=args.max_starts,
                    log=row["log"], added_at=row["added_at"], started_at=row["started_at"],
                    updated_at=row["updated_at"])
     except ValidationError as e:

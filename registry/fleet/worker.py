@@ -258,7 +258,8 @@ def _job_spec(opts: WorkerOptions, job_id: int, task: str, args: dict[str, objec
         raise Hopeless(reason) from None
     return JobSpec(id=job_id, queue=hardware_queue(opts.hardware), kind=asked.kind.value,
                    target=asked.target, control=asked.control, attempt=attempts,
-                   claim=asked.claim, allow_env_drift=asked.allow_env_drift)
+                   claim=asked.claim, allow_env_drift=asked.allow_env_drift,
+                   max_starts=asked.max_starts)
 
 
 class _Lease:

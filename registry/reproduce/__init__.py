@@ -43,6 +43,7 @@ from registry.reproduce.judge import (
     performance_verdict,
 )
 from registry.reproduce.launcher import Restored, place, restore
+from registry.reproduce.why import one_start_held
 from registry.store.home import Home
 
 if TYPE_CHECKING:
@@ -145,8 +146,9 @@ def reproduce(home: Home, prefix: str, *, recipe_path: Path | None = None,
             models_dir=models_dir, hooks=replace(hooks or RunHooks(), more=more),
             launcher=launcher or engine_for_plan)
     new = load_sealed(home, _seal(home, run_dir, recipe_path, original.id, env, progress).id)
-    performance = performance_verdict(original, new, formula, window, min_performance,
-                                      max_rounds)
+    performance = one_start_held(
+        performance_verdict(original, new, formula, window, min_performance, max_rounds),
+        _evidence(home, original), _evidence(home, new))
     done = _judged(checked.model_copy(update={"run_dir": str(run_dir), "record": new.id}),
                    home, statement, original, new, recipe, performance)
     return attest(home, done)

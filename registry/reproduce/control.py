@@ -31,6 +31,7 @@ from registry.errors import InvalidInput
 from registry.formats.rundir import BenchRow
 from registry.measure.evidence import StartEvidence
 from registry.measure.metrics import formula_text
+from registry.measure.sequential import MOST_STARTS, half_width, starts_needed
 from registry.measure.starts import (
     LEVEL,
     PairedInterval,
@@ -41,7 +42,6 @@ from registry.measure.starts import (
     pooled,
     start_figure,
 )
-from registry.measure.sequential import MOST_STARTS, half_width, starts_needed
 from registry.recipe.schema import MetricFormula
 from registry.reproduce.judge import PerformanceVerdict, SuitePerformance, judge_rows
 from registry.reproduce.why import Why, explain

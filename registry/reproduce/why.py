@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
@@ -22,6 +23,9 @@ from registry.base.model import Frozen
 from registry.measure.evidence import StartEvidence
 from registry.measure.sequential import MOST_STARTS, independent_interval, starts_needed
 from registry.measure.starts import LEVEL, NOISE_PCT, PairedInterval, StartFigure, boost_verdict
+
+if TYPE_CHECKING:
+    from registry.reproduce.judge import PerformanceVerdict
 
 
 class Why(Frozen):
@@ -135,3 +139,29 @@ def disturbed_text(marks: dict[int, str]) -> str:
 def _and(ks: list[int]) -> str:
     words = [str(k) for k in ks]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def one_start_held(verdict: PerformanceVerdict, original: Sequence[StartEvidence],
+                   new: Sequence[StartEvidence]) -> PerformanceVerdict:
+    """A reproduction of one start (no control) judges that start's rows against the
+    sealed ones, so it cannot tell a slow record from a slow host. A speed failure over a
+    start the disturbance rule marks, the new one or a sealed one, is not signed: the
+    suite is inconclusive and names the disturbance (on the disturbed H200 lease such
+    starts ran 10-29% slow; docs/measurement.md, "Disturbed starts"). A pass stands: a
+    disturbance slows a start, so a record that passes through one passes."""
+    marks = [f"{side} start {e.start}: {e.disturbed}"
+             for side, found in (("new", new), ("sealed", original))
+             for e in found if e.disturbed]
+    if not marks or not any(s.status == "failed" for s in verdict.suites):
+        return verdict
+    said = "; ".join(marks)
+    suites = [s.model_copy(update={
+        "status": "inconclusive",
+        "detail": f"{s.detail}; not failed, {said}: a disturbed start says nothing of the "
+                  "record (re-run it on a quiet host, or against a control: --control)"})
+              if s.status == "failed" else s for s in verdict.suites]
+    statuses = {s.status for s in suites}
+    status = next((s for s in ("failed", "inconclusive", "undecided", "passed")
+                   if s in statuses), verdict.status)
+    return verdict.model_copy(update={"suites": suites, "status": status,
+                                      "passed": status == "passed"})
