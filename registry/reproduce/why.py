@@ -56,8 +56,10 @@ def explain(figures: Sequence[StartFigure], evidence: Sequence[StartEvidence], *
     if iv is not None and iv.low is not None and iv.high is not None:
         status = ("passed" if iv.low >= min_ratio else "failed" if iv.high < min_ratio
                   else "inconclusive")
-    margin = -math.log(min_ratio)  # a ratio of 1.0 passes once the half-width fits here
-    needed = _needed(iv, [margin], sealed_weight, start_spreads, level)
+    # decided on the side of the floor the ratio seen lies: passed above, failed below
+    seen = math.log(iv.ratio) if iv else 0.0
+    needed = _needed(iv, [abs(seen - math.log(min_ratio))], sealed_weight, start_spreads,
+                     level)
     why = _why(status, iv, used, marks, evidence, needed, status == "inconclusive")
     if why.reason.endswith(f"more than {MOST_STARTS} starts a side") and sealed_weight:
         why = why.model_copy(update={"reason": why.reason.replace(
