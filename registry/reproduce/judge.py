@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import Field
@@ -223,11 +224,16 @@ def judge_rows(original: list[BenchRow], new: list[BenchRow], suites: list[str],
     if rounds >= max_rounds:
         judged = [j.model_copy(update={"status": "inconclusive"}) if j.status == "undecided"
                   else j for j in judged]
-    statuses = {j.status for j in judged}
-    status = next((s for s in ("failed", "inconclusive", "undecided", "passed")
-                   if s in statuses), NOT_JUDGED)
+    status = overall_status(j.status for j in judged)
     return PerformanceVerdict(min_ratio=min_ratio, status=status, passed=status == "passed",
                               rounds=rounds, max_rounds=max_rounds, suites=judged)
+
+
+def overall_status(statuses: Iterable[str]) -> str:
+    """The verdict of all suites: the worst of theirs (none judged: not judged)."""
+    seen = set(statuses)
+    return next((s for s in ("failed", "inconclusive", "undecided", "passed") if s in seen),
+                NOT_JUDGED)
 
 
 def _suite(name: str, original: list[BenchRow], new: list[BenchRow], formula: MetricFormula,

@@ -162,8 +162,8 @@ def one_start_held(verdict: PerformanceVerdict, original: Sequence[StartEvidence
         "detail": f"{s.detail}; not failed, {said}: a disturbed start says nothing of the "
                   "record (re-run it on a quiet host, or against a control: --control)"})
               if s.status == "failed" else s for s in verdict.suites]
-    statuses = {s.status for s in suites}
-    status = next((s for s in ("failed", "inconclusive", "undecided", "passed")
-                   if s in statuses), verdict.status)
+    from registry.reproduce.judge import overall_status
+
+    status = overall_status(s.status for s in suites)
     return verdict.model_copy(update={"suites": suites, "status": status,
                                       "passed": status == "passed"})
