@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from registry.executor import gpu
-from registry.formats.rundir import Bench
+from registry.formats.rundir import Bench, BenchRow
 from registry.measure.disturbance import (
     BUSY_FLOOR_PCT,
     SPREAD_CEILING,
@@ -41,22 +41,33 @@ def _own_samples(run: Path, start: int) -> list[gpu.GpuSample]:
     return gpu.parse(path.read_text()) if path.is_file() else []
 
 
+def _gpu_bound(recipe: dict) -> bool:
+    """A compiled lane's GPU sets its pace; an eager one's idles between launches."""
+    return not recipe["engine"]["args"].get("enforce_eager", False)
+
+
+def _start(run: Path) -> tuple[dict, list[BenchRow], list[StartEvidence]]:
+    """A kept run's recipe, timed rows and each start's evidence, as a reproduction reads
+    them back (its own samples, the lease's only where a start kept none)."""
+    bench = Bench.model_validate_json((run / "bench.json").read_text())
+    recipe = json.loads((run / "recipe.json").read_text())
+    lease = _lease_samples(run)
+    rows = bench.timed_rows
+    samples: dict[int, Sequence[Sample]] = {
+        k: _own_samples(run, k) or lease for k in {r.start for r in rows}}
+    return recipe, rows, record_evidence(rows, samples,
+                                         MetricFormula(recipe["benchmark"]["metric"]),
+                                         recipe["benchmark"]["window"], _gpu_bound(recipe))
+
+
 @cache
 def kept() -> tuple[tuple[str, str, bool, StartEvidence], ...]:
     """(run, lane, GPU-bound, evidence) of every kept start."""
     out = []
     for bench_path in sorted(RUNS.glob("*/runs/**/bench.json")):
-        run = bench_path.parent
-        bench = Bench.model_validate_json(bench_path.read_text())
-        recipe = json.loads((run / "recipe.json").read_text())
-        bound = not recipe["engine"]["args"].get("enforce_eager", False)
-        lease = _lease_samples(run)
-        samples: dict[int, Sequence[Sample]] = {
-            k: _own_samples(run, k) or lease for k in {r.start for r in bench.timed_rows}}
-        window = recipe["benchmark"]["window"]
-        formula = MetricFormula(recipe["benchmark"]["metric"])
-        for e in record_evidence(bench.timed_rows, samples, formula, window, bound):
-            out.append((str(run.relative_to(RUNS)), recipe["lane"], bound, e))
+        recipe, _, evidence = _start(bench_path.parent)
+        out += [(str(bench_path.parent.relative_to(RUNS)), recipe["lane"], _gpu_bound(recipe), e)
+                for e in evidence]
     return tuple(out)
 
 
@@ -289,16 +300,6 @@ def test_the_reproduce_verdict_of_each_kept_controlled_reproduction_says_why(
             assert perf.ratio_low is not None and perf.ratio_low >= 0.95
 
 
-def _start(run: Path) -> tuple[list, list[StartEvidence]]:
-    """A kept start's timed rows and its evidence, as a reproduction reads them back."""
-    bench = Bench.model_validate_json((run / "bench.json").read_text())
-    recipe = json.loads((run / "recipe.json").read_text())
-    rows = bench.timed_rows
-    samples = {k: _own_samples(run, k) or _lease_samples(run) for k in {r.start for r in rows}}
-    return rows, record_evidence(rows, samples, MetricFormula(recipe["benchmark"]["metric"]),
-                                 recipe["benchmark"]["window"])
-
-
 def test_a_one_start_reproduction_does_not_fail_a_record_over_a_disturbed_start() -> None:
     """A plain reproduction (no control) judges one start's rows against the sealed ones.
     Judged on the kept H200 starts of one lane and lease: a full-speed start (90% busy) as
@@ -309,9 +310,9 @@ def test_a_one_start_reproduction_does_not_fail_a_record_over_a_disturbed_start(
     from registry.reproduce.why import one_start_held
 
     lease = RUNS / "h200x1-20261202-controlled-2" / "runs"
-    sealed_rows, sealed = _start(lease / "controlled-1" / "00-record")
-    slow_rows, slow = _start(lease / "controlled-2" / "00-record")
-    quiet_rows, quiet = _start(lease / "controlled-1" / "03-record")
+    _, sealed_rows, sealed = _start(lease / "controlled-1" / "00-record")
+    _, slow_rows, slow = _start(lease / "controlled-2" / "00-record")
+    _, quiet_rows, quiet = _start(lease / "controlled-1" / "03-record")
     assert not sealed[0].disturbed and not quiet[0].disturbed
     assert slow[0].disturbed == "host disturbed (GPU 73% busy while decoding)"
     formula = MetricFormula("99 / (t[99] - t[0])")  # the lane's recipe
